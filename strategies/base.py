@@ -1,0 +1,109 @@
+"""The strategy contract: `Strategy.fit(sample, n_workers, params, context) -> Router`.
+
+A Router is plain data (numpy arrays) plus vectorised routing functions, cheap to pickle and
+broadcast to Spark executors. It turns a batch of events into (row, worker) pairs: objects by
+`route_objects`, queries by `route_queries`, which dispatches on the query family so that a
+router for range subscriptions never has to assume that every query is a rectangle.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+import numpy as np
+
+from harness.events import FAMILY_NAMES, OBJECT, Events
+
+
+class UnsupportedFamilyError(ValueError):
+    """A strategy was asked to route a query family it does not define routing for."""
+
+
+@dataclass(frozen=True)
+class FitContext:
+    """What every strategy may know besides the sample: the space, the vocabulary, the seed."""
+
+    extent: tuple[float, float, float, float]  # xmin, ymin, xmax, ymax (km)
+    term_df: np.ndarray  # document frequency of each term id (id = frequency rank)
+    seed: int = 0
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.term_df)
+
+
+Pairs = tuple[np.ndarray, np.ndarray]  # (row index into the batch, worker id), both int64
+
+
+def empty_pairs() -> Pairs:
+    return np.zeros(0, np.int64), np.zeros(0, np.int64)
+
+
+class Router(ABC):
+    """Routes events to workers. Subclasses implement objects and the families they support."""
+
+    families: frozenset[str] = frozenset()
+
+    def __init__(self, n_workers: int):
+        self.n_workers = int(n_workers)
+
+    def route(self, ev: Events) -> Pairs:
+        """All events of a batch; every query kind (insert, delete, snapshot) routes alike."""
+        is_obj = ev.kind == OBJECT
+        ro, wo = self.route_objects(ev, np.flatnonzero(is_obj))
+        rq, wq = self.route_queries(ev, np.flatnonzero(~is_obj))
+        return np.concatenate([ro, rq]), np.concatenate([wo, wq])
+
+    @abstractmethod
+    def route_objects(self, ev: Events, rows: np.ndarray) -> Pairs: ...
+
+    def route_queries(self, ev: Events, rows: np.ndarray) -> Pairs:
+        if len(rows) == 0:
+            return empty_pairs()
+        parts = []
+        fam = ev.family[rows]
+        for code in np.unique(fam):
+            name = FAMILY_NAMES.get(int(code), str(code))
+            if name not in self.families:
+                raise UnsupportedFamilyError(
+                    f"{type(self).__name__} cannot route {name!r} queries; it supports {sorted(self.families)}"
+                )
+            sub = rows[fam == code]
+            parts.append(getattr(self, f"route_{name}")(ev, sub))
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+    def describe(self) -> dict[str, Any]:
+        """What plots and reports show about the partitioning (override to add boundaries)."""
+        return {"router": type(self).__name__, "workers": self.n_workers}
+
+    def size_bytes(self) -> int:
+        """Dispatcher memory: the bytes of the router's arrays."""
+        return int(sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray)))
+
+
+class Strategy(ABC):
+    """One partitioning strategy. Subclasses set `name`, `families` and a `Params` dataclass."""
+
+    name: ClassVar[str]
+    families: ClassVar[frozenset[str]] = frozenset({"range"})
+
+    @dataclass
+    class Params:
+        pass
+
+    @classmethod
+    def make_params(cls, params: dict[str, Any] | None) -> Any:
+        """Build the Params dataclass, rejecting unknown keys with the valid ones listed."""
+        params = dict(params or {})
+        valid = {f.name for f in fields(cls.Params)}
+        unknown = sorted(set(params) - valid)
+        if unknown:
+            raise ValueError(
+                f"strategy {cls.name!r}: unknown parameter(s) {unknown}; valid parameters: {sorted(valid) or 'none'}"
+            )
+        return cls.Params(**params)
+
+    @abstractmethod
+    def fit(self, sample: Events, n_workers: int, params: Any, context: FitContext) -> Router: ...

@@ -1,0 +1,194 @@
+"""Compiled routing kernels shared by the routers.
+
+Each kernel turns a set of event rows into (row, worker) pairs in two passes (count, then fill)
+so that the output arrays are allocated once; a per-row stamp array removes duplicate workers.
+All cell arithmetic goes through `axis_cell`, the one definition of "which cell holds v", so a
+point and every rectangle that contains it always agree on their cells (the routing invariant).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, inline="always")
+def axis_cell(v, v0, inv_w, n):
+    """Cell index of coordinate v on an axis of n cells starting at v0; clamped, monotone in v."""
+    c = math.floor((v - v0) * inv_w)
+    if c < 0:
+        return 0
+    if c > n - 1:
+        return n - 1
+    return int(c)
+
+
+@njit(cache=True)
+def points_to_cells(x, y, x0, y0, inv_cw, inv_ch, nx, ny):
+    out = np.empty(len(x), np.int64)
+    for i in range(len(x)):
+        out[i] = axis_cell(y[i], y0, inv_ch, ny) * nx + axis_cell(x[i], x0, inv_cw, nx)
+    return out
+
+
+@njit(cache=True)
+def rects_to_cell_ranges(xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny):
+    n = len(xmin)
+    out = np.empty((n, 4), np.int64)
+    for i in range(n):
+        out[i, 0] = axis_cell(xmin[i], x0, inv_cw, nx)
+        out[i, 1] = axis_cell(xmax[i], x0, inv_cw, nx)
+        out[i, 2] = axis_cell(ymin[i], y0, inv_ch, ny)
+        out[i, 3] = axis_cell(ymax[i], y0, inv_ch, ny)
+    return out
+
+
+@njit(cache=True)
+def route_points_cellmap(rows, x, y, x0, y0, inv_cw, inv_ch, nx, ny, cell_worker):
+    """Each point to the worker owning its cell."""
+    out = np.empty(len(rows), np.int64)
+    for i in range(len(rows)):
+        r = rows[i]
+        out[i] = cell_worker[axis_cell(y[r], y0, inv_ch, ny) * nx + axis_cell(x[r], x0, inv_cw, nx)]
+    return out
+
+
+@njit(cache=True)
+def route_rects_cellmap(rows, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, cell_worker, n_workers):
+    """Each rectangle to the distinct workers owning the cells it overlaps."""
+    stamp = np.full(n_workers, -1, np.int64)
+    total = 0
+    for p in range(2):
+        if p == 1:
+            out_r = np.empty(total, np.int64)
+            out_w = np.empty(total, np.int64)
+            stamp[:] = -1
+            total = 0
+        for i in range(len(rows)):
+            r = rows[i]
+            ix0 = axis_cell(xmin[r], x0, inv_cw, nx)
+            ix1 = axis_cell(xmax[r], x0, inv_cw, nx)
+            iy0 = axis_cell(ymin[r], y0, inv_ch, ny)
+            iy1 = axis_cell(ymax[r], y0, inv_ch, ny)
+            for iy in range(iy0, iy1 + 1):
+                base = iy * nx
+                for ix in range(ix0, ix1 + 1):
+                    w = cell_worker[base + ix]
+                    if stamp[w] != i:
+                        stamp[w] = i
+                        if p == 1:
+                            out_r[total] = r
+                            out_w[total] = w
+                        total += 1
+    return out_r, out_w
+
+
+@njit(cache=True)
+def route_term_sets(rows, offsets, values, term_worker, n_workers):
+    """Each row to the distinct workers owning any of its terms (object multicast, OR queries)."""
+    stamp = np.full(n_workers, -1, np.int64)
+    total = 0
+    for p in range(2):
+        if p == 1:
+            out_r = np.empty(total, np.int64)
+            out_w = np.empty(total, np.int64)
+            stamp[:] = -1
+            total = 0
+        for i in range(len(rows)):
+            r = rows[i]
+            for j in range(offsets[r], offsets[r + 1]):
+                w = term_worker[values[j]]
+                if stamp[w] != i:
+                    stamp[w] = i
+                    if p == 1:
+                        out_r[total] = r
+                        out_w[total] = w
+                    total += 1
+    return out_r, out_w
+
+
+@njit(cache=True)
+def last_terms(rows, offsets, values):
+    """The largest term id of each row: its least frequent keyword (ids are frequency ranks)."""
+    out = np.empty(len(rows), np.int64)
+    for i in range(len(rows)):
+        r = rows[i]
+        out[i] = values[offsets[r + 1] - 1] if offsets[r + 1] > offsets[r] else -1
+    return out
+
+
+@njit(cache=True)
+def lpt_assign(loads, n_workers):
+    """Longest-processing-time greedy: items by load descending, each to the least loaded worker.
+
+    Ties go to the lowest worker id, so the assignment is deterministic.
+    """
+    order = np.argsort(-loads, kind="mergesort")
+    total = np.zeros(n_workers, np.float64)
+    out = np.empty(len(loads), np.int64)
+    for k in range(len(order)):
+        i = order[k]
+        best = 0
+        for w in range(1, n_workers):
+            if total[w] < total[best]:
+                best = w
+        out[i] = best
+        total[best] += loads[i]
+    return out
+
+
+@njit(cache=True)
+def kd_descend(rows, x, y, split_dim, split_val, left, right, leaf_worker):
+    """Each point down a kd-tree: left when its coordinate is < the split value."""
+    out = np.empty(len(rows), np.int64)
+    for i in range(len(rows)):
+        r = rows[i]
+        node = 0
+        while split_dim[node] >= 0:
+            v = x[r] if split_dim[node] == 0 else y[r]
+            node = left[node] if v < split_val[node] else right[node]
+        out[i] = leaf_worker[node]
+    return out
+
+
+@njit(cache=True)
+def kd_route_rects(rows, xmin, ymin, xmax, ymax, split_dim, split_val, left, right, leaf_worker, n_workers):
+    """Each rectangle to the distinct workers of the kd-tree leaves it overlaps (depth-first)."""
+    stamp = np.full(n_workers, -1, np.int64)
+    stack = np.empty(256, np.int64)
+    total = 0
+    for p in range(2):
+        if p == 1:
+            out_r = np.empty(total, np.int64)
+            out_w = np.empty(total, np.int64)
+            stamp[:] = -1
+            total = 0
+        for i in range(len(rows)):
+            r = rows[i]
+            top = 0
+            stack[0] = 0
+            top = 1
+            while top > 0:
+                top -= 1
+                node = stack[top]
+                d = split_dim[node]
+                if d < 0:
+                    w = leaf_worker[node]
+                    if stamp[w] != i:
+                        stamp[w] = i
+                        if p == 1:
+                            out_r[total] = r
+                            out_w[total] = w
+                        total += 1
+                    continue
+                lo = xmin[r] if d == 0 else ymin[r]
+                hi = xmax[r] if d == 0 else ymax[r]
+                if lo < split_val[node]:
+                    stack[top] = left[node]
+                    top += 1
+                if hi >= split_val[node]:
+                    stack[top] = right[node]
+                    top += 1
+    return out_r, out_w

@@ -1,0 +1,50 @@
+"""Every module in `strategies/` that defines a Strategy subclass with a `name` is registered.
+
+Adding a strategy is one module here plus `conf/strategy/<name>.yaml`; tests, sweeps and plots
+ask this registry, so nothing else needs editing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from functools import lru_cache
+
+import strategies
+from strategies.base import Strategy
+
+_NOT_STRATEGY_MODULES = {"base", "registry", "kernels", "spatial", "load", "textpart"}
+
+
+@lru_cache(maxsize=1)
+def _discover() -> dict[str, type[Strategy]]:
+    found: dict[str, type[Strategy]] = {}
+    for info in pkgutil.iter_modules(strategies.__path__):
+        if info.name in _NOT_STRATEGY_MODULES or info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"strategies.{info.name}")
+        for _, obj in inspect.getmembers(module, inspect.isclass):
+            if issubclass(obj, Strategy) and obj is not Strategy and getattr(obj, "name", None):
+                if obj.__module__ != module.__name__:
+                    continue
+                if obj.name in found and found[obj.name] is not obj:
+                    raise RuntimeError(f"two strategies named {obj.name!r}: {found[obj.name]} and {obj}")
+                found[obj.name] = obj
+    return dict(sorted(found.items()))
+
+
+def names() -> list[str]:
+    return list(_discover())
+
+
+def get(name: str) -> type[Strategy]:
+    table = _discover()
+    if name not in table:
+        raise ValueError(f"unknown strategy {name!r}; valid strategies: {', '.join(table)} (or 'all')")
+    return table[name]
+
+
+def supporting(family: str) -> list[str]:
+    """Names of the strategies that route the given query family."""
+    return [n for n, cls in _discover().items() if family in cls.families]
