@@ -1,0 +1,45 @@
+# Entry points of the harness. Every target creates the virtual environment first if needed.
+PY      := .venv/bin/python
+STAMP   := .venv/.installed
+export SPARK_LOCAL_IP := 127.0.0.1
+export PYSPARK_PYTHON := $(abspath $(PY))
+# the registry decides which strategies a sweep covers
+STRATEGIES = $(shell $(PY) -c "from strategies import registry; print(','.join(registry.supporting('range')))")
+SWEEP_WORKERS ?= 2,4,8,16
+SWEEP_WORKLOADS ?= sts_q1,sts_q2,sts_q3
+ARGS ?=
+
+.PHONY: venv run test sweep plots bench mlflow-ui clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	touch $(STAMP)
+
+run: $(STAMP)  ## the default experiment: every strategy on STS-Q1, 8 workers, comparison table
+	$(PY) -m harness $(ARGS)
+
+test: $(STAMP)  ## the test suite (tiny workloads, real Spark, MLflow and Hydra)
+	$(PY) -m pytest -q $(ARGS)
+
+sweep: $(STAMP)  ## strategy x workers x workload, one MLflow parent run, then the plots
+	$(PY) -m harness -m strategy=$(STRATEGIES) workers=$(SWEEP_WORKERS) workload=$(SWEEP_WORKLOADS) \
+	    workload.queries=5000 workload.updates=4000 dataset.size=100000 tag=sweep $(ARGS)
+	$(PY) -m harness.plots
+
+plots: $(STAMP)  ## PNG plots from results/runs.parquet into results/plots/
+	$(PY) -m harness.plots
+
+bench: $(STAMP)  ## pytest-benchmark figures, each with its ratio to a baseline measured in the same run
+	$(PY) -m pytest benchmarks -q -p no:cacheprovider --benchmark-columns=min,mean,ops --benchmark-sort=name $(ARGS)
+
+mlflow-ui: $(STAMP)  ## the MLflow UI on 127.0.0.1 over results/
+	mkdir -p results
+	$(PY) -m mlflow ui --host 127.0.0.1 --port 5000 --backend-store-uri sqlite:///$(abspath results)/mlflow.db
+
+clean:  ## remove generated results (keeps the environment)
+	rm -rf results outputs multirun

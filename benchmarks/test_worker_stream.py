@@ -1,0 +1,93 @@
+"""Figure 3: one worker's whole sub-stream at 1M live subscriptions, per core.
+
+GI2 restores L live STS-Q1 queries (1M at full scale), then processes a PS2Stream mix in seq
+order: insertions of new queries and deletions of live ones alternate, with 5 objects per update
+interleaved at random. Baseline: the naive pure-Python GI2 (benchmarks/naive_gi2.py) over the same
+restored queries (its build is set-up, not timed), run on a prefix of the stream; the two must
+return the same pairs on that prefix.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench_data import object_events
+from conftest import cpu_timer
+from harness.events import DELETE, INSERT, NUMERIC_FIELDS, NUMPY_DTYPES, RANGE, Events, sorted_unique, unpack_keys
+from harness.workers.base import IndexContext
+from harness.workers.gi2 import GI2Index
+from naive_gi2 import NaiveGI2
+
+OBJECTS_PER_UPDATE = 5
+
+
+def make_stream(query_pool: Events, table, live: int, updates: int, seed: int = 4) -> Events:
+    rng = np.random.default_rng(seed)
+    n_ins = updates // 2
+    n_del = updates - n_ins
+    ins = query_pool.take(np.arange(live, live + n_ins))
+    dele = query_pool.take(rng.choice(live, size=n_del, replace=False))
+    dele.cols["kind"] = np.full(n_del, DELETE, np.int8)
+    upd = np.empty(updates, np.int64)  # alternate insert / delete
+    upd[0::2] = np.arange(len(upd[0::2]))
+    upd[1::2] = n_ins + np.arange(len(upd[1::2]))
+    updates_ev = Events.concat([ins, dele]).take(upd)
+    n_obj = updates * OBJECTS_PER_UPDATE
+    objs = object_events(table, rows=np.sort(rng.choice(table.num_rows, size=n_obj, replace=False)))
+    is_upd = np.zeros(updates + n_obj, bool)
+    is_upd[rng.choice(len(is_upd), size=updates, replace=False)] = True
+    order = np.empty(len(is_upd), np.int64)  # position -> row of concat([updates, objects])
+    order[is_upd] = np.arange(updates)
+    order[~is_upd] = updates + np.arange(n_obj)
+    stream = Events.concat([updates_ev, objs]).take(order)
+    stream.cols["seq"] = live + np.arange(len(stream), dtype=np.int64)
+    assert (stream.family[stream.kind != 0] == RANGE).all()
+    return stream
+
+
+def test_worker_stream(benchmark, dataset, query_pool, scale, record):
+    table, df, extent = dataset
+    live, updates = scale["stream_live"], scale["stream_updates"]
+    state = query_pool.take(np.arange(live))  # seqs 0..live-1
+    stream = make_stream(query_pool, table, live, updates)
+    ctx = IndexContext(tuple(extent), len(df))
+
+    index = GI2Index(ctx)
+    warm = GI2Index(ctx)
+    warm.restore(state.take(np.arange(1000)))
+    warm.process(stream.take(np.arange(200)))  # numba warm-up
+    outs, restores = [], []
+
+    def setup():
+        restores.append(index.restore(state))
+        return (), {}
+
+    def run():
+        outs.append(index.process(stream))
+
+    benchmark.pedantic(run, setup=setup, rounds=2, iterations=1)
+    busy = min(o.busy_s for o in outs)
+    out = outs[-1]
+    assert len(out.keys) == len(sorted_unique(out.keys)), "GI2 reported a pair twice"
+    assert out.counters["orphan_deletes"] == 0
+
+    # naive baseline on a prefix, against the same restored queries
+    naive = NaiveGI2(extent)
+    naive.restore(state)
+    prefix = stream.take(np.arange(min(scale["naive_prefix"], len(stream))))
+    naive_s, naive_keys = cpu_timer(lambda: naive.run(prefix), rounds=1)
+    prefix_oids = prefix.id[prefix.kind == 0]
+    _, oids = unpack_keys(out.keys)
+    gi2_prefix = sorted_unique(out.keys[np.isin(oids, prefix_oids)])
+    assert np.array_equal(gi2_prefix, sorted_unique(naive_keys)), "GI2 and the naive index disagree"
+
+    c = out.counters
+    tag = f"{live // 1_000_000}M" if live % 1_000_000 == 0 else f"{live // 1000}k"
+    base = f"stream@{tag}/naive_python"
+    record(base, len(prefix) / naive_s, "events/s/core", note=f"first {len(prefix)} events")
+    record(f"stream@{tag}/gi2", len(stream) / busy, "events/s/core", baseline=base, target=25_000,
+           note=f"{len(stream)} events ({c['objects']} obj, {c['inserts']} ins, {c['deletes']} del), "
+                f"{c['candidates'] / max(c['objects'], 1):.0f} cand/obj, {c['results'] / max(c['objects'], 1):.1f} res/obj")
+    record(f"stream@{tag}/gi2_restore", live / min(restores), "queries/s/core",
+           note=f"{min(restores):.2f}s, untimed set-up")

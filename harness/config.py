@@ -1,0 +1,170 @@
+"""The structured config schema (Hydra) and the checks that run before Spark starts.
+
+Config groups: dataset, workload, strategy, cluster; top-level keys include workers and seed.
+Every group option is a YAML file under conf/<group>/ typed by the dataclass below, so a
+misspelled key or a wrong type is rejected by composition; `validate` then checks the values
+(unknown strategy, negative worker count, a strategy that cannot route the workload's family)
+and `check_overrides` names the valid keys for a misspelled command-line override.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+
+from datasets.config import DatasetConfig, validate_dataset_config
+from datasets.workloads import WorkloadConfig, validate_workload_config
+
+
+@dataclass
+class StrategyConfig:
+    name: str = "all"  # a registered strategy, or "all" for every one that routes the workload
+    families: list[str] = field(default_factory=lambda: ["range"])  # query families it routes
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ClusterConfig:
+    name: str = "local"
+    master: str = "local[*]"  # or spark://host:7077 for a standalone cluster
+    conf: dict[str, str] = field(default_factory=dict)  # extra spark.* settings
+
+
+@dataclass
+class IndexConfig:
+    gi2_cells_per_side: int = 64  # GI2 granularity, 2^6 as in PS2Stream's experiments
+
+
+@dataclass
+class LatencyConfig:
+    rate_fraction: float = 0.7  # input rate as a fraction of the run's own throughput ...
+    rate_eps: Optional[float] = None  # ... or an absolute rate in events/s (wins when set)
+
+
+@dataclass
+class OracleConfig:
+    enabled: bool = True
+    max_checks: float = 2.0e10  # skip (oracle_ok = null) when objects x queries exceeds this
+
+
+@dataclass
+class MlflowConfig:
+    enabled: bool = True
+    experiment: str = "stps-harness"
+    parent_run_id: Optional[str] = None  # set by sweeps: jobs become children of this run
+
+
+@dataclass
+class Config:
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    strategy: StrategyConfig = field(default_factory=StrategyConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    workers: int = 8
+    dispatchers: int = 4
+    seed: int = 42
+    index: IndexConfig = field(default_factory=IndexConfig)
+    latency: LatencyConfig = field(default_factory=LatencyConfig)
+    oracle: OracleConfig = field(default_factory=OracleConfig)
+    mlflow: MlflowConfig = field(default_factory=MlflowConfig)
+    results_dir: Optional[str] = None  # default: <project>/results
+    keep_pairs: bool = False  # write the distinct result pairs as Parquet (else count + digest)
+    progress: bool = True
+    tag: Optional[str] = None  # free label stored with the run (e.g. the experiment name)
+
+
+def register_configs() -> None:
+    cs = ConfigStore.instance()
+    cs.store(name="base_config", node=Config)
+
+
+class ConfigError(ValueError):
+    """A config value that cannot run; raised before Spark starts."""
+
+
+def _bad(key: str, value, allowed) -> ConfigError:
+    return ConfigError(f"{key}={value!r} is invalid; allowed: {allowed}")
+
+
+def strategy_names(cfg) -> list[str]:
+    """The strategies a run covers: the named one, or every registered one routing the family."""
+    from strategies import registry
+
+    family = cfg.workload.family
+    if cfg.strategy.name == "all":
+        return registry.supporting(family)
+    cls = registry.get(cfg.strategy.name)  # raises with the valid names
+    declared = list(cfg.strategy.families)
+    unknown_fam = sorted(set(declared) - set(cls.families))
+    if unknown_fam:
+        raise _bad(f"strategy.families (for {cls.name})", declared, sorted(cls.families))
+    if family not in declared:
+        raise ConfigError(
+            f"strategy {cls.name!r} does not route {family!r} queries (it routes {declared}); "
+            f"strategies that do: {', '.join(registry.supporting(family))}"
+        )
+    return [cls.name]
+
+
+def validate(cfg) -> list[str]:
+    """Check every value that would fail later; returns the strategy names to run."""
+    from strategies import registry
+
+    if not isinstance(cfg.workers, int) or cfg.workers < 1:
+        raise _bad("workers", cfg.workers, "an integer >= 1")
+    if cfg.dispatchers < 1:
+        raise _bad("dispatchers", cfg.dispatchers, "an integer >= 1")
+    if cfg.index.gi2_cells_per_side < 1:
+        raise _bad("index.gi2_cells_per_side", cfg.index.gi2_cells_per_side, "an integer >= 1")
+    if not 0 < cfg.latency.rate_fraction <= 10:
+        raise _bad("latency.rate_fraction", cfg.latency.rate_fraction, "a number in (0, 10]")
+    if cfg.latency.rate_eps is not None and cfg.latency.rate_eps <= 0:
+        raise _bad("latency.rate_eps", cfg.latency.rate_eps, "a positive rate in events/s, or null")
+    for check in (validate_dataset_config, validate_workload_config):
+        try:
+            check(cfg.dataset if check is validate_dataset_config else cfg.workload)
+        except ConfigError:
+            raise
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    try:
+        names = strategy_names(cfg)
+        if cfg.strategy.name != "all":
+            registry.get(names[0]).make_params(dict(cfg.strategy.params))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return names
+
+
+def check_overrides(args: list[str]) -> None:
+    """Reject `key=value` overrides whose key is not in the schema, naming the valid keys."""
+    chosen = dict(a.split("=", 1) for a in args if "=" in a and not a.startswith(("-", "+", "~")))
+    for arg in args:
+        if arg.startswith(("-", "+", "~", "hydra")) or "=" not in arg:
+            continue
+        key = arg.split("=", 1)[0]
+        if key.startswith("strategy.params.") and chosen.get("strategy", "all") != "all":
+            from strategies import registry
+
+            try:
+                registry.get(chosen["strategy"]).make_params({key.split(".")[2]: None})
+            except ValueError as exc:
+                if "valid parameters" in str(exc):
+                    raise ConfigError(str(exc)) from None
+            except TypeError:
+                pass
+        node: Any = Config()
+        path: list[str] = []
+        for part in key.split("."):
+            if not is_dataclass(node):
+                break  # a free-form map (strategy.params, cluster.conf) or a leaf value
+            keys = {f.name: getattr(node, f.name) for f in fields(node)}
+            if part not in keys:
+                close = difflib.get_close_matches(part, list(keys), n=1)
+                hint = f" (did you mean {'.'.join(path + close)!r}?)" if close else ""
+                raise ConfigError(f"unknown config key {key!r}{hint}; valid keys here: {', '.join(sorted(keys))}")
+            node = keys[part]
+            path.append(part)

@@ -1,0 +1,111 @@
+"""Plots: per run (worker load bars, latency CDF) and from the runs table (throughput vs workers,
+per-worker load, latency distribution). PNG files; matplotlib without a display."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from harness import results  # noqa: E402
+
+
+def _save(fig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _load_bars(ax, workers: pd.DataFrame, title: str) -> None:
+    ax.bar(workers["worker"], workers["load"], color="tab:blue")
+    mean = workers["load"].mean()
+    ax.axhline(mean, color="tab:red", lw=1, ls="--", label="mean")
+    ax.set_xlabel("worker")
+    ax.set_ylabel("load L_i")
+    ax.set_title(title, fontsize=9)
+
+
+def _latency_cdf(ax, latency_ms: np.ndarray, label: str) -> None:
+    x = np.sort(latency_ms)
+    ax.plot(x, np.linspace(0, 1, len(x)), label=label)
+
+
+def run_plots(run_dir: Path, workers: pd.DataFrame, latency: pd.DataFrame | None) -> list[Path]:
+    out = []
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    _load_bars(ax, workers, f"per-worker load ({run_dir.name})")
+    out.append(_save(fig, run_dir / "plots" / "worker_load.png"))
+    if latency is not None and len(latency):
+        fig, ax = plt.subplots(figsize=(5, 3.2))
+        _latency_cdf(ax, latency["latency_ms"].to_numpy(), run_dir.name)
+        ax.set_xscale("log")
+        ax.set_xlabel("latency (ms, queue model)")
+        ax.set_ylabel("share of events")
+        out.append(_save(fig, run_dir / "plots" / "latency_cdf.png"))
+    return out
+
+
+def summary_plots(root: Path, table: pd.DataFrame | None = None) -> list[Path]:
+    """The sweep's figures from results/runs.parquet into results/plots/."""
+    runs = results.read_runs_table(root) if table is None else table
+    runs = runs[runs["status"] == "ok"]
+    out_dir = root / "plots"
+    out: list[Path] = []
+    if runs.empty:
+        return out
+    # latest run per (dataset, workload, strategy, workers)
+    runs = runs.sort_values("started_at").groupby(["dataset", "workload", "strategy", "workers"]).tail(1)
+    groups = list(runs.groupby(["dataset", "workload"]))
+    fig, axes = plt.subplots(1, len(groups), figsize=(4.5 * len(groups), 3.6), squeeze=False)
+    for ax, ((dataset, workload), g) in zip(axes[0], groups):
+        for strategy, s in g.groupby("strategy"):
+            s = s.sort_values("workers")
+            ax.plot(s["workers"], s["throughput_eps"], marker="o", label=strategy)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("workers")
+        ax.set_ylabel("throughput (events/s)")
+        ax.set_title(f"{workload} on {dataset}", fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0][-1].legend(fontsize=8)
+    out.append(_save(fig, out_dir / "throughput_vs_workers.png"))
+
+    # per-worker load of the largest worker count per strategy (first dataset/workload)
+    (dataset, workload), g = groups[0]
+    w = g["workers"].max()
+    g = g[g["workers"] == w]
+    fig, axes = plt.subplots(1, len(g), figsize=(3.2 * len(g), 3), squeeze=False)
+    for ax, (_, r) in zip(axes[0], g.iterrows()):
+        path = Path(r["run_dir"]) / "workers.parquet"
+        if path.exists():
+            _load_bars(ax, pd.read_parquet(path), f"{r['strategy']} ({workload}, {w} workers)")
+    out.append(_save(fig, out_dir / "worker_load.png"))
+
+    # latency distribution per strategy (same selection)
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for _, r in g.iterrows():
+        path = Path(r["run_dir"]) / "latency.parquet"
+        if path.exists():
+            _latency_cdf(ax, pd.read_parquet(path)["latency_ms"].to_numpy(), r["strategy"])
+    ax.set_xscale("log")
+    ax.set_xlabel("latency (ms, queue model)")
+    ax.set_ylabel("share of events")
+    ax.set_title(f"latency distribution ({workload}, {w} workers)", fontsize=10)
+    ax.legend(fontsize=8)
+    out.append(_save(fig, out_dir / "latency_distribution.png"))
+    return out
+
+
+def main() -> None:
+    for path in summary_plots(results.results_root()):
+        print(f"plot: {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,209 @@
+"""One experiment invocation: validate, start Spark, prepare data, run each strategy, record.
+
+A run is (dataset, workload, strategy, workers, cluster, seed). The warm-up prefix is epoch 0:
+it is the strategies' fitting sample and fills the workers' state, and is not measured; the rest
+of the stream is the measured epoch. Every run, failed or not, leaves a folder, a runs-table row
+and (when MLflow works) an MLflow run; a failed strategy does not stop the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import traceback
+from dataclasses import asdict, is_dataclass
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from omegaconf import OmegaConf
+
+from harness import latency as latency_model
+from harness import results
+from harness.config import validate
+from harness.events import INSERT, DELETE, OBJECT, Events, digest_of, format_digest
+from harness.metrics import run_metrics, worker_table
+from harness.progress import Progress
+from harness.workers.base import IndexContext
+from harness.workers.gi2 import GI2Index
+from harness.workers.oracle import oracle_keys
+from strategies import registry
+from strategies.base import FitContext
+
+
+def _plain(cfg) -> dict:
+    if is_dataclass(cfg):
+        return asdict(cfg)
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+def load_or_build_workload(ds, cfg, cache_root: Path):
+    """The workload's event stream as Parquet (for Spark) and in memory (for fitting and the oracle)."""
+    from datasets.workloads import build_workload
+
+    key = json.dumps({"dataset": ds.cache_path, "workload": _plain(cfg.workload), "seed": cfg.seed}, sort_keys=True)
+    folder = cache_root / "workloads" / f"{cfg.workload.name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+    path = folder / "events.parquet"
+    meta_path = folder / "meta.json"
+    if path.exists() and meta_path.exists():
+        meta = json.loads(meta_path.read_text())
+        return Events.from_arrow(pq.read_table(path)), meta["warmup"], folder
+    df = ds.vocab.column("df").to_numpy()
+    wl = build_workload(ds.objects, df, ds.extent, cfg.workload, cfg.seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / "events.tmp.parquet"
+    pq.write_table(pa.Table.from_batches([wl.events.to_arrow()]), tmp, row_group_size=65536)
+    tmp.replace(path)
+    meta_path.write_text(json.dumps({"warmup": wl.warmup, "events": len(wl.events), "key": json.loads(key)}))
+    return wl.events, wl.warmup, folder
+
+
+def oracle_digest(events: Events, folder: Path, max_checks: float) -> str | None:
+    """The centralised brute-force answer's digest, cached beside the workload; None if too big."""
+    path = folder / "oracle.json"
+    if path.exists():
+        return json.loads(path.read_text())["digest"]
+    n_obj = int((events.kind == OBJECT).sum())
+    n_q = int((events.kind == INSERT).sum())
+    if n_obj * n_q > max_checks:
+        return None
+    digest = digest_of(oracle_keys(events))
+    path.write_text(json.dumps({"digest": digest}))
+    return digest
+
+
+def run_strategy(spark, cfg, name: str, ds, events: Events, warmup: int, events_path: Path, oracle: str | None,
+                 root: Path, logger: results.MlflowLogger, parent_id: str | None, progress: Progress) -> dict:
+    from harness.pipeline import run_epoch
+
+    run_id = results.new_run_id(name)
+    run_dir = root / "runs" / run_id
+    base = {
+        "run_id": run_id, "strategy": name, "workers": cfg.workers, "dispatchers": cfg.dispatchers,
+        "dataset": cfg.dataset.name, "workload": cfg.workload.name, "seed": cfg.seed, "tag": cfg.tag,
+        "started_at": pd.Timestamp.now(tz="UTC").isoformat(), "run_dir": str(run_dir),
+    }
+    run_cfg = _plain(cfg)
+    run_cfg["strategy"] = {**run_cfg["strategy"], "name": name}
+    if cfg.strategy.name == "all":
+        run_cfg["strategy"]["params"] = {}
+    config_yaml = OmegaConf.to_yaml(OmegaConf.create(run_cfg))
+    t_run = time.perf_counter()
+    workers_df = router_info = lat_sample = None
+    steps = []
+    try:
+        cls = registry.get(name)
+        params = cls.make_params(run_cfg["strategy"]["params"])
+        sample = events.take(np.arange(warmup))
+        context = FitContext(ds.extent, ds.vocab.column("df").to_numpy().astype(np.float64), cfg.seed)
+        progress.step(f"{name}: fit")
+        t0 = time.perf_counter()
+        router = cls().fit(sample, cfg.workers, params, context)
+        build_s = time.perf_counter() - t0
+        index_factory = partial(GI2Index, IndexContext(ds.extent, ds.vocab.num_rows),
+                                cells_per_side=cfg.index.gi2_cells_per_side)
+        events_df = spark.read.parquet(str(events_path))
+        bounds = [(0, 0, warmup), (1, warmup, len(events))]
+        epochs = []
+        state = None
+        for epoch, lo, hi in bounds:
+            progress.step(f"{name}: epoch {epoch} ({'warm-up' if epoch == 0 else 'measured'}, {hi - lo:,} events)")
+            nxt = run_dir / "state" / f"epoch={epoch}"
+            res = run_epoch(spark, events_df, epoch, lo, hi, router, index_factory, cfg.workers, state, nxt,
+                            cfg.keep_pairs, run_dir / "pairs", collect_service=epoch > 0)
+            epochs.append(res)
+            state = nxt
+        measured = epochs[1:]
+        workers_df = worker_table(measured, cfg.workers)
+        kinds = events.kind[warmup:]
+        n_obj = int((kinds == OBJECT).sum())
+        n_q = int(((kinds == INSERT) | (kinds == DELETE)).sum())
+        metrics = run_metrics(measured, workers_df, cfg.dispatchers, n_obj, n_q)
+        rate = cfg.latency.rate_eps or cfg.latency.rate_fraction * metrics["throughput_eps"]
+        n_meas = len(events) - warmup
+        route_s = sum(e.route_ns for e in measured) / 1e9
+        service = {}
+        for e in measured:
+            service.update(e.service)
+        lat = latency_model.event_latencies(events.seq[warmup:], route_s / max(n_meas, 1), cfg.dispatchers, rate,
+                                            service)
+        metrics.update(latency_model.summarise(lat))
+        metrics["latency_rate_eps"] = rate
+        lat_sample = pd.DataFrame({"latency_ms": np.sort(lat)[:: max(1, len(lat) // 20000)] * 1000.0})
+        count = sum(e.result_count for e in epochs)
+        digest = format_digest(count, sum(e.result_hash for e in epochs))
+        router_info = router.describe()
+        steps = [{"epoch": e.epoch, "events": e.n_events, "results": e.result_count,
+                  "route_s": e.route_ns / 1e9, **e.timings} for e in epochs]
+        row = {
+            **base, **metrics, "status": "ok", "error": None, "build_s": build_s,
+            "dispatcher_bytes": float(router.size_bytes()), "result_count": count, "result_digest": digest,
+            "oracle_ok": None if oracle is None else bool(digest == oracle), "epochs": len(epochs),
+        }
+        for e in epochs:
+            for k, v in e.timings.items():
+                row[f"epoch{e.epoch}_{k}"] = v
+    except Exception as exc:  # noqa: BLE001 - record the failure, keep going with the others
+        row = {**base, "status": "error", "error": f"{type(exc).__name__}: {exc}",
+               "traceback": traceback.format_exc()}
+    row["wall_s"] = time.perf_counter() - t_run
+    progress.step(f"{name}: logging")
+    t0 = time.perf_counter()
+    results.write_run_folder(run_dir, config_yaml, row, workers_df, router_info, lat_sample)
+    if workers_df is not None:
+        from harness import plots
+
+        plots.run_plots(run_dir, workers_df, lat_sample)
+    results.append_runs_table(root, row)
+    params = results.flatten(run_cfg)
+    err = logger.log_run(f"{name}-w{cfg.workers}-{cfg.workload.name}", params, row, run_dir, parent_id, steps)
+    if err:
+        row["mlflow_error"] = err
+        progress.warn(f"MLflow logging failed ({err}); the run is kept in {run_dir} and results/runs.parquet")
+        (run_dir / "metrics.json").write_text(json.dumps({k: results._jsonable(v) for k, v in row.items()}, indent=2))
+    row["logging_s"] = time.perf_counter() - t0
+    return row
+
+
+def run_experiment(cfg) -> list[dict]:
+    """Everything `python -m harness` does after Hydra composed the config."""
+    from datasets import prepare_dataset
+    from harness.spark import get_session, session_start_seconds
+
+    names = validate(cfg)  # before Spark starts
+    root = results.results_root(cfg.results_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    progress = Progress(enabled=cfg.progress, total=3 + len(names) * 5)
+    timings = {}
+    progress.step(f"starting Spark ({cfg.cluster.master})")
+    spark = get_session(cfg.cluster.master, conf=dict(cfg.cluster.conf))
+    timings["spark_start_s"] = session_start_seconds()
+    progress.step(f"preparing dataset {cfg.dataset.name}")
+    t0 = time.perf_counter()
+    ds = prepare_dataset(cfg.dataset, spark, root / "cache" / "datasets")
+    if any(ds.bad_rows.values()):
+        progress.warn("malformed input rows skipped: " + ", ".join(f"{k}={v}" for k, v in ds.bad_rows.items() if v))
+    events, warmup, folder = load_or_build_workload(ds, cfg, root / "cache")
+    timings["data_s"] = time.perf_counter() - t0
+    progress.step("oracle (brute force)")
+    t0 = time.perf_counter()
+    oracle = oracle_digest(events, folder, cfg.oracle.max_checks) if cfg.oracle.enabled else None
+    timings["oracle_s"] = time.perf_counter() - t0
+    logger = results.MlflowLogger(root, cfg.mlflow.experiment, cfg.mlflow.enabled)
+    parent = cfg.mlflow.parent_run_id or results.current_sweep_parent()
+    if parent is None and len(names) > 1:
+        parent = logger.start_parent(f"{cfg.tag or 'compare'}-w{cfg.workers}-{cfg.workload.name}",
+                                     {"strategies": ",".join(names), "workers": cfg.workers,
+                                      "workload": cfg.workload.name, "dataset": cfg.dataset.name})
+    rows = []
+    for name in names:
+        row = run_strategy(spark, cfg, name, ds, events, warmup, folder / "events.parquet", oracle, root, logger,
+                           parent, progress)
+        row.update({f"time_{k}": v for k, v in timings.items()})
+        rows.append(row)
+    progress.done()
+    return rows

@@ -1,0 +1,25 @@
+"""Shared fixtures: a real local SparkSession and a throw-away results folder."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ["PYSPARK_PYTHON"] = sys.executable
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from harness.spark import get_session
+
+    return get_session("local[2]")
+
+
+@pytest.fixture()
+def results_dir(tmp_path, monkeypatch):
+    root = tmp_path / "results"
+    monkeypatch.setenv("STPS_RESULTS", str(root))
+    return root

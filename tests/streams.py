@@ -1,0 +1,55 @@
+"""Tiny random streams for property tests: objects, inserts and deletes in one seq order."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness.events import AND, DELETE, INSERT, OBJECT, OR, RANGE, Events
+
+
+def random_stream(seed: int, n_objects: int = 60, n_queries: int = 25, vocab: int = 12, extent: float = 100.0,
+                  delete_fraction: float = 0.4) -> Events:
+    """Objects and range subscriptions over a small square and vocabulary, so matches are common."""
+    rng = np.random.default_rng(seed)
+    kinds, ids, xs, ys, rects, terms, ops = [], [], [], [], [], [], []
+    live = []
+    q_next = 0
+    o_next = 0
+    total = n_objects + n_queries
+    for _ in range(total + int(n_queries * delete_fraction)):
+        r = rng.random()
+        if live and r < 0.15 * delete_fraction * 2:
+            q = live.pop(int(rng.integers(len(live))))
+            kinds.append(DELETE), ids.append(q[0]), xs.append(q[1]), ys.append(q[2]), rects.append(q[3])
+            terms.append(q[4]), ops.append(q[5])
+        elif r < 0.45 and q_next < n_queries:
+            cx, cy = rng.uniform(0, extent, 2)
+            hw, hh = rng.uniform(1, extent / 3, 2)
+            rect = (cx - hw, cy - hh, cx + hw, cy + hh)
+            t = sorted(set(rng.integers(0, vocab, int(rng.integers(1, 4))).tolist()))
+            op = OR if (len(t) > 1 and rng.random() < 0.5) else AND
+            q = (q_next, cx, cy, rect, t, op)
+            live.append(q)
+            kinds.append(INSERT), ids.append(q_next), xs.append(cx), ys.append(cy), rects.append(rect)
+            terms.append(t), ops.append(op)
+            q_next += 1
+        else:
+            x, y = rng.uniform(-5, extent + 5, 2)  # a few objects outside the extent
+            t = sorted(set(rng.integers(0, vocab, int(rng.integers(1, 6))).tolist()))
+            kinds.append(OBJECT), ids.append(o_next), xs.append(x), ys.append(y)
+            rects.append((np.nan,) * 4), terms.append(t), ops.append(AND)
+            o_next += 1
+    n = len(kinds)
+    rect = np.array(rects, dtype=np.float64).reshape(n, 4)
+    kind = np.array(kinds, np.int8)
+    cols = {
+        "seq": np.arange(n, dtype=np.int64), "ts": np.arange(n, dtype=np.float64), "kind": kind,
+        "family": np.where(kind == OBJECT, -1, RANGE).astype(np.int8), "id": np.array(ids, np.int64),
+        "x": np.array(xs, np.float64), "y": np.array(ys, np.float64),
+        "xmin": rect[:, 0], "ymin": rect[:, 1], "xmax": rect[:, 2], "ymax": rect[:, 3],
+        "op": np.array(ops, np.int8), "k": np.zeros(n, np.int32), "alpha": np.zeros(n, np.float32),
+    }
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum([len(t) for t in terms], out=offsets[1:])
+    values = np.array([v for t in terms for v in t], np.int32)
+    return Events(cols, offsets, values)
