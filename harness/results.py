@@ -108,6 +108,9 @@ class MlflowLogger:
             import mlflow
 
             mlflow.set_tracking_uri(tracking_uri(root))
+            if mlflow.get_experiment_by_name(experiment) is None:
+                # artifacts beside the store, never in ./mlruns of whatever directory we run from
+                mlflow.create_experiment(experiment, artifact_location=(root / "mlartifacts").resolve().as_uri())
             mlflow.set_experiment(experiment)
             self.mlflow = mlflow
         except Exception as exc:  # noqa: BLE001 - MLflow must never lose a run
