@@ -9,7 +9,8 @@ AND or OR with equal odds.
 
 Event mix: a warm-up inserts mu queries (interleaved with objects, no deletions) and is the
 strategies' fitting sample; then inserts and deletes alternate with about `objects_per_update`
-objects per update. A query lives N(mu, (0.2 mu)^2) subsequent insertions, so about mu stay live.
+objects per update. A query lives N(mu, (0.2 mu)^2) subsequent insertions, so about mu stay live
+(warm-up queries keep a proportional share of their lifetime, as if the stream had been running).
 Everything is vectorised numpy, deterministic for a seed.
 """
 
@@ -167,7 +168,12 @@ def build_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, seed: in
     n_new = int(cfg.updates) // 2  # measured insertions; about as many deletions
     n_q = mu + n_new
     life = np.maximum(1, np.rint(rng.normal(mu, cfg.lifetime_sd * mu, size=n_q))).astype(np.int64)
-    expiry = np.maximum(np.arange(n_q) + life, mu)  # no deletion during the warm-up
+    expiry = np.arange(n_q) + life
+    # The warm-up stands in for a stream that has been running: warm-up query i keeps the share
+    # (i + 1) / mu of its lifetime after the warm-up, so deletions start at once and spread over
+    # the next ~mu insertions, as in steady state (no bunch of expired queries at the first slot).
+    warm = np.arange(min(mu, n_q))
+    expiry[warm] = mu + np.maximum(0, np.rint(life[warm] * (warm + 1) / mu)).astype(np.int64)
     # update timeline as (slot, sub-order, query): deletions due at slot j come before insertion j
     dead = np.flatnonzero(expiry < n_q)
     slot = np.concatenate([np.arange(n_q), expiry[dead]])

@@ -149,7 +149,9 @@ def run_epoch(spark, events_df, epoch: int, seq_lo: int, seq_hi: int, router, in
     from pyspark.sql import functions as F
 
     sc = spark.sparkContext
-    parts = max(n_workers, 2)
+    # several workers may share a partition (each still gets its own index), so the task count
+    # follows the cores, not the worker count
+    parts = max(2, min(n_workers, 2 * sc.defaultParallelism))
     timings = {}
     t0 = time.perf_counter()
     router_bc = sc.broadcast(router)

@@ -73,9 +73,22 @@ def build_postings(q_pos, xmin, ymin, xmax, ymax, op, offsets, values, x0, y0, i
     return ukeys, starts, post
 
 
+@njit(cache=True)
+def cell_pointers(ukeys, n_cells, vocab):
+    """Where each cell's run of keys starts in ukeys (keys are cell * vocab + term, sorted), so a
+    lookup binary-searches only the few terms of one cell instead of every key."""
+    ptr = np.empty(n_cells + 1, np.int64)
+    k = 0
+    for c in range(n_cells + 1):
+        bound = c * vocab
+        while k < len(ukeys) and ukeys[k] < bound:
+            k += 1
+        ptr[c] = k
+    return ptr
+
+
 @njit(cache=True, inline="always")
-def _lower_bound(arr, key):
-    lo, hi = 0, len(arr)
+def _lower_bound(arr, key, lo, hi):
     while lo < hi:
         mid = (lo + hi) >> 1
         if arr[mid] < key:
@@ -111,19 +124,22 @@ def _all_in(a, a_lo, a_hi, b, b_lo, b_hi):
     return True
 
 
-@njit(cache=True)
-def _scan(key, term, s, oid, ox, oy, o_vals, o_lo, o_hi, ukeys, starts, post, q_id, q_xmin, q_ymin, q_xmax,
-          q_ymax, q_op, q_off, q_val, q_ins, q_del, out, n):
-    """Scan one posting list; returns (out, n, candidates checked)."""
-    u = _lower_bound(ukeys, key)
-    if u == len(ukeys) or ukeys[u] != key:
+@njit(cache=True, inline="always")
+def _scan(key, cell, term, s, oid, ox, oy, o_vals, o_lo, o_hi, ukeys, starts, post, cell_ptr, rect, life,
+          q_id, q_op, q_off, q_val, out, n):
+    """Scan one posting list; returns (out, n, candidates checked). Each posting carries its
+    query's rectangle and lifetime, so the scan reads memory sequentially and touches the query's
+    keywords only when place and time already match."""
+    hi = cell_ptr[cell + 1]
+    u = _lower_bound(ukeys, key, cell_ptr[cell], hi)
+    if u == hi or ukeys[u] != key:
         return out, n, 0
     for e in range(starts[u], starts[u + 1]):
+        if life[e, 0] >= s or life[e, 1] <= s:
+            continue
+        if ox < rect[e, 0] or oy < rect[e, 1] or ox > rect[e, 2] or oy > rect[e, 3]:
+            continue
         p = post[e]
-        if q_ins[p] >= s or q_del[p] <= s:
-            continue
-        if ox < q_xmin[p] or ox > q_xmax[p] or oy < q_ymin[p] or oy > q_ymax[p]:
-            continue
         if q_op[p] == AND:
             ok = _all_in(q_val, q_off[p], q_off[p + 1], o_vals, o_lo, o_hi)
         else:
@@ -140,8 +156,8 @@ def _scan(key, term, s, oid, ox, oy, o_vals, o_lo, o_hi, ukeys, starts, post, q_
 
 @njit(cache=True)
 def match_objects(rows, seq, ids, x, y, offsets, values, x0, y0, icw, ich, nx, ny, vocab,
-                  a_keys, a_starts, a_post, b_keys, b_starts, b_post,
-                  q_id, q_xmin, q_ymin, q_xmax, q_ymax, q_op, q_off, q_val, q_ins, q_del, work):
+                  a_keys, a_starts, a_post, a_ptr, a_rect, a_life, b_keys, b_starts, b_post, b_ptr, b_rect, b_life,
+                  q_id, q_op, q_off, q_val, work):
     """Match each object row against both indexes; fills work[row]; returns result keys."""
     out = np.empty(1024, np.int64)
     n = 0
@@ -152,18 +168,19 @@ def match_objects(rows, seq, ids, x, y, offsets, values, x0, y0, icw, ich, nx, n
         for j in range(lo, hi):
             t = values[j]
             key = cell * vocab + t
-            out, n, c = _scan(key, t, seq[r], ids[r], x[r], y[r], values, lo, hi, a_keys, a_starts, a_post,
-                              q_id, q_xmin, q_ymin, q_xmax, q_ymax, q_op, q_off, q_val, q_ins, q_del, out, n)
+            out, n, c = _scan(key, cell, t, seq[r], ids[r], x[r], y[r], values, lo, hi, a_keys, a_starts, a_post,
+                              a_ptr, a_rect, a_life, q_id, q_op, q_off, q_val, out, n)
             checks += c
-            out, n, c = _scan(key, t, seq[r], ids[r], x[r], y[r], values, lo, hi, b_keys, b_starts, b_post,
-                              q_id, q_xmin, q_ymin, q_xmax, q_ymax, q_op, q_off, q_val, q_ins, q_del, out, n)
+            out, n, c = _scan(key, cell, t, seq[r], ids[r], x[r], y[r], values, lo, hi, b_keys, b_starts, b_post,
+                              b_ptr, b_rect, b_life, q_id, q_op, q_off, q_val, out, n)
             checks += c
         work[r] = 1 + checks
     return out[:n]
 
 
-def _empty_postings():
-    return np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64)
+def _empty_postings(n_cells: int):
+    return (np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(n_cells + 1, np.int64),
+            np.zeros((0, 4), np.float64))
 
 
 class GI2Index(WorkerIndex):
@@ -176,13 +193,20 @@ class GI2Index(WorkerIndex):
         self.queries = Events.empty()
         self.ins = np.zeros(0, np.int64)
         self.dele = np.zeros(0, np.int64)
-        self.base = _empty_postings()
-        self.delta = _empty_postings()
+        self.base = _empty_postings(self.grid.n_cells)
+        self.delta = _empty_postings(self.grid.n_cells)
 
     def _post(self, positions: np.ndarray):
         q = self.queries
-        return build_postings(positions, q.xmin, q.ymin, q.xmax, q.ymax, q.op, q.offsets, q.values,
-                              *self.grid.args, self.vocab)
+        ukeys, starts, post = build_postings(positions, q.xmin, q.ymin, q.xmax, q.ymax, q.op, q.offsets, q.values,
+                                             *self.grid.args, self.vocab)
+        rect = np.stack([q.xmin[post], q.ymin[post], q.xmax[post], q.ymax[post]], axis=1)
+        return ukeys, starts, post, cell_pointers(ukeys, self.grid.n_cells, self.vocab), rect
+
+    def _life(self, postings) -> np.ndarray:
+        """(insertion seq, deletion seq) per posting, gathered after this epoch's deletions."""
+        post = postings[2]
+        return np.stack([self.ins[post], self.dele[post]], axis=1)
 
     def restore(self, state: Events) -> float:
         t0 = time.process_time()
@@ -190,7 +214,7 @@ class GI2Index(WorkerIndex):
         self.ins = np.full(len(state), -1, np.int64)
         self.dele = np.full(len(state), NEVER, np.int64)
         self.base = self._post(np.arange(len(state), dtype=np.int64))
-        self.delta = _empty_postings()
+        self.delta = _empty_postings(self.grid.n_cells)
         return time.process_time() - t0
 
     def process(self, ev: Events) -> WorkerOutput:
@@ -216,8 +240,8 @@ class GI2Index(WorkerIndex):
         q = self.queries
         keys = match_objects(
             obj_rows, ev.seq, ev.id, ev.x, ev.y, ev.offsets, ev.values, *self.grid.args, self.vocab,
-            *self.base, *self.delta, q.id, q.xmin, q.ymin, q.xmax, q.ymax, q.op, q.offsets, q.values,
-            self.ins, self.dele, work,
+            *self.base, self._life(self.base), *self.delta, self._life(self.delta), q.id, q.op, q.offsets,
+            q.values, work,
         )
         busy = time.process_time() - t0
         counters = {
