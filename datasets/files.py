@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from .config import BadInputError
-from .text import tokens_column
+from .text import add_tokens
 
 _EXTENSIONS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl",
                ".json": "jsonl", ".ndjson": "jsonl"}
@@ -96,7 +96,6 @@ def classify(df: DataFrame, has_ts: bool) -> DataFrame:
     lat_missing = lat_s.isNull() | (F.trim(lat_s) == "")
     lon_nonnum = lon_d.isNull() | F.isnan(lon_d)
     lat_nonnum = lat_d.isNull() | F.isnan(lat_d)
-    tokens = tokens_column(F.col("text"))
     ts_bad = F.col("ts").isNull() if has_ts else F.lit(False)
     checks = [
         (lon_missing, "missing_coordinate", "lon", lon_s),
@@ -113,7 +112,7 @@ def classify(df: DataFrame, has_ts: bool) -> DataFrame:
         reason = (F.when(cond, r) if reason is None else reason.when(cond, r))
         field = (F.when(cond, f) if field is None else field.when(cond, f))
         value = (F.when(cond, v) if value is None else value.when(cond, v))
-    return (df.withColumn("tokens", tokens)
+    return (add_tokens(df, "text", "tokens")
               .withColumn("reason", reason)
               .withColumn("bad_field", field)
               .withColumn("bad_value", value)

