@@ -9,7 +9,6 @@ paper's cell load (Definition 3) uses stored queries: L_i = |O_i| * q_i + |O_i| 
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 COUNTERS = ("events", "objects", "inserts", "deletes", "candidates", "results", "busy_s", "restore_s",
