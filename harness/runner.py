@@ -112,6 +112,7 @@ def run_strategy(spark, cfg, name: str, ds, events: Events, warmup: int, events_
         state = None
         for epoch, lo, hi in bounds:
             progress.step(f"{name}: epoch {epoch} ({'warm-up' if epoch == 0 else 'measured'}, {hi - lo:,} events)")
+            router.observe_inserts(events, lo + np.flatnonzero(events.kind[lo:hi] == INSERT))
             nxt = run_dir / "state" / f"epoch={epoch}"
             res = run_epoch(spark, events_df, epoch, lo, hi, router, index_factory, cfg.workers, state, nxt,
                             cfg.keep_pairs, run_dir / "pairs", collect_service=epoch > 0)

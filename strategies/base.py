@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.events import FAMILY_NAMES, OBJECT, Events
+from harness.events import FAMILY_NAMES, INSERT, OBJECT, Events
 
 
 class UnsupportedFamilyError(ValueError):
@@ -49,6 +49,13 @@ class Router(ABC):
     def __init__(self, n_workers: int):
         self.n_workers = int(n_workers)
 
+    def observe_inserts(self, ev: Events, rows: np.ndarray) -> None:
+        """Called on the driver with an epoch's query insertions (`rows` in seq order) before the
+        epoch is dispatched. A router whose state grows with subscriptions (keyword summaries,
+        term maps that assign new terms) records here the seq at which each entry appeared, and
+        routes an event on the entries older than its own seq: exact per-event semantics whatever
+        Spark partition the event lands in. Default: the routing state is fixed by `fit`."""
+
     def route(self, ev: Events) -> Pairs:
         """All events of a batch; every query kind (insert, delete, snapshot) routes alike."""
         is_obj = ev.kind == OBJECT
@@ -81,6 +88,12 @@ class Router(ABC):
     def size_bytes(self) -> int:
         """Dispatcher memory: the bytes of the router's arrays."""
         return int(sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray)))
+
+
+def route_stream(router: Router, ev: Events) -> Pairs:
+    """Route a whole stream in-process as the pipeline does: observe its insertions, then route."""
+    router.observe_inserts(ev, np.flatnonzero(ev.kind == INSERT))
+    return router.route(ev)
 
 
 class Strategy(ABC):

@@ -15,7 +15,7 @@ from harness.workers.base import IndexContext
 from harness.workers.gi2 import GI2Index
 from harness.workers.oracle import oracle_keys
 from strategies import registry
-from strategies.base import FitContext
+from strategies.base import FitContext, route_stream
 from tests.helpers import random_objects
 from tests.streams import random_stream
 
@@ -33,7 +33,7 @@ def tiny():
 def route_and_match(name, events, sample, n_workers, df, extent):
     cls = registry.get(name)
     router = cls().fit(sample, n_workers, cls.make_params({}), FitContext(extent, df.astype(float)))
-    rows, workers = router.route(events)
+    rows, workers = route_stream(router, events)
     assert rows.dtype == np.int64 and workers.dtype == np.int64
     assert workers.min(initial=0) >= 0 and workers.max(initial=0) < n_workers
     keys = []
@@ -75,7 +75,7 @@ def test_routing_invariant(seed, n_workers, name):
     cls = registry.get(name)
     df = np.bincount(ev.values, minlength=12).astype(float)
     router = cls().fit(sample, n_workers, cls.make_params({}), FitContext((0.0, 0.0, 100.0, 100.0), df))
-    rows, workers = router.route(ev)
+    rows, workers = route_stream(router, ev)
     sets = worker_sets(rows, workers, len(ev))
     row_of_insert = {int(ev.id[r]): r for r in np.flatnonzero(ev.kind == INSERT)}
     row_of_object = {int(ev.id[r]): r for r in np.flatnonzero(ev.kind == OBJECT)}
