@@ -46,8 +46,7 @@ def run_metrics(epochs, workers: pd.DataFrame, n_dispatchers: int, n_input_objec
     worker_s = float(workers["busy_s"].max()) if len(workers) else 0.0
     bottleneck = max(dispatcher_s, worker_s, 1e-12)
     loads = workers["load"].to_numpy()
-    wall = sum(e.timings.get("dispatch_s", 0) + e.timings.get("workers_s", 0) + e.timings.get("merge_s", 0)
-               for e in epochs)
+    wall = sum(e.timings.get("job_s", 0) for e in epochs)
     routed_obj = sum(e.routed_objects for e in epochs)
     routed_q = sum(e.routed_queries for e in epochs)
     return {

@@ -1,15 +1,23 @@
-"""The Spark pipeline of one run: per epoch, dispatch -> workers -> merge (DESIGN.md).
+"""The Spark pipeline of one run: per epoch, one Spark job of three stages (DESIGN.md).
 
-1. dispatch: `mapInArrow` with the broadcast router turns events into (worker, event) rows; each
-   input batch also yields one statistics row (worker = -1) with its routing time.
-2. workers: the routed rows plus the state rows the previous epoch left are repartitioned by
-   worker and sorted by (worker, seq); `mapInArrow` runs one WorkerIndex per worker over its
-   sub-stream: restore the state (rows with seq before the epoch), process the epoch, emit result
-   keys, one statistics row, per-event service times and the state rows for the next epoch.
-3. merge: result keys are shuffled by key and de-duplicated per partition (sort + neighbour
-   mask); each partition returns its count and hash sum (or the keys when pairs are kept).
-State between epochs is Parquet keyed by worker, never executor memory.
-Everything crosses the JVM boundary as Arrow batches; no per-row Python.
+1. dispatch: `mapInArrow` with the broadcast router routes each input batch and emits, per
+   worker it reaches, one row holding that worker's events of the batch as an Arrow IPC block,
+   plus one statistics row (worker = -1, `info` JSON) with the routing time.
+2. workers: the blocks are repartitioned by worker (a small row per worker joins in, so a worker
+   whose epoch is empty still carries its state on); `mapInArrow` runs one WorkerIndex per
+   worker: read the state it kept (its Parquet file of the previous epoch), sort its events by
+   `seq`, process them, and emit its distinct result keys split into `merge buckets` by key hash,
+   its per-event service times, one statistics row, and write the state it keeps as its Parquet
+   file for the next epoch (keyed by worker, so a retried task overwrites rather than
+   duplicates; on a cluster `results_dir` must be a shared filesystem).
+3. merge: the key blocks are shuffled by bucket and de-duplicated per partition (keys of
+   different buckets never collide); each partition returns its count and hash sum (and writes
+   its keys when pairs are kept); every other row passes through to the driver.
+
+Moving Arrow IPC blocks instead of one Spark row per event or per result pair keeps Spark's
+per-row conversion cost out of the measurement (a dense epoch yields millions of pairs), while
+the shuffles and the distribution of work stay Spark's. One action per epoch; every stage
+records its start and end, which gives the per-stage time split. No per-row Python.
 """
 
 from __future__ import annotations
@@ -21,17 +29,20 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
-from harness.events import EVENT_FIELDS, EVENT_SCHEMA, Events, key_hash_sum, sorted_unique
+from harness.events import EVENT_FIELDS, Events, key_hash_sum, sorted_unique, splitmix64
 
-ROUTED_SCHEMA = pa.schema([("worker", pa.int32()), *EVENT_FIELDS])
-# rtype: 0 result key, 1 worker statistics (info JSON), 2 service time of one event, 3 state row
-RESULT, STATS, SERVICE, STATE = 0, 1, 2, 3
-WORKER_OUT_SCHEMA = pa.schema(
-    [("rtype", pa.int8()), ("worker", pa.int32()), ("key", pa.int64()), ("value", pa.float64()),
-     ("info", pa.string()), *EVENT_FIELDS]
+BLOCK_SCHEMA = pa.schema([("worker", pa.int32()), ("payload", pa.binary()), ("info", pa.string())])
+STATE_SCHEMA = pa.schema(EVENT_FIELDS)
+# rtype: result keys (payload int64), worker statistics (info JSON), service times (payload IPC
+# of seq, seconds), dispatch statistics (info JSON), merge statistics (info JSON)
+RESULT, STATS, SERVICE, DISPATCH, MERGED = 0, 1, 2, 3, 4
+OUT_SCHEMA = pa.schema(
+    [("rtype", pa.int8()), ("worker", pa.int32()), ("bucket", pa.int32()), ("payload", pa.binary()),
+     ("info", pa.string())]
 )
-MERGE_SCHEMA = pa.schema([("count", pa.int64()), ("hash_sum", pa.int64())])
+MAX_BLOCK_BYTES = 64 << 20  # well under Arrow's 2 GiB per binary array
 
 
 def _spark_schema(schema: pa.Schema) -> str:
@@ -40,92 +51,134 @@ def _spark_schema(schema: pa.Schema) -> str:
     return from_arrow_schema(schema)
 
 
+def to_ipc(table: pa.Table | pa.RecordBatch) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write(table)
+    return sink.getvalue().to_pybytes()
+
+
+def from_ipc(blob: bytes) -> pa.Table:
+    return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
+
+
+def _row(schema: pa.Schema, **values) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array([values.get(f.name)], f.type) for f in schema], schema=schema)
+
+
 def dispatch_batches(batches, router_bc):
     """mapInArrow body of the dispatch stage."""
     router = router_bc.value
     for batch in batches:
         if batch.num_rows == 0:
             continue
+        start = time.time()
         ev = Events.from_arrow(batch)
         t0 = time.perf_counter_ns()
         rows, workers = router.route(ev)
         ns = time.perf_counter_ns() - t0
-        if len(rows):
-            routed = batch.take(pa.array(rows))
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(workers.astype(np.int32)), *routed.columns], schema=ROUTED_SCHEMA
-            )
-        stats = {name: pa.nulls(1, t) for name, t in EVENT_FIELDS}
-        stats["seq"] = pa.array([batch.num_rows], pa.int64())
-        stats["id"] = pa.array([ns], pa.int64())
+        order = np.lexsort((rows, workers))  # by worker, then stream order within the batch
+        routed = batch.take(pa.array(rows[order]))
+        ws = workers[order]
+        cuts = np.flatnonzero(np.diff(ws)) + 1
+        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(ws)]):
+            if hi > lo:
+                yield _row(BLOCK_SCHEMA, worker=int(ws[lo]), payload=to_ipc(routed.slice(lo, hi - lo)))
         n_obj_copies = int(np.count_nonzero(ev.kind[rows] == 0))
-        stats["x"] = pa.array([float(n_obj_copies)], pa.float64())
-        stats["y"] = pa.array([float(len(rows) - n_obj_copies)], pa.float64())
-        yield pa.RecordBatch.from_arrays(
-            [pa.array([-1], pa.int32())] + [stats[n] for n in EVENT_SCHEMA.names], schema=ROUTED_SCHEMA
-        )
+        info = {"events": batch.num_rows, "route_ns": ns, "object_copies": n_obj_copies,
+                "query_copies": len(rows) - n_obj_copies, "start": start, "end": time.time()}
+        yield _row(BLOCK_SCHEMA, worker=-1, info=json.dumps(info))
 
 
-def _out_batch(rtype, worker, key=None, value=None, info=None, events: pa.RecordBatch | None = None):
-    n = len(key) if key is not None else (len(value) if value is not None else (events.num_rows if events is not None else 1))
-    cols = [
-        pa.array(np.full(n, rtype, np.int8)),
-        pa.array(np.full(n, worker, np.int32)),
-        pa.array(key, pa.int64()) if key is not None else pa.nulls(n, pa.int64()),
-        pa.array(value, pa.float64()) if value is not None else pa.nulls(n, pa.float64()),
-        pa.array([info] * n, pa.string()) if info is not None else pa.nulls(n, pa.string()),
-    ]
-    if events is not None:
-        cols += list(events.columns)
-    else:
-        cols += [pa.nulls(n, t) for _, t in EVENT_FIELDS]
-    return pa.RecordBatch.from_arrays(cols, schema=WORKER_OUT_SCHEMA)
+def _out(rtype: int, worker: int, bucket: int | None = None, payload: bytes | None = None,
+         info: dict | None = None) -> pa.RecordBatch:
+    return _row(OUT_SCHEMA, rtype=rtype, worker=worker, bucket=bucket, payload=payload,
+                info=None if info is None else json.dumps(info))
 
 
-def worker_batches(batches, index_factory, epoch_start: int):
+def key_blocks(keys: np.ndarray, n_buckets: int):
+    """(bucket, bytes) blocks of sorted distinct keys, split by key hash and capped in size."""
+    bucket = (splitmix64(keys) % np.uint64(n_buckets)).astype(np.int64)
+    order = np.argsort(bucket, kind="stable")
+    keys, bucket = keys[order], bucket[order]
+    step = MAX_BLOCK_BYTES // 8
+    for b in np.unique(bucket):
+        lo, hi = np.searchsorted(bucket, [b, b + 1])
+        for s in range(lo, hi, step):
+            yield int(b), keys[s:min(s + step, hi)].tobytes()
+
+
+def state_file(state_dir: Path | str, worker: int) -> Path:
+    return Path(state_dir) / f"worker-{worker:05d}.parquet"
+
+
+def _read_state(state_dir: str | None, worker: int) -> Events:
+    if state_dir is None or not state_file(state_dir, worker).exists():
+        return Events.empty()
+    return Events.from_arrow(pq.read_table(state_file(state_dir, worker)))
+
+
+def worker_batches(batches, index_factory, state_in: str | None, state_out: str, n_buckets: int,
+                   collect_service: bool):
     """mapInArrow body of the worker stage: one index per worker present in the partition."""
-    batches = [b for b in batches if b.num_rows]
-    if not batches:
-        return
-    table = pa.Table.from_batches(batches)
+    start = time.time()
+    table = pa.Table.from_batches([b for b in batches if b.num_rows], schema=BLOCK_SCHEMA)
     workers = table.column("worker").to_numpy()
-    seq = table.column("seq").to_numpy()
-    bounds = np.flatnonzero(np.diff(workers)) + 1
-    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(workers)]):
-        w = int(workers[lo])
-        part = table.slice(lo, hi - lo).drop_columns(["worker"])
-        n_state = int(np.searchsorted(seq[lo:hi], epoch_start))  # sorted by seq: state rows first
-        state = Events.from_arrow(part.slice(0, n_state))
-        epoch = part.slice(n_state)
-        ev = Events.from_arrow(epoch)
+    payload = table.column("payload")
+    infos = table.column("info")
+    for i in np.flatnonzero(workers < 0):  # dispatch statistics travel with the data to the driver
+        yield _row(OUT_SCHEMA, rtype=DISPATCH, worker=-1, info=infos[int(i)].as_py())
+    for w in np.unique(workers[workers >= 0]).tolist():
+        blocks = [from_ipc(payload[int(i)].as_py()) for i in np.flatnonzero(workers == w)
+                  if payload[int(i)].is_valid]
+        epoch = pa.concat_tables(blocks) if blocks else Events.empty().to_arrow()
+        if isinstance(epoch, pa.RecordBatch):
+            epoch = pa.Table.from_batches([epoch])
+        seq = epoch.column("seq").to_numpy()
+        ev = Events.from_arrow(epoch.take(pa.array(np.argsort(seq, kind="stable"))))
+        state = _read_state(state_in, w)
         index = index_factory()
         restore_s = index.restore(state)
         out = index.process(ev)
         size = index.size_bytes()
-        if len(out.keys):
-            yield _out_batch(RESULT, w, key=out.keys)
-        total_work = max(int(out.work.sum()), 1)
-        service = out.busy_s * out.work / total_work
-        if len(ev):
-            yield _out_batch(SERVICE, w, key=ev.seq, value=service)
-        info = {**out.counters, "busy_s": out.busy_s, "restore_s": restore_s, "index_bytes": size,
-                "events": len(ev), "restored": len(state)}
-        yield _out_batch(STATS, w, info=json.dumps(info))
+        for bucket, blob in key_blocks(sorted_unique(out.keys), n_buckets):
+            yield _out(RESULT, w, bucket, blob)
+        if collect_service and len(ev):
+            total_work = max(int(out.work.sum()), 1)
+            service = pa.table({"seq": ev.seq, "s": out.busy_s * out.work / total_work})
+            yield _out(SERVICE, w, payload=to_ipc(service))
         kept = index.export_state()
+        path = state_file(state_out, w)
         if len(kept):
-            yield _out_batch(STATE, w, events=kept.to_arrow())
+            pq.write_table(pa.Table.from_batches([kept.to_arrow()]), path)
+        elif path.exists():
+            path.unlink()
+        yield _out(STATS, w, info={**out.counters, "busy_s": out.busy_s, "restore_s": restore_s,
+                                   "index_bytes": size, "events": len(ev), "restored": len(state),
+                                   "kept": len(kept)})
+    yield _out(STATS, -1, info={"start": start, "end": time.time()})
 
 
-def merge_batches(batches, keep_pairs: bool):
-    """mapInArrow body of the merge stage: distinct keys of this key-partition."""
-    keys = [b.column(0).to_numpy(zero_copy_only=False) for b in batches if b.num_rows]
+def merge_batches(batches, keep_pairs_dir: str | None):
+    """mapInArrow body of the merge stage: distinct keys of this partition's buckets; other rows pass."""
+    start = time.time()
+    keys = []
+    for b in batches:
+        if b.num_rows == 0:
+            continue
+        is_key = b.column("rtype").to_numpy(zero_copy_only=False) == RESULT
+        payload = b.column("payload")
+        keys += [np.frombuffer(payload[int(i)].as_py(), np.int64) for i in np.flatnonzero(is_key)]
+        if not is_key.all():
+            yield b.filter(pa.array(~is_key))
     uniq = sorted_unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
-    if keep_pairs:
-        yield pa.RecordBatch.from_arrays([pa.array(uniq, pa.int64())], names=["key"])
-        return
-    h = np.uint64(key_hash_sum(uniq) % (1 << 64)).view(np.int64)
-    yield pa.RecordBatch.from_arrays([pa.array([len(uniq)], pa.int64()), pa.array([h], pa.int64())],
-                                     schema=MERGE_SCHEMA)
+    if keep_pairs_dir is not None and len(uniq):
+        from pyspark import TaskContext
+
+        pid = TaskContext.get().partitionId()
+        pq.write_table(pa.table({"key": uniq}), Path(keep_pairs_dir) / f"part-{pid:05d}.parquet")
+    yield _out(MERGED, -1, info={"count": len(uniq), "hash": key_hash_sum(uniq), "start": start,
+                                 "end": time.time()})
 
 
 @dataclass
@@ -143,6 +196,17 @@ class EpochResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
+def _span(infos: list[dict]) -> float:
+    return max(i["end"] for i in infos) - min(i["start"] for i in infos) if infos else 0.0
+
+
+def _fresh_dir(path: Path) -> str:
+    path.mkdir(parents=True, exist_ok=True)
+    for old in path.glob("*.parquet"):
+        old.unlink()
+    return str(path)
+
+
 def run_epoch(spark, events_df, epoch: int, seq_lo: int, seq_hi: int, router, index_factory, n_workers: int,
               state_path: Path | None, next_state_path: Path, keep_pairs: bool, pairs_path: Path | None,
               collect_service: bool = True) -> EpochResult:
@@ -152,67 +216,56 @@ def run_epoch(spark, events_df, epoch: int, seq_lo: int, seq_hi: int, router, in
     # several workers may share a partition (each still gets its own index), so the task count
     # follows the cores, not the worker count
     parts = max(2, min(n_workers, 2 * sc.defaultParallelism))
-    timings = {}
+    state_in = str(state_path) if state_path is not None else None
+    state_out = _fresh_dir(Path(next_state_path))
+    pairs_dir = _fresh_dir(Path(pairs_path) / f"epoch={epoch}") if keep_pairs and pairs_path else None
     t0 = time.perf_counter()
     router_bc = sc.broadcast(router)
     epoch_df = events_df.where((F.col("seq") >= seq_lo) & (F.col("seq") < seq_hi))
-    routed = epoch_df.mapInArrow(lambda it: dispatch_batches(it, router_bc), _spark_schema(ROUTED_SCHEMA)).persist()
-    stats = routed.where("worker < 0").select("seq", "id", "x", "y").toArrow()
-    timings["dispatch_s"] = time.perf_counter() - t0
-    total = {c: stats.column(c).to_numpy(zero_copy_only=False).sum() for c in ("seq", "id", "x", "y")}
+    blocks = epoch_df.mapInArrow(lambda it: dispatch_batches(it, router_bc), _spark_schema(BLOCK_SCHEMA))
+    every_worker = spark.createDataFrame([(w, None, None) for w in range(n_workers)], _spark_schema(BLOCK_SCHEMA))
+    out = (
+        blocks.unionByName(every_worker)
+        .repartition(parts, "worker")
+        .mapInArrow(lambda it: worker_batches(it, index_factory, state_in, state_out, parts, collect_service),
+                    _spark_schema(OUT_SCHEMA))
+        .repartition(parts, "bucket")
+        .mapInArrow(lambda it: merge_batches(it, pairs_dir), _spark_schema(OUT_SCHEMA))
+        .toArrow()
+    )
+    job_s = time.perf_counter() - t0
+    router_bc.unpersist()
+    return _collect(epoch, out, collect_service, job_s)
+
+
+def _collect(epoch: int, out: pa.Table, collect_service: bool, job_s: float) -> EpochResult:
+    rtype = out.column("rtype").to_numpy()
+    wcol = out.column("worker").to_numpy()
+    info = out.column("info")
+
+    def infos(mask):
+        return [json.loads(info[int(i)].as_py()) for i in np.flatnonzero(mask)]
+
+    dispatch = infos(rtype == DISPATCH)
+    merged = infos(rtype == MERGED)
+    stage = infos((rtype == STATS) & (wcol < 0))
     res = EpochResult(
         epoch=epoch,
-        n_events=int(total["seq"]),
-        route_ns=int(total["id"]),
-        routed_pairs=int(total["x"] + total["y"]),
-        routed_objects=int(total["x"]),
-        routed_queries=int(total["y"]),
+        n_events=sum(d["events"] for d in dispatch),
+        route_ns=sum(d["route_ns"] for d in dispatch),
+        routed_pairs=sum(d["object_copies"] + d["query_copies"] for d in dispatch),
+        routed_objects=sum(d["object_copies"] for d in dispatch),
+        routed_queries=sum(d["query_copies"] for d in dispatch),
+        result_count=sum(m["count"] for m in merged),
+        result_hash=sum(m["hash"] for m in merged) % (1 << 64),
     )
-
-    t0 = time.perf_counter()
-    work_in = routed.where("worker >= 0")
-    if state_path is not None and state_path.exists():
-        work_in = work_in.unionByName(spark.read.parquet(str(state_path)))
-    out = (
-        work_in.repartition(parts, "worker")
-        .sortWithinPartitions("worker", "seq")
-        .mapInArrow(lambda it: worker_batches(it, index_factory, seq_lo), _spark_schema(WORKER_OUT_SCHEMA))
-        .persist()
-    )
-    small = out.where(f"rtype = {STATS}" + (f" OR rtype = {SERVICE}" if collect_service else "")).select(
-        "rtype", "worker", "key", "value", "info").toArrow()
-    out.where(f"rtype = {STATE}").select("worker", *EVENT_SCHEMA.names).write.mode("overwrite").parquet(
-        str(next_state_path))
-    timings["workers_s"] = time.perf_counter() - t0
-    rtype = small.column("rtype").to_numpy()
-    wcol = small.column("worker").to_numpy()
-    for i in np.flatnonzero(rtype == STATS):
-        res.worker_stats[int(wcol[i])] = json.loads(small.column("info")[int(i)].as_py())
+    for i in np.flatnonzero((rtype == STATS) & (wcol >= 0)):
+        res.worker_stats[int(wcol[i])] = json.loads(info[int(i)].as_py())
     if collect_service:
-        srv = rtype == SERVICE
-        keys = small.column("key").to_numpy(zero_copy_only=False)
-        vals = small.column("value").to_numpy(zero_copy_only=False)
-        for w in np.unique(wcol[srv]):
-            m = srv & (wcol == w)
-            order = np.argsort(keys[m], kind="stable")
-            res.service[int(w)] = (keys[m][order].astype(np.int64), vals[m][order].astype(np.float64))
-
-    t0 = time.perf_counter()
-    keys_df = out.where(f"rtype = {RESULT}").select("key").repartition(parts, "key")
-    if keep_pairs and pairs_path is not None:
-        merged = keys_df.mapInArrow(lambda it: merge_batches(it, True), "key long")
-        merged.write.mode("overwrite").parquet(str(pairs_path / f"epoch={epoch}"))
-        merged = spark.read.parquet(str(pairs_path / f"epoch={epoch}")).toArrow()
-        keys = merged.column("key").to_numpy()
-        res.result_count = len(keys)
-        res.result_hash = key_hash_sum(keys)
-    else:
-        merged = keys_df.mapInArrow(lambda it: merge_batches(it, False), _spark_schema(MERGE_SCHEMA)).toArrow()
-        res.result_count = int(np.sum(merged.column("count").to_numpy()))
-        res.result_hash = int(np.sum(merged.column("hash_sum").to_numpy().view(np.uint64), dtype=np.uint64))
-    timings["merge_s"] = time.perf_counter() - t0
-    res.timings = timings
-    routed.unpersist()
-    out.unpersist()
-    router_bc.unpersist()
+        payload = out.column("payload")
+        for i in np.flatnonzero(rtype == SERVICE):
+            t = from_ipc(payload[int(i)].as_py())
+            res.service[int(wcol[i])] = (t.column("seq").to_numpy(), t.column("s").to_numpy())
+    spans = {"dispatch_s": _span(dispatch), "workers_s": _span(stage), "merge_s": _span(merged)}
+    res.timings = {**spans, "job_s": job_s, "spark_overhead_s": max(job_s - sum(spans.values()), 0.0)}
     return res

@@ -101,6 +101,9 @@ class Strategy(ABC):
 
     name: ClassVar[str]
     families: ClassVar[frozenset[str]] = frozenset({"range"})
+    # True when the router may send an object nowhere because no subscription where it would go
+    # can match it (keyword summaries, per-cell term maps); otherwise every object is routed.
+    filters_objects: ClassVar[bool] = False
 
     @dataclass
     class Params:

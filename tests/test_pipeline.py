@@ -45,7 +45,9 @@ def test_every_strategy_matches_the_oracle_on_spark(spark, shared_results, worke
         assert r["throughput_eps"] > 0 and r["latency_p50_ms"] >= 0
         assert r["latency_p50_ms"] <= r["latency_p95_ms"] <= r["latency_p99_ms"]
         assert r["load_max_mean"] >= 1.0
-        assert r["obj_replication"] >= 1.0 - 1e-9  # range routers never drop an object
+        if not registry.get(r["strategy"]).filters_objects:
+            assert r["obj_replication"] >= 1.0 - 1e-9  # only a filtering router may drop an object
+        assert r["obj_replication"] > 0
     digests = {r["result_digest"] for r in rows}
     assert len(digests) == 1  # every strategy found the same result set
 
