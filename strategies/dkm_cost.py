@@ -1,0 +1,765 @@
+"""The DkM-SKS cost model, its partitioning algorithms, and the per-subscription assignment that
+DkM-SKS shares with its two baselines KOP and SOP.
+
+Tsuruoka, Amagata, Nishio, Hara, "Distributed Spatial-Keyword kNN Monitoring for Location-aware
+Pub/Sub" (arXiv 2101.12417): Eq. (1) keyword cost (KOP, Sec. 3.1), Eq. (2)-(3) space cost (SOP,
+Sec. 3.2), Eq. (4)-(6) space-keyword cost (Sec. 4.1), Algorithms 2 and 3 (Sec. 4.2), Eq. (7) for
+new subscriptions (Sec. 4.4), and the rule common to all three: the main server keeps C(w), puts
+a new subscription on argmin C(w) and subtracts a deleted one's cost (Sec. 3.1).
+
+Everything here works on *regions* (xmin, ymin, xmax, ymax arrays) plus keyword sets (CSR), not
+on a query family: a range subscription's region is its rectangle, a kNN subscription's region is
+the rectangle enclosing its ball B(s) (the k-th neighbour among O_init), and the formulas are the
+same. Probabilities are kept as integer numerators (object counts; P = count / |O_init|) so that
+sums are exact and a child subset never costs more than its parent (the tree order relies on it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from harness.events import DELETE, FAMILY_IDS, INSERT, Events, csr_take, splitmix64
+from strategies import kernels
+from strategies.base import Pairs, Router
+
+MAX_DEPTH = 32  # quadtree levels before a space split is refused (subscriptions at one point)
+
+
+# --- exact object counts over O_init ------------------------------------------------------------
+
+@njit(cache=True, inline="always")
+def _lower(a, lo, hi, v):
+    """First index in a[lo:hi] (sorted) with a[i] >= v."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, inline="always")
+def _upper(a, lo, hi, v):
+    """First index in a[lo:hi] (sorted) with a[i] > v."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] <= v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def _count_in_rects(xmin, ymin, xmax, ymax, chan, chan_off, row, px, py, gy0, gy1, ich, ny):
+    """|O_R| (chan -1) or |O_{R,lambda}| (chan lambda) per closed rectangle, exactly. Within the
+    channel's segment the points are sorted by (horizontal strip, x): a strip wholly inside R's
+    y-range is counted by two binary searches on x, a border strip by testing y over its x-range."""
+    out = np.zeros(len(xmin), np.int64)
+    for i in range(len(xmin)):
+        ch = chan[i] + 1
+        if ch < 0 or ch >= len(chan_off) - 1:
+            continue
+        if not (xmin[i] <= xmax[i] and ymin[i] <= ymax[i]):  # empty or NaN
+            continue
+        b = max(ymin[i], gy0)
+        d = min(ymax[i], gy1)
+        if b > d:
+            continue
+        lo, hi = chan_off[ch], chan_off[ch + 1]
+        iy0 = kernels.axis_cell(b, gy0, ich, ny)
+        iy1 = kernels.axis_cell(d, gy0, ich, ny)
+        s0 = _lower(row, lo, hi, iy0)
+        total = 0
+        for iy in range(iy0, iy1 + 1):
+            s1 = _lower(row, s0, hi, iy + 1)
+            a = _lower(px, s0, s1, xmin[i])
+            e = _upper(px, a, s1, xmax[i])
+            if iy0 < iy < iy1:
+                total += e - a
+            else:
+                for j in range(a, e):
+                    if py[j] >= ymin[i] and py[j] <= ymax[i]:
+                        total += 1
+            s0 = s1
+        out[i] = total
+    return out
+
+
+def _cols(rects: np.ndarray) -> list[np.ndarray]:
+    rects = np.asarray(rects, np.float64).reshape(-1, 4)
+    return [np.ascontiguousarray(rects[:, j]) for j in range(4)]
+
+
+class ObjectStats:
+    """O_init (the sample's objects) summarised for the paper's probabilities: per-term counts
+    |O_lambda| and exact rectangle counts |O_R|, |O_{R,lambda}|. Points are sorted by (channel,
+    horizontal strip, x), channel 0 = every object and lambda + 1 = the objects holding lambda, so
+    a count costs a few binary searches per strip its rectangle spans plus the points of its two
+    border strips that lie in its x-range."""
+
+    def __init__(self, x: np.ndarray, y: np.ndarray, offsets: np.ndarray, values: np.ndarray):
+        x = np.asarray(x, np.float64)
+        y = np.asarray(y, np.float64)
+        self.n = len(x)
+        values = np.asarray(values, np.int64)
+        self.term_count = np.bincount(values, minlength=1).astype(np.int64) if len(values) else np.zeros(1, np.int64)
+        self.y0 = float(y.min()) if self.n else 0.0
+        self.y1 = float(y.max()) if self.n else 0.0
+        self.ny = int(np.clip(np.sqrt(self.n) / 4.0, 1, 1024))  # strips: measured best near sqrt(n)/4
+        self.ich = self.ny / max(self.y1 - self.y0, 1e-9)
+        rows = kernels.points_to_cells(x, y, 0.0, self.y0, 1.0, self.ich, 1, self.ny)  # nx = 1: the strip
+        lengths = np.diff(np.asarray(offsets, np.int64))
+        obj = np.concatenate([np.arange(self.n), np.repeat(np.arange(self.n), lengths)])
+        chan = np.concatenate([np.zeros(self.n, np.int64), values + 1])
+        order = np.lexsort((x[obj], rows[obj], chan))
+        self.row = rows[obj][order]
+        self.px = x[obj][order]
+        self.py = y[obj][order]
+        self.chan_off = np.zeros(int(chan.max(initial=0)) + 2, np.int64)  # channel -> its segment
+        np.cumsum(np.bincount(chan, minlength=len(self.chan_off) - 1), out=self.chan_off[1:])
+
+    @classmethod
+    def from_events(cls, ev: Events, rows: np.ndarray) -> ObjectStats:
+        off, val = csr_take(ev.offsets, ev.values, rows)
+        return cls(ev.x[rows], ev.y[rows], off, val)
+
+    def term_counts(self, terms: np.ndarray) -> np.ndarray:
+        """|O_lambda| per term (0 for a term no sample object holds)."""
+        return term_counts(self.term_count, terms)
+
+    def rect_counts(self, rects: np.ndarray, terms: np.ndarray | None = None) -> np.ndarray:
+        """|O_R| per rectangle, or |O_{R,lambda}| when `terms` gives one lambda per rectangle."""
+        cols = _cols(rects)
+        chan = np.full(len(cols[0]), -1, np.int64) if terms is None else np.asarray(terms, np.int64)
+        return _count_in_rects(*cols, chan, self.chan_off, self.row, self.px, self.py, self.y0, self.y1, self.ich,
+                               self.ny)
+
+    def p(self, counts) -> np.ndarray:
+        """Counts to probabilities over O_init (0 when O_init is empty)."""
+        return np.asarray(counts, np.float64) / max(self.n, 1)
+
+
+# --- the cost formulas ----------------------------------------------------------------------------
+
+def term_counts(term_count: np.ndarray, terms: np.ndarray) -> np.ndarray:
+    """|O_lambda| per term from a bincount of O_init's terms (0 for a term no object holds)."""
+    terms = np.asarray(terms, np.int64)
+    ok = (terms >= 0) & (terms < len(term_count))
+    return np.where(ok, term_count[np.where(ok, terms, 0)], 0)
+
+
+def eq1_numerators(term_count: np.ndarray, offsets: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Eq. (1) times |O_init|: sum over the subscription's keywords of |O_lambda| (KOP)."""
+    lengths = np.diff(offsets)
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    return np.bincount(owner, weights=term_counts(term_count, values), minlength=len(lengths)).round().astype(np.int64)
+
+
+def eq5_numerators(stats: ObjectStats, rects: np.ndarray, offsets: np.ndarray, values: np.ndarray,
+                   group: np.ndarray | None = None) -> np.ndarray:
+    """Eq. (5) times |O_init|: sum over s's keywords of |O_{R,lambda}|. R is given per subscription,
+    or per group (`rects[group[s]]`), in which case each distinct (group, keyword) is counted once."""
+    lengths = np.diff(offsets)
+    owner = np.repeat(np.arange(len(lengths)), lengths)
+    rects = np.asarray(rects, np.float64).reshape(-1, 4)
+    if group is None or len(owner) == 0:
+        cnt = stats.rect_counts(rects[owner], values)
+    else:
+        v = np.asarray(values, np.int64)
+        width = int(v.max()) + 1
+        keys, inv = np.unique(np.repeat(np.asarray(group, np.int64), lengths) * width + v, return_inverse=True)
+        cnt = stats.rect_counts(rects[keys // width], keys % width)[inv]
+    return np.bincount(owner, weights=cnt, minlength=len(lengths)).round().astype(np.int64)
+
+
+def eq6_numerators(stats: ObjectStats, group: np.ndarray, group_rects: np.ndarray, offsets: np.ndarray,
+                   values: np.ndarray) -> np.ndarray:
+    """Eq. (6) times |O_init| per group: sum over members of Eq. (5) with the group's R. One count
+    per distinct (group, keyword), weighted by how many members hold the keyword."""
+    n_groups = len(group_rects)
+    lengths = np.diff(offsets)
+    g = np.repeat(np.asarray(group, np.int64), lengths)
+    if len(g) == 0:
+        return np.zeros(n_groups, np.int64)
+    v = np.asarray(values, np.int64)
+    width = int(v.max()) + 1
+    keys, mult = np.unique(g * width + v, return_counts=True)
+    ug, ut = keys // width, keys % width
+    cnt = stats.rect_counts(np.asarray(group_rects)[ug], ut)
+    return np.bincount(ug, weights=cnt * mult, minlength=n_groups).round().astype(np.int64)
+
+
+@njit(cache=True)
+def _group_mbr(inv, k, xmin, ymin, xmax, ymax):
+    out = np.empty((k, 4), np.float64)
+    out[:, 0] = np.inf
+    out[:, 1] = np.inf
+    out[:, 2] = -np.inf
+    out[:, 3] = -np.inf
+    for i in range(len(inv)):
+        g = inv[i]
+        out[g, 0] = min(out[g, 0], xmin[i])
+        out[g, 1] = min(out[g, 1], ymin[i])
+        out[g, 2] = max(out[g, 2], xmax[i])
+        out[g, 3] = max(out[g, 3], ymax[i])
+    return out
+
+
+def group_mbr(inv: np.ndarray, k: int, rects: np.ndarray) -> np.ndarray:
+    """The rectangle R enclosing every member region of each group."""
+    return _group_mbr(np.asarray(inv, np.int64), int(k), *_cols(rects))
+
+
+# --- greedy assignment (Algorithm 1 / Graham's LPT) ----------------------------------------------
+
+@njit(cache=True)
+def greedy_in_order(order, cost, n_workers, loads):
+    """Items in the given order, each to the worker of least C(w) (ties: lowest id); `loads` is
+    updated in place. Algorithm 1 when `order` sorts by cost descending, Algorithm 3 otherwise."""
+    out = np.empty(len(cost), np.int64)
+    for k in range(len(order)):
+        i = order[k]
+        best = 0
+        for w in range(1, n_workers):
+            if loads[w] < loads[best]:
+                best = w
+        out[i] = best
+        loads[best] += cost[i]
+    return out
+
+
+@njit(cache=True)
+def _lpt4_grouped(parent, cost):
+    """Hybrid-Partition's greedy into four subsets, per run of equal `parent` (members sorted by
+    parent, then cost descending). Ties go to the subset with fewer members, then the lowest index,
+    so that zero-cost members still separate (the paper's ties are arbitrary)."""
+    out = np.empty(len(parent), np.int64)
+    load = np.zeros(4, np.int64)
+    size = np.zeros(4, np.int64)
+    for i in range(len(parent)):
+        if i == 0 or parent[i] != parent[i - 1]:
+            load[:] = 0
+            size[:] = 0
+        best = 0
+        for b in range(1, 4):
+            if load[b] < load[best] or (load[b] == load[best] and size[b] < size[best]):
+                best = b
+        out[i] = best
+        load[best] += cost[i]
+        size[best] += 1
+    return out
+
+
+# --- Algorithm 2: subscription partitioning ------------------------------------------------------
+
+@dataclass
+class SubsetPartition:
+    """Algorithm 2's collection of subsets: which subset each subscription is in, each subset's
+    rectangle R and cost (Eq. 6 numerator), and each member's cost within its subset (Eq. 5)."""
+
+    subset_of: np.ndarray  # (n,) subset index per subscription
+    rects: np.ndarray  # (k, 4) R per subset
+    cost: np.ndarray  # (k,) Eq. (6) numerators
+    member_cost: np.ndarray  # (n,) Eq. (5) numerators with the subset's R
+    order_key: np.ndarray  # (k,) smallest member index: the tie-break of the descending cost order
+    splits: dict  # how many Space-only / Hybrid splits the loop performed
+
+
+def _quadrants(r: np.ndarray) -> np.ndarray:
+    """(n, 4, 4): the four equal quadrants of each box, indexed by (y >= mid) * 2 + (x >= mid)."""
+    mx = (r[:, 0] + r[:, 2]) / 2.0
+    my = (r[:, 1] + r[:, 3]) / 2.0
+    q = np.repeat(r[:, None, :], 4, axis=1).copy()
+    q[:, [1, 3], 0] = mx[:, None]
+    q[:, [0, 2], 2] = mx[:, None]
+    q[:, [2, 3], 1] = my[:, None]
+    q[:, [0, 1], 3] = my[:, None]
+    return q
+
+
+def _needed(internal, nchild, pending, node_depth, node_cost, target) -> np.ndarray:
+    """Which pending (splittable, not yet grown) subsets the paper's loop might still split.
+
+    The loop splits in (cost desc, shallower, older) order and stops once |collection| >= target.
+    Counting a pending subset as gaining nothing gives the latest possible stopping split; a pending
+    subset ordered after it is never split, and neither is anything below it (costs only fall)."""
+    if target <= 1 or len(pending) == 0:
+        return np.zeros(len(pending), bool)
+    nodes = np.concatenate([internal, pending])
+    gain = np.concatenate([nchild - 1, np.zeros(len(pending), np.int64)])
+    order = np.lexsort((nodes, node_depth[nodes], -node_cost[nodes]))
+    reach = np.flatnonzero(1 + np.cumsum(gain[order]) >= target)
+    stop = int(reach[0]) if len(reach) else len(order)
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[len(internal):] < stop
+
+
+def partition_subsets(stats: ObjectStats, cx: np.ndarray, cy: np.ndarray, rects: np.ndarray, offsets: np.ndarray,
+                      values: np.ndarray, space: tuple, target: int, gamma2: int,
+                      force_tree: bool = False) -> SubsetPartition:
+    """Algorithm 2 until the collection holds `target` (= gamma1 * m) subsets or none can split.
+
+    A subset of more than gamma2 subscriptions is split Space-only (quadrants of its space r by
+    subscription location); a smaller one both ways, Hybrid when C_s >= C_h. Every split's children
+    get their own R and cost, so children never cost more than their parent, and the paper's loop
+    (always the costliest subset next) splits in (cost desc, shallower, older) order. The tree is
+    grown level by level, vectorised, only where that order can still reach before the collection
+    is full (`_needed`), then cut where the loop stops. With no more subscriptions than `target`
+    the loop can only end with singletons, so that case is answered directly (`force_tree` grows
+    the tree anyway, for tests)."""
+    n = len(cx)
+    rects = np.asarray(rects, np.float64).reshape(-1, 4)
+    offsets = np.asarray(offsets, np.int64)
+    if n == 0:
+        z = np.zeros(0, np.int64)
+        return SubsetPartition(z, np.zeros((0, 4)), z, z, z, {"space": 0, "hybrid": 0})
+    if n <= target and not force_tree:
+        cost = eq5_numerators(stats, rects, offsets, values)
+        idx = np.arange(n)
+        return SubsetPartition(idx, rects.copy(), cost, cost.copy(), idx, {"space": 0, "hybrid": 0, "singletons": n})
+
+    parent = [np.array([-1])]
+    depth = [np.array([0])]
+    box = [np.asarray(space, np.float64).reshape(1, 4)]
+    rect = [group_mbr(np.zeros(n, np.int64), 1, rects)]
+    cost = [eq6_numerators(stats, np.zeros(n, np.int64), rect[0], offsets, values)]
+    size = [np.array([n])]
+    n_nodes = 1
+    split_nodes, split_nchild, split_space = [], [], []
+    kind_count = {"space": 0, "hybrid": 0}
+    cur = np.zeros(n, np.int64)
+    # flat views, refreshed per level
+    f_depth, f_box, f_rect, f_size = depth[0], box[0], rect[0], size[0]
+    frontier = np.array([0]) if n >= 2 and target > 1 else np.zeros(0, np.int64)
+    deferred = np.zeros(0, np.int64)  # splittable subsets the loop will never reach
+    while len(frontier):
+        active = np.zeros(n_nodes, bool)
+        active[frontier] = True
+        mem = np.flatnonzero(active[cur])
+        par = cur[mem]
+        space_ok = f_depth[par] < MAX_DEPTH
+        hyb_ok = (f_size[par] <= gamma2) | ~space_ok
+        # Space-only-Partition: the quadrant of r holding each subscription's location.
+        ms, ps = mem[space_ok], par[space_ok]
+        pb = f_box[ps]
+        quad = (cy[ms] >= (pb[:, 1] + pb[:, 3]) / 2.0).astype(np.int64) * 2 + (cx[ms] >= (pb[:, 0] + pb[:, 2]) / 2.0)
+        s_keys, s_inv = np.unique(ps * 4 + quad, return_inverse=True)
+        s_rect = group_mbr(s_inv, len(s_keys), rects[ms])
+        s_off, s_val = csr_take(offsets, values, ms)
+        s_cost = eq6_numerators(stats, s_inv, s_rect, s_off, s_val)
+        c_s = np.zeros(n_nodes, np.int64)
+        np.add.at(c_s, s_keys // 4, s_cost)
+        # Hybrid-Partition: greedy into four subsets by Eq. (5) under the parent's R.
+        mh, ph = mem[hyb_ok], par[hyb_ok]
+        h_off, h_val = csr_take(offsets, values, mh)
+        c5 = eq5_numerators(stats, f_rect, h_off, h_val, group=ph)
+        order = np.lexsort((mh, -c5, ph))
+        bins = np.empty(len(mh), np.int64)
+        bins[order] = _lpt4_grouped(ph[order], c5[order])
+        h_keys, h_inv = np.unique(ph * 4 + bins, return_inverse=True)
+        h_rect = group_mbr(h_inv, len(h_keys), rects[mh])
+        h_cost = eq6_numerators(stats, h_inv, h_rect, h_off, h_val)
+        c_h = np.zeros(n_nodes, np.int64)
+        np.add.at(c_h, h_keys // 4, h_cost)
+        # The better split per subset: Space-only when C_s < C_h (ties: Hybrid, as the paper).
+        use_space = np.zeros(n_nodes, bool)
+        sp_ok_node = np.zeros(n_nodes, bool)
+        sp_ok_node[ps] = True
+        hy_ok_node = np.zeros(n_nodes, bool)
+        hy_ok_node[ph] = True
+        use_space[frontier] = sp_ok_node[frontier] & (~hy_ok_node[frontier] | (c_s[frontier] < c_h[frontier]))
+        keep_s = use_space[s_keys // 4]
+        keep_h = ~use_space[h_keys // 4]
+        ck = np.concatenate([s_keys[keep_s], h_keys[keep_h]])
+        cpar = ck // 4
+        crect = np.concatenate([s_rect[keep_s], h_rect[keep_h]])
+        ccost = np.concatenate([s_cost[keep_s], h_cost[keep_h]])
+        quads = _quadrants(f_box[cpar])
+        n_s = int(keep_s.sum())
+        cbox = np.concatenate([quads[np.arange(n_s), ck[:n_s] % 4], f_box[cpar[n_s:]]])
+        order = np.lexsort((ck % 4, cpar))  # children numbered by parent, then position
+        ck, cpar, crect, ccost, cbox = ck[order], cpar[order], crect[order], ccost[order], cbox[order]
+        new_ids = n_nodes + np.arange(len(ck))
+        # move members: each member's chosen child key, then its new node id
+        key_of = np.empty(len(mem), np.int64)
+        key_of[space_ok] = ps * 4 + quad
+        via_h = np.zeros(len(mem), np.int64)
+        via_h[hyb_ok] = ph * 4 + bins
+        key_of = np.where(use_space[par], key_of, via_h)
+        # Within one parent, keys are unique per child; key -> id by search in (parent, key) order.
+        sort_keys = ck  # parent*4+position is increasing in the (parent, position) order
+        cur[mem] = new_ids[np.searchsorted(sort_keys, key_of)]
+        csize = np.bincount(cur[mem] - n_nodes, minlength=len(ck))
+        up, uc = np.unique(cpar, return_counts=True)
+        split_nodes.append(up)
+        split_nchild.append(uc)
+        split_space.append(use_space[up])
+        parent.append(cpar)
+        depth.append(f_depth[cpar] + 1)
+        box.append(cbox)
+        rect.append(crect)
+        cost.append(ccost)
+        size.append(csize)
+        n_nodes += len(ck)
+        f_depth, f_box, f_rect, f_size = (np.concatenate(a) for a in (depth, box, rect, size))
+        pending = np.concatenate([deferred, new_ids[csize >= 2]])
+        need = _needed(np.concatenate(split_nodes), np.concatenate(split_nchild), pending, f_depth,
+                       np.concatenate(cost), target)
+        frontier, deferred = pending[need], pending[~need]
+
+    node_parent = np.concatenate(parent)
+    node_depth = f_depth
+    node_cost = np.concatenate(cost)
+    # Cut the tree where the paper's loop stops: splits in descending cost order until target.
+    internal = np.concatenate(split_nodes) if split_nodes else np.zeros(0, np.int64)
+    nchild = np.concatenate(split_nchild) if split_nchild else np.zeros(0, np.int64)
+    split = np.zeros(n_nodes, bool)
+    if len(internal):
+        order = np.lexsort((internal, node_depth[internal], -node_cost[internal]))
+        gained = 1 + np.cumsum(nchild[order] - 1)  # |collection| after each split
+        reach = np.flatnonzero(gained >= target)
+        k = int(reach[0]) + 1 if len(reach) else len(order)
+        if target <= 1:
+            k = 0
+        split[internal[order[:k]]] = True
+        was_space = np.concatenate(split_space)[order[:k]]
+        kind_count = {"space": int(was_space.sum()), "hybrid": int(k - was_space.sum())}
+    # Each subscription's subset: the topmost node on its path whose parent was split (or root).
+    node = cur.copy()
+    for _ in range(int(node_depth.max()) + 1):
+        p = node_parent[node]
+        up = (p >= 0) & ~split[np.maximum(p, 0)]
+        if not up.any():
+            break
+        node = np.where(up, p, node)
+    leaves, subset_of = np.unique(node, return_inverse=True)
+    s_rects = f_rect[leaves]
+    member_cost = eq5_numerators(stats, s_rects, offsets, values, group=subset_of)
+    order_key = np.full(len(leaves), n, np.int64)
+    np.minimum.at(order_key, subset_of, np.arange(n))
+    return SubsetPartition(subset_of, s_rects, node_cost[leaves], member_cost, order_key, kind_count)
+
+
+def assign_members(part: SubsetPartition, n_workers: int) -> tuple[np.ndarray, np.ndarray]:
+    """Algorithm 3: subsets by cost descending, each one's members by cost descending, every
+    subscription to the least loaded worker. Returns (worker per subscription, C(w))."""
+    n = len(part.subset_of)
+    rank = np.empty(len(part.cost), np.int64)
+    rank[np.lexsort((part.order_key, -part.cost))] = np.arange(len(part.cost))
+    order = np.lexsort((np.arange(n), -part.member_cost, rank[part.subset_of]))
+    loads = np.zeros(n_workers, np.float64)
+    worker = greedy_in_order(order, part.member_cost.astype(np.float64), n_workers, loads)
+    return worker, loads
+
+
+# --- Eq. (7): the subset whose R overlaps a new subscription's region most -----------------------
+
+@njit(cache=True)
+def _register(ranges, g):
+    """CSR cell -> regions from per-region inclusive cell ranges."""
+    counts = np.zeros(g * g + 1, np.int64)
+    for i in range(len(ranges)):
+        for iy in range(ranges[i, 2], ranges[i, 3] + 1):
+            for ix in range(ranges[i, 0], ranges[i, 1] + 1):
+                counts[iy * g + ix + 1] += 1
+    offsets = np.cumsum(counts)
+    fill = offsets[:-1].copy()
+    items = np.empty(offsets[-1], np.int64)
+    for i in range(len(ranges)):
+        for iy in range(ranges[i, 2], ranges[i, 3] + 1):
+            for ix in range(ranges[i, 0], ranges[i, 1] + 1):
+                c = iy * g + ix
+                items[fill[c]] = i
+                fill[c] += 1
+    return offsets, items
+
+
+@njit(cache=True)
+def _best_overlap(qx0, qy0, qx1, qy1, offsets, items, rects, gx0, gy0, gx1, gy1, icw, ich, g):
+    """Per query, the region of largest positive overlap area (ties: lower index; -1 if none). A
+    region met in several cells is scored again with the same area, which the argmax ignores."""
+    out = np.full(len(qx0), -1, np.int64)
+    for i in range(len(qx0)):
+        a = max(qx0[i], gx0)
+        b = max(qy0[i], gy0)
+        c = min(qx1[i], gx1)
+        d = min(qy1[i], gy1)
+        if not (a <= c and b <= d):
+            continue
+        best = -1
+        best_area = 0.0
+        for cy in range(kernels.axis_cell(b, gy0, ich, g), kernels.axis_cell(d, gy0, ich, g) + 1):
+            for cx in range(kernels.axis_cell(a, gx0, icw, g), kernels.axis_cell(c, gx0, icw, g) + 1):
+                cell = cy * g + cx
+                for j in range(offsets[cell], offsets[cell + 1]):
+                    r = items[j]
+                    w = min(qx1[i], rects[r, 2]) - max(qx0[i], rects[r, 0])
+                    h = min(qy1[i], rects[r, 3]) - max(qy0[i], rects[r, 1])
+                    if w > 0.0 and h > 0.0:
+                        area = w * h
+                        if area > best_area or (area == best_area and r < best):
+                            best_area = area
+                            best = r
+        out[i] = best
+    return out
+
+
+class RegionIndex:
+    """A grid over the subsets' rectangles R, answering Eq. (7): argmax over subsets of the
+    overlap area |R cap R_n| (ties: the lower subset index; -1 when nothing overlaps)."""
+
+    def __init__(self, rects: np.ndarray):
+        rects = np.ascontiguousarray(np.asarray(rects, np.float64).reshape(-1, 4))
+        self.rects = rects  # row-major: one cache line per candidate
+        k = len(rects)
+        if k:
+            self.bbox = (float(rects[:, 0].min()), float(rects[:, 1].min()), float(rects[:, 2].max()),
+                         float(rects[:, 3].max()))
+        else:
+            self.bbox = (0.0, 0.0, 0.0, 0.0)
+        gx0, gy0, gx1, gy1 = self.bbox
+        g = int(np.clip(np.sqrt(k), 1, 256))
+        while True:  # coarsen until registrations stay near-linear in k (large R span many cells)
+            icw, ich = g / max(gx1 - gx0, 1e-9), g / max(gy1 - gy0, 1e-9)
+            ranges = kernels.rects_to_cell_ranges(*_cols(rects), gx0, gy0, icw, ich, g, g)
+            spans = int(((ranges[:, 1] - ranges[:, 0] + 1) * (ranges[:, 3] - ranges[:, 2] + 1)).sum())
+            if g == 1 or spans <= 16 * k + 4096:
+                break
+            g = max(1, g // 2)
+        self.g, self.icw, self.ich = g, icw, ich
+        self.offsets, self.items = _register(ranges, g)
+
+    def best_overlap(self, rects: np.ndarray) -> np.ndarray:
+        return _best_overlap(*_cols(rects), self.offsets, self.items, self.rects, *self.bbox,
+                             self.icw, self.ich, self.g)
+
+
+# --- the shared router: one worker per subscription, objects broadcast ---------------------------
+
+def locations(ev: Events, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A subscription's location s.p: its point, or its rectangle's centre when it has none."""
+    x, y = ev.x[rows], ev.y[rows]
+    cx = np.where(np.isfinite(x), x, (ev.xmin[rows] + ev.xmax[rows]) / 2.0)
+    cy = np.where(np.isfinite(y), y, (ev.ymin[rows] + ev.ymax[rows]) / 2.0)
+    return cx, cy
+
+
+def regions(ev: Events, rows: np.ndarray) -> np.ndarray:
+    """(n, 4) rectangles of range subscriptions: R = the rectangle itself."""
+    return np.stack([ev.xmin[rows], ev.ymin[rows], ev.xmax[rows], ev.ymax[rows]], axis=1).astype(np.float64)
+
+
+@njit(cache=True, inline="always")
+def _find(q, s, strict, e_qid, e_seq, q_base, q_last):
+    """The entry of qid q with the largest insert seq <= s (< s when strict), or -1. Entries are
+    sorted by (qid, seq); `q_last[q - q_base]` names a qid's last entry when qids are dense,
+    otherwise (empty q_last) a binary search finds it."""
+    if len(q_last):
+        k = q - q_base
+        j = q_last[k] if 0 <= k < len(q_last) else -1
+    else:
+        j = _upper(e_qid, 0, len(e_qid), q) - 1
+    while j >= 0 and e_qid[j] == q:
+        if e_seq[j] < s or (not strict and e_seq[j] == s):
+            return j
+        j -= 1
+    return -1
+
+
+@njit(cache=True)
+def _lookup(qid, seq, strict, e_qid, e_seq, q_base, q_last):
+    out = np.empty(len(qid), np.int64)
+    for i in range(len(qid)):
+        out[i] = _find(qid[i], seq[i], strict, e_qid, e_seq, q_base, q_last)
+    return out
+
+
+@njit(cache=True)
+def _route_lookup(rows, ids, seqs, e_qid, e_seq, q_base, q_last, e_worker):
+    out = np.empty(len(rows), np.int64)
+    for i in range(len(rows)):
+        j = _find(ids[rows[i]], seqs[rows[i]], False, e_qid, e_seq, q_base, q_last)
+        out[i] = e_worker[j] if j >= 0 else -1
+    return out
+
+
+@njit(cache=True)
+def _broadcast(rows, n_workers):
+    out_r = np.empty(len(rows) * n_workers, np.int64)
+    out_w = np.empty(len(rows) * n_workers, np.int64)
+    k = 0
+    for i in range(len(rows)):
+        for w in range(n_workers):
+            out_r[k] = rows[i]
+            out_w[k] = w
+            k += 1
+    return out_r, out_w
+
+
+@njit(cache=True)
+def _online(is_insert, ref, cost, worker, live, loads):
+    """The main server's rule in seq order: an insertion goes to argmin C(w) (ties: lowest id), a
+    deletion subtracts its subscription's cost from its worker."""
+    n_workers = len(loads)
+    for i in range(len(ref)):
+        e = ref[i]
+        if e < 0:
+            continue
+        if is_insert[i]:
+            best = 0
+            for w in range(1, n_workers):
+                if loads[w] < loads[best]:
+                    best = w
+            worker[e] = best
+            loads[best] += cost[e]
+            live[e] = True
+        elif live[e] and worker[e] >= 0:
+            loads[worker[e]] -= cost[e]
+            live[e] = False
+
+
+def _nbytes(obj: Any, seen: set | None = None) -> int:
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if hasattr(obj, "__dict__"):
+        return sum(_nbytes(v, seen) for v in vars(obj).values())
+    return 0
+
+
+class SubscriptionTableRouter(Router):
+    """Every object to every worker (the paper's main server broadcasts objects); every
+    subscription to exactly one worker, recorded per (qid, insert seq) in sorted arrays: the unit ->
+    worker map an adjuster can move. The fit fills the table for the sample's subscriptions;
+    `observe_inserts` places later ones online, in seq order, on argmin C(w) with the cost the
+    subclass estimates (`new_costs`), and subtracts deleted subscriptions' costs. An event routes
+    on the entry of its qid with the largest insert seq <= its own seq, so an INSERT and its DELETE
+    always reach the same single worker; a qid never observed falls back to a hash of its id."""
+
+    families = frozenset({"range"})
+    cost_model = ""
+
+    def __init__(self, n_workers: int, qid, seq, worker, cost, live, loads, seen_seq: int):
+        super().__init__(n_workers)
+        order = np.lexsort((np.asarray(seq, np.int64), np.asarray(qid, np.int64)))
+        self.e_qid = np.asarray(qid, np.int64)[order]
+        self.e_seq = np.asarray(seq, np.int64)[order]
+        self.e_worker = np.asarray(worker, np.int64)[order]
+        self.e_cost = np.asarray(cost, np.float64)[order]
+        self.e_live = np.asarray(live, bool)[order]
+        self.loads = np.asarray(loads, np.float64).copy()
+        self.seen_seq = int(seen_seq)
+        self._reindex()
+
+    def _reindex(self) -> None:
+        """A dense qid -> last entry table when qids are dense enough (the harness numbers them
+        0..n-1), so routing looks a qid up in O(1); otherwise routing binary-searches e_qid."""
+        n = len(self.e_qid)
+        self.q_base = int(self.e_qid[0]) if n else 0
+        span = int(self.e_qid[-1]) - self.q_base + 1 if n else 0
+        if n and span <= 4 * n + 1024:
+            self.q_last = np.full(span, -1, np.int64)
+            last = np.flatnonzero(np.append(self.e_qid[1:] != self.e_qid[:-1], True))  # a qid's last entry
+            self.q_last[self.e_qid[last] - self.q_base] = last
+        else:
+            self.q_last = np.zeros(0, np.int64)
+
+    def _index(self):
+        return self.e_qid, self.e_seq, self.q_base, self.q_last
+
+    # subclasses: cost of subscriptions inserted after the fit, one per row (vectorised)
+    def new_costs(self, ev: Events, rows: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _family_rows(self, ev: Events, rows: np.ndarray) -> np.ndarray:
+        fam = ev.family[rows]
+        keep = np.zeros(len(rows), bool)
+        for f in self.families:
+            keep |= fam == FAMILY_IDS[f]
+        return rows[keep]
+
+    def apply_deletes(self, ev: Events, rows: np.ndarray) -> None:
+        """Subtract deleted subscriptions' costs (used by the fit for deletions inside the sample)."""
+        rows = self._family_rows(ev, np.asarray(rows, np.int64))
+        ref = _lookup(ev.id[rows], ev.seq[rows], True, *self._index())
+        order = np.argsort(ev.seq[rows], kind="stable")
+        _online(np.zeros(len(rows), np.bool_), ref[order], self.e_cost, self.e_worker, self.e_live, self.loads)
+
+    def observe_inserts(self, ev: Events, rows: np.ndarray) -> None:
+        rows = np.asarray(rows, np.int64)
+        rows = self._family_rows(ev, rows[(ev.kind[rows] == INSERT) & (ev.seq[rows] > self.seen_seq)])
+        if len(rows) == 0:
+            return
+        hi = int(ev.seq[rows].max())
+        dels = np.flatnonzero((ev.kind == DELETE) & (ev.seq > self.seen_seq) & (ev.seq <= hi))
+        dels = self._family_rows(ev, dels)
+        m = len(self.e_qid)
+        qid = np.concatenate([self.e_qid, ev.id[rows]])
+        seq = np.concatenate([self.e_seq, ev.seq[rows]])
+        order = np.lexsort((seq, qid))
+        pos = np.empty(len(order), np.int64)
+        pos[order] = np.arange(len(order))
+        self.e_qid, self.e_seq = qid[order], seq[order]
+        self.e_worker = np.concatenate([self.e_worker, np.full(len(rows), -1, np.int64)])[order]
+        self.e_cost = np.concatenate([self.e_cost, self.new_costs(ev, rows).astype(np.float64)])[order]
+        self.e_live = np.concatenate([self.e_live, np.zeros(len(rows), bool)])[order]
+        self._reindex()
+        ref = np.concatenate([pos[m:], _lookup(ev.id[dels], ev.seq[dels], True, *self._index())])
+        is_ins = np.concatenate([np.ones(len(rows), np.bool_), np.zeros(len(dels), np.bool_)])
+        by_seq = np.argsort(np.concatenate([ev.seq[rows], ev.seq[dels]]), kind="stable")
+        _online(is_ins[by_seq], ref[by_seq], self.e_cost, self.e_worker, self.e_live, self.loads)
+        self.seen_seq = hi
+
+    def route_objects(self, ev: Events, rows: np.ndarray) -> Pairs:
+        return _broadcast(np.asarray(rows, np.int64), self.n_workers)
+
+    def _by_table(self, ev: Events, rows: np.ndarray) -> Pairs:
+        rows = np.asarray(rows, np.int64)
+        w = _route_lookup(rows, ev.id, ev.seq, *self._index(), self.e_worker)
+        miss = w < 0
+        if miss.any():
+            w[miss] = (splitmix64(ev.id[rows[miss]]) % np.uint64(self.n_workers)).astype(np.int64)
+        return rows, w
+
+    route_range = _by_table
+
+    def worker_of(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(qid, insert seq, worker) of every recorded subscription: the movable unit map."""
+        return self.e_qid, self.e_seq, self.e_worker
+
+    def describe(self) -> dict:
+        live = self.e_live & (self.e_worker >= 0)
+        return {
+            **super().describe(),
+            "cost_model": self.cost_model,
+            "loads": self.loads.tolist(),
+            "subscriptions_per_worker": np.bincount(self.e_worker[live], minlength=self.n_workers).tolist(),
+        }
+
+    def size_bytes(self) -> int:
+        return _nbytes(self)
+
+
+def sample_state(sample: Events, qs: np.ndarray, worker: np.ndarray, cost: np.ndarray, n_workers: int):
+    """Router arguments for the fitted subscriptions: every sample insertion live on its worker,
+    C(w) the sum of their costs (deletions inside the sample are applied by the caller)."""
+    loads = np.bincount(worker, weights=cost, minlength=n_workers).astype(np.float64)
+    seen = int(sample.seq.max()) if len(sample) else -1
+    return {"qid": sample.id[qs], "seq": sample.seq[qs], "worker": worker, "cost": cost,
+            "live": np.ones(len(qs), bool), "loads": loads, "seen_seq": seen}
+
+
+def finish(router: SubscriptionTableRouter, sample: Events) -> SubscriptionTableRouter:
+    router.apply_deletes(sample, np.flatnonzero(sample.kind == DELETE))
+    return router
+
