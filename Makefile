@@ -9,7 +9,7 @@ SWEEP_WORKERS ?= 2,4,8,16
 SWEEP_WORKLOADS ?= sts_q1,sts_q2,sts_q3
 ARGS ?=
 
-.PHONY: venv run test sweep plots bench mlflow-ui clean
+.PHONY: venv run test sweep experiment plots bench mlflow-ui clean
 
 venv: $(STAMP)
 
@@ -30,6 +30,11 @@ sweep: $(STAMP)  ## strategy x workers x workload, one MLflow parent run, then t
 	$(PY) -m harness -m strategy=$(STRATEGIES) workers=$(SWEEP_WORKERS) workload=$(SWEEP_WORKLOADS) \
 	    workload.queries=5000 workload.updates=4000 dataset.size=100000 tag=sweep $(ARGS)
 	$(PY) -m harness.plots
+
+experiment: $(STAMP)  ## a published experiment as a preset: make experiment NAME=<conf/experiment/*.yaml> [ARGS=scale=paper]
+	@test -n "$(NAME)" || { echo "usage: make experiment NAME=<name>; presets: $$(ls conf/experiment | sed 's/.yaml//' | tr '\n' ' ')"; exit 2; }
+	@test -f conf/experiment/$(NAME).yaml || { echo "no preset conf/experiment/$(NAME).yaml; presets: $$(ls conf/experiment | sed 's/.yaml//' | tr '\n' ' ')"; exit 2; }
+	$(PY) -m harness experiment=$(NAME) $(ARGS)
 
 plots: $(STAMP)  ## PNG plots from results/runs.parquet into results/plots/
 	$(PY) -m harness.plots

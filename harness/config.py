@@ -20,10 +20,37 @@ from datasets.workloads import WorkloadConfig, validate_workload_config
 
 
 @dataclass
+class VariantConfig:
+    """One more run of a registered strategy with other parameters, under its own label."""
+
+    label: str = ""
+    name: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class StrategyConfig:
     name: str = "all"  # a registered strategy, or "all" for every one that routes the workload
     families: list[str] = field(default_factory=lambda: ["range"])  # query families it routes
     params: dict[str, Any] = field(default_factory=dict)
+    include: list[str] = field(default_factory=list)  # with name=all: only these (empty = every one)
+    variants: list[VariantConfig] = field(default_factory=list)  # extra labelled runs
+
+
+@dataclass
+class ExperimentConfig:
+    """Set by conf/experiment/<name>.yaml: what the experiment's plots show (harness/experiments.py)."""
+
+    name: Optional[str] = None
+    title: str = ""
+    plots: list[str] = field(default_factory=list)
+    x: Optional[str] = None  # config path of the swept knob the line plots put on the x axis
+    x_label: Optional[str] = None
+    facet: Optional[str] = None  # config path whose values get one panel each (besides workload)
+    report: bool = False  # write results/report.md (claims of conf/claims.yaml vs measurements)
+    # mu per workload at scale=paper (conf/scale/paper.yaml); PS2Stream Fig. 6-10 by default
+    paper_queries: dict[str, int] = field(default_factory=lambda: {
+        "sts_q1": 5_000_000, "sts_q2": 10_000_000, "sts_q3": 10_000_000, "tiny": 300})
 
 
 @dataclass
@@ -74,11 +101,23 @@ class Config:
     keep_pairs: bool = False  # write the distinct result pairs as Parquet (else count + digest)
     progress: bool = True
     tag: Optional[str] = None  # free label stored with the run (e.g. the experiment name)
+    experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
 
 
 def register_configs() -> None:
+    from omegaconf import OmegaConf
+
     cs = ConfigStore.instance()
     cs.store(name="base_config", node=Config)
+    if not OmegaConf.has_resolver("mul"):  # sizes derived from sizes (conf/scale/paper.yaml)
+        OmegaConf.register_new_resolver("mul", lambda a, b: int(a) * int(b))
+
+
+def config_groups() -> list[str]:
+    """The config groups (folders of conf/): dataset, workload, strategy, cluster, experiment, ..."""
+    from harness.results import PROJECT_ROOT
+
+    return sorted(p.name for p in (PROJECT_ROOT / "conf").iterdir() if p.is_dir())
 
 
 class ConfigError(ValueError):
@@ -89,13 +128,54 @@ def _bad(key: str, value, allowed) -> ConfigError:
     return ConfigError(f"{key}={value!r} is invalid; allowed: {allowed}")
 
 
+@dataclass(frozen=True)
+class RunSpec:
+    """One strategy run of a job: the label it is reported under, the strategy, its params."""
+
+    label: str
+    name: str
+    params: dict
+
+
+def strategy_runs(cfg) -> list[RunSpec]:
+    """The runs a job covers: the named strategy, or every registered one routing the workload's
+    family (or those of `strategy.include`), then the labelled variants. Raises ConfigError."""
+    from strategies import registry
+
+    family = cfg.workload.family
+    runs = [RunSpec(n, n, dict(cfg.strategy.params) if cfg.strategy.name != "all" else {})
+            for n in strategy_names(cfg)]
+    for v in cfg.strategy.variants:
+        if not v.label or not v.name:
+            raise ConfigError(f"strategy.variants entry {dict(v)!r} needs a label and a name")
+        try:
+            cls = registry.get(v.name)
+            cls.make_params(dict(v.params))
+        except ValueError as exc:
+            raise ConfigError(f"strategy.variants[{v.label}]: {exc}") from None
+        if family not in cls.families:
+            raise ConfigError(f"strategy.variants[{v.label}]: {v.name!r} does not route {family!r} queries")
+        runs.append(RunSpec(v.label, v.name, dict(v.params)))
+    labels = [r.label for r in runs]
+    if len(set(labels)) != len(labels):
+        raise ConfigError(f"strategy labels must be unique; got {labels}")
+    return runs
+
+
 def strategy_names(cfg) -> list[str]:
     """The strategies a run covers: the named one, or every registered one routing the family."""
     from strategies import registry
 
     family = cfg.workload.family
     if cfg.strategy.name == "all":
-        return registry.supporting(family)
+        supported = registry.supporting(family)
+        include = list(cfg.strategy.include)
+        for n in include:
+            registry.get(n)  # raises with the valid names
+            if n not in supported:
+                raise ConfigError(f"strategy.include: {n!r} does not route {family!r} queries; "
+                                  f"strategies that do: {', '.join(supported)}")
+        return [n for n in supported if n in include] if include else supported
     cls = registry.get(cfg.strategy.name)  # raises with the valid names
     declared = list(cfg.strategy.families)
     unknown_fam = sorted(set(declared) - set(cls.families))
@@ -109,8 +189,8 @@ def strategy_names(cfg) -> list[str]:
     return [cls.name]
 
 
-def validate(cfg) -> list[str]:
-    """Check every value that would fail later; returns the strategy names to run."""
+def validate(cfg) -> list[RunSpec]:
+    """Check every value that would fail later; returns the strategy runs of the job."""
     from strategies import registry
 
     if not isinstance(cfg.workers, int) or cfg.workers < 1:
@@ -130,13 +210,20 @@ def validate(cfg) -> list[str]:
             raise
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+    from harness.experiments import PLOTS
+
+    unknown_plots = sorted(set(cfg.experiment.plots) - set(PLOTS))
+    if unknown_plots:
+        raise _bad("experiment.plots", unknown_plots, ", ".join(PLOTS))
     try:
-        names = strategy_names(cfg)
+        runs = strategy_runs(cfg)
         if cfg.strategy.name != "all":
-            registry.get(names[0]).make_params(dict(cfg.strategy.params))
+            registry.get(runs[0].name).make_params(dict(cfg.strategy.params))
+    except ConfigError:
+        raise
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    return names
+    return runs
 
 
 def check_overrides(args: list[str]) -> None:
@@ -146,6 +233,8 @@ def check_overrides(args: list[str]) -> None:
         if arg.startswith(("-", "+", "~", "hydra")) or "=" not in arg:
             continue
         key = arg.split("=", 1)[0]
+        if key in config_groups():
+            continue  # a group choice: Hydra lists the valid options itself
         if key.startswith("strategy.params.") and chosen.get("strategy", "all") != "all":
             from strategies import registry
 

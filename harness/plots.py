@@ -15,7 +15,7 @@ import pandas as pd  # noqa: E402
 from harness import results  # noqa: E402
 
 
-def _save(fig, path: Path) -> Path:
+def save_figure(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -41,21 +41,22 @@ def run_plots(run_dir: Path, workers: pd.DataFrame, latency: pd.DataFrame | None
     out = []
     fig, ax = plt.subplots(figsize=(6, 3.2))
     _load_bars(ax, workers, f"per-worker load ({run_dir.name})")
-    out.append(_save(fig, run_dir / "plots" / "worker_load.png"))
+    out.append(save_figure(fig, run_dir / "plots" / "worker_load.png"))
     if latency is not None and len(latency):
         fig, ax = plt.subplots(figsize=(5, 3.2))
         _latency_cdf(ax, latency["latency_ms"].to_numpy(), run_dir.name)
         ax.set_xscale("log")
         ax.set_xlabel("latency (ms, queue model)")
         ax.set_ylabel("share of events")
-        out.append(_save(fig, run_dir / "plots" / "latency_cdf.png"))
+        out.append(save_figure(fig, run_dir / "plots" / "latency_cdf.png"))
     return out
 
 
 def summary_plots(root: Path, table: pd.DataFrame | None = None) -> list[Path]:
     """The sweep's figures from results/runs.parquet into results/plots/."""
     runs = results.read_runs_table(root) if table is None else table
-    runs = runs[runs["status"] == "ok"]
+    runs = runs[runs["status"] == "ok"].copy()
+    runs["strategy"] = runs["variant"].fillna(runs["strategy"]) if "variant" in runs else runs["strategy"]
     out_dir = root / "plots"
     out: list[Path] = []
     if runs.empty:
@@ -74,7 +75,7 @@ def summary_plots(root: Path, table: pd.DataFrame | None = None) -> list[Path]:
         ax.set_title(f"{workload} on {dataset}", fontsize=10)
         ax.grid(alpha=0.3)
     axes[0][-1].legend(fontsize=8)
-    out.append(_save(fig, out_dir / "throughput_vs_workers.png"))
+    out.append(save_figure(fig, out_dir / "throughput_vs_workers.png"))
 
     # per-worker load of the largest worker count per strategy (first dataset/workload)
     (dataset, workload), g = groups[0]
@@ -85,7 +86,7 @@ def summary_plots(root: Path, table: pd.DataFrame | None = None) -> list[Path]:
         path = Path(r["run_dir"]) / "workers.parquet"
         if path.exists():
             _load_bars(ax, pd.read_parquet(path), f"{r['strategy']} ({workload}, {w} workers)")
-    out.append(_save(fig, out_dir / "worker_load.png"))
+    out.append(save_figure(fig, out_dir / "worker_load.png"))
 
     # latency distribution per strategy (same selection)
     fig, ax = plt.subplots(figsize=(6, 3.6))
@@ -98,7 +99,7 @@ def summary_plots(root: Path, table: pd.DataFrame | None = None) -> list[Path]:
     ax.set_ylabel("share of events")
     ax.set_title(f"latency distribution ({workload}, {w} workers)", fontsize=10)
     ax.legend(fontsize=8)
-    out.append(_save(fig, out_dir / "latency_distribution.png"))
+    out.append(save_figure(fig, out_dir / "latency_distribution.png"))
     return out
 
 

@@ -26,11 +26,11 @@ def comparison_table(rows: list[dict]) -> Table:
         t.add_column(col, justify="left" if col == "strategy" else "right")
     for r in rows:
         if r.get("status") != "ok":
-            t.add_row(r["strategy"], f"[red]{str(r.get('error', 'error'))[:200]}[/red]", *[""] * 9)
+            t.add_row(r.get("variant") or r["strategy"], f"[red]{str(r.get('error', 'error'))[:200]}[/red]", *[""] * 9)
             continue
         oracle = {True: "[green]ok[/green]", False: "[red]MISMATCH[/red]", None: "n/a"}[r.get("oracle_ok")]
         t.add_row(
-            r["strategy"], _num(r["throughput_eps"]), _num(r["latency_p50_ms"], "{:.2f}"),
+            r.get("variant") or r["strategy"], _num(r["throughput_eps"]), _num(r["latency_p50_ms"], "{:.2f}"),
             _num(r["latency_p95_ms"], "{:.2f}"), _num(r["load_max_min"], "{:.2f}"),
             _num(r["obj_replication"], "{:.2f}"), _num(r["query_replication"], "{:.2f}"),
             _mb(r["dispatcher_bytes"]), _mb(r["worker_index_bytes_max"]), _num(r["build_s"], "{:.3f}"), oracle,
@@ -46,4 +46,4 @@ def print_comparison(rows: list[dict]) -> None:
         data = first.get("time_data_s", 0.0)
         print(f"time: spark start {spark:.1f}s, data {data:.1f}s, oracle {first.get('time_oracle_s', 0.0):.1f}s; "
               "per strategy: " + ", ".join(
-                  f"{r['strategy']} {r.get('wall_s', 0):.1f}s" for r in rows))
+                  f"{r.get('variant') or r['strategy']} {r.get('wall_s', 0):.1f}s" for r in rows))

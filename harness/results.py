@@ -19,7 +19,7 @@ import pandas as pd
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 RUNS_TABLE_COLUMNS = [
-    "run_id", "status", "error", "strategy", "workers", "dispatchers", "dataset", "workload", "seed", "tag",
+    "run_id", "status", "error", "strategy", "variant", "experiment", "sweep_id", "x", "facet", "workers", "dispatchers", "dataset", "workload", "seed", "tag",
     "started_at", "events", "throughput_eps", "throughput_wall_eps", "latency_mean_ms", "latency_p50_ms",
     "latency_p95_ms", "latency_p99_ms", "load_max_min", "load_max_mean", "load_sum", "obj_replication",
     "query_replication", "messages_routed", "dispatcher_bytes", "worker_index_bytes_max", "build_s", "wall_s",
@@ -162,3 +162,16 @@ SWEEP_PARENT_ENV = "STPS_MLFLOW_PARENT_RUN"
 def current_sweep_parent() -> str | None:
     """The MLflow parent run of the Hydra multirun in progress, if any (set by harness.callbacks)."""
     return os.environ.get(SWEEP_PARENT_ENV) or None
+
+
+SWEEP_ID_ENV = "STPS_SWEEP_ID"
+
+
+def current_sweep_id() -> str | None:
+    """The id of the Hydra multirun in progress (set by harness.callbacks), stored with each run
+    so that an experiment's plots and report use exactly its own runs."""
+    return os.environ.get(SWEEP_ID_ENV) or None
+
+
+def new_sweep_id() -> str:
+    return f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"

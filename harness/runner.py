@@ -24,7 +24,7 @@ from omegaconf import OmegaConf
 
 from harness import latency as latency_model
 from harness import results
-from harness.config import validate
+from harness.config import RunSpec, validate
 from harness.events import INSERT, DELETE, OBJECT, Events, digest_of, format_digest
 from harness.metrics import run_metrics, worker_table
 from harness.progress import Progress
@@ -76,28 +76,41 @@ def oracle_digest(events: Events, folder: Path, max_checks: float) -> str | None
     return digest
 
 
-def run_strategy(spark, cfg, name: str, ds, events: Events, warmup: int, events_path: Path, oracle: str | None,
-                 root: Path, logger: results.MlflowLogger, parent_id: str | None, progress: Progress) -> dict:
+def _config_value(cfg, path: str | None):
+    """The value at a config path (an experiment's swept knob or facet) for this job, as text."""
+    if not path:
+        return None
+    node = cfg
+    for part in path.split("."):
+        node = node[part] if isinstance(node, dict) else getattr(node, part)
+    return str(node)
+
+
+def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, events_path: Path,
+                 oracle: str | None, root: Path, logger: results.MlflowLogger, parent_id: str | None,
+                 progress: Progress) -> dict:
     from harness.pipeline import run_epoch
 
+    name = spec.label
     run_id = results.new_run_id(name)
     run_dir = root / "runs" / run_id
     base = {
-        "run_id": run_id, "strategy": name, "workers": cfg.workers, "dispatchers": cfg.dispatchers,
-        "dataset": cfg.dataset.name, "workload": cfg.workload.name, "seed": cfg.seed, "tag": cfg.tag,
+        "run_id": run_id, "strategy": spec.name, "variant": spec.label, "workers": cfg.workers,
+        "dispatchers": cfg.dispatchers, "dataset": cfg.dataset.name, "workload": cfg.workload.name,
+        "seed": cfg.seed, "tag": cfg.tag, "experiment": cfg.experiment.name, "sweep_id": results.current_sweep_id(),
+        "x": _config_value(cfg, cfg.experiment.x), "facet": _config_value(cfg, cfg.experiment.facet),
         "started_at": pd.Timestamp.now(tz="UTC").isoformat(), "run_dir": str(run_dir),
     }
     run_cfg = _plain(cfg)
-    run_cfg["strategy"] = {**run_cfg["strategy"], "name": name}
-    if cfg.strategy.name == "all":
-        run_cfg["strategy"]["params"] = {}
+    run_cfg["strategy"] = {**run_cfg["strategy"], "name": spec.name, "label": spec.label, "params": spec.params,
+                           "variants": []}
     config_yaml = OmegaConf.to_yaml(OmegaConf.create(run_cfg))
     t_run = time.perf_counter()
     workers_df = router_info = lat_sample = None
     steps = []
     try:
-        cls = registry.get(name)
-        params = cls.make_params(run_cfg["strategy"]["params"])
+        cls = registry.get(spec.name)
+        params = cls.make_params(spec.params)
         sample = events.take(np.arange(warmup))
         context = FitContext(ds.extent, ds.vocab.column("df").to_numpy().astype(np.float64), cfg.seed)
         progress.step(f"{name}: fit")
@@ -175,10 +188,10 @@ def run_experiment(cfg) -> list[dict]:
     from datasets import prepare_dataset
     from harness.spark import get_session, session_start_seconds
 
-    names = validate(cfg)  # before Spark starts
+    runs = validate(cfg)  # before Spark starts
     root = results.results_root(cfg.results_dir)
     root.mkdir(parents=True, exist_ok=True)
-    progress = Progress(enabled=cfg.progress, total=3 + len(names) * 5)
+    progress = Progress(enabled=cfg.progress, total=3 + len(runs) * 5)
     timings = {}
     progress.step(f"starting Spark ({cfg.cluster.master})")
     spark = get_session(cfg.cluster.master, conf=dict(cfg.cluster.conf))
@@ -196,13 +209,13 @@ def run_experiment(cfg) -> list[dict]:
     timings["oracle_s"] = time.perf_counter() - t0
     logger = results.MlflowLogger(root, cfg.mlflow.experiment, cfg.mlflow.enabled)
     parent = cfg.mlflow.parent_run_id or results.current_sweep_parent()
-    if parent is None and len(names) > 1:
+    if parent is None and len(runs) > 1:
         parent = logger.start_parent(f"{cfg.tag or 'compare'}-w{cfg.workers}-{cfg.workload.name}",
-                                     {"strategies": ",".join(names), "workers": cfg.workers,
+                                     {"strategies": ",".join(r.label for r in runs), "workers": cfg.workers,
                                       "workload": cfg.workload.name, "dataset": cfg.dataset.name})
     rows = []
-    for name in names:
-        row = run_strategy(spark, cfg, name, ds, events, warmup, folder / "events.parquet", oracle, root, logger,
+    for spec in runs:
+        row = run_strategy(spark, cfg, spec, ds, events, warmup, folder / "events.parquet", oracle, root, logger,
                            parent, progress)
         row.update({f"time_{k}": v for k, v in timings.items()})
         rows.append(row)
