@@ -21,7 +21,7 @@ small sample, every subset ends a singleton); when no subset overlaps s_n, R* is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -48,8 +48,9 @@ class DkmRouter(SubscriptionTableRouter):
     cost_model = "DkM-SKS Eq. (4)-(6), new subscriptions by Eq. (7)"
 
     def __init__(self, n_workers: int, stats: ObjectStats, index: RegionIndex, subset_cost, subset_size, splits,
-                 **state):
+                 cost_floor: float = 0.0, **state):
         super().__init__(n_workers, **state)
+        self.cost_floor = float(cost_floor)
         self.stats = stats
         self.index = index  # the subsets' rectangles R, for Eq. (7)
         self.subset_cost = np.asarray(subset_cost, np.float64)
@@ -61,7 +62,7 @@ class DkmRouter(SubscriptionTableRouter):
         best = self.index.best_overlap(own)
         r_star = np.where((best >= 0)[:, None], self.index.rects[np.maximum(best, 0)], own)
         off, val = csr_take(ev.offsets, ev.values, rows)
-        return self.stats.p(eq5_numerators(self.stats, r_star, off, val))
+        return np.maximum(self.stats.p(eq5_numerators(self.stats, r_star, off, val)), self.cost_floor)
 
     def describe(self) -> dict:
         top = np.argsort(-self.subset_cost, kind="stable")[:DESCRIBE_SUBSETS]
@@ -85,6 +86,9 @@ class DkmSksStrategy(Strategy):
     class Params:
         gamma1: int = 100_000  # Algorithm 2 stops at gamma1 * m subsets
         gamma2: int = 20  # subsets larger than this are split Space-only
+        # every subscription costs at least this fraction of the sample's mean positive Eq. (5)
+        # cost (indexing and checking one is never free); 0 = the paper's costs as they are
+        min_cost_fraction: float = 0.1
 
     def fit(self, sample: Events, n_workers: int, params: Params, context: FitContext) -> Router:
         objs, qs = sample_parts(sample)
@@ -94,10 +98,14 @@ class DkmSksStrategy(Strategy):
         off, val = csr_take(sample.offsets, sample.values, qs)
         part = partition_subsets(stats, cx, cy, rects, off, val, context.extent, params.gamma1 * n_workers,
                                  params.gamma2)
+        positive = part.member_cost[part.member_cost > 0]
+        floor = params.min_cost_fraction * (float(positive.mean()) if len(positive) else 1.0)
+        part = replace(part, member_cost=np.maximum(part.member_cost, floor))
         worker, _ = assign_members(part, n_workers)
         router = DkmRouter(
             n_workers, stats, RegionIndex(part.rects), stats.p(part.cost),
             np.bincount(part.subset_of, minlength=len(part.cost)), part.splits,
+            cost_floor=float(stats.p(np.array([floor]))[0]),
             **sample_state(sample, qs, worker, stats.p(part.member_cost), n_workers),
         )
         return finish(router, sample)
