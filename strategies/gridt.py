@@ -1,0 +1,426 @@
+"""gridt: PS2Stream's dispatcher index (Chen et al., Section IV-C, "Index Structure on Dispatchers").
+
+A uniform grid whose cells carry the kdt-tree's partitioning, so the dispatcher never walks the
+tree. Each cell has two term -> worker maps:
+
+- H1 (every term -> worker), looked up by queries. A cell inside a space leaf maps every term to
+  that leaf's worker (`cell_worker[c] >= 0`); a cell inside a text-split region maps terms to the
+  workers of the region's text leaves (`cell_tmap[c]` = id of a term map shared by all cells
+  covered by the same set of text leaves, so a later adjuster can give one cell its own map).
+- H2 (terms that occur in queries of the cell -> worker), looked up by objects: an object goes to
+  the workers H2 gives for its terms and is dropped when none of its terms is in H2, because then
+  no query of its cell can match it.
+
+Queries are indexed under the least frequent keyword of each conjunct: an AND query under its
+largest term id, an OR query under each keyword. Both maps are flat sorted int64 keys (owner << 32
+| term, owner = cell for H2, term map for H1) with CSR pointers per owner, searched by binary
+search in numba; objects test the 64 most frequent term ids in a dense per-cell seq table first
+(most object terms are frequent; a binary search per term would dominate routing).
+
+Growth with subscriptions (`observe_inserts`): each (cell, routing term) pair that a new query
+brings enters H2 with the seq of the first query that brought it; an object at seq s uses only
+entries with seq < s (a query inserted after the object cannot match it). A term that a text
+region's map does not know yet is assigned at its first query, in seq order, to the least loaded
+of the region's text workers (load = the fit-time partition load plus, per new term, the region's
+mean load per term), and keeps that worker for good, so insertions, deletions and objects agree.
+H2 never shrinks on deletion (a documented superset). A query whose term map entry is missing
+because `observe_inserts` never saw it falls back to a fixed hash of the term over the region's
+text workers; only the contract (observe before routing) makes object routing exact.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from harness.events import AND, INSERT, RANGE, Events
+from strategies.base import Pairs, Router
+from strategies.kernels import _emit, axis_cell
+from strategies.spatial import UniformGrid
+
+# --- kernels --------------------------------------------------------------------------------------
+
+LOW_TERMS = 64  # dense per-cell H2 seq table over the most frequent term ids (ids are frequency ranks)
+NEVER = np.iinfo(np.int64).max
+
+
+@njit(cache=True, inline="always")
+def _lower_bound(arr, lo, hi, t):
+    """First index in [lo, hi) whose value is >= t (hi when none)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if arr[mid] < t:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def route_points_h2(rows, seq, x, y, offsets, values, x0, y0, inv_cw, inv_ch, nx, ny, cell_worker, h2_ptr, h2_key,
+                    h2_worker, h2_seq, low_seq, n_workers):
+    """Each object to the H2 workers of its terms in its cell (entries older than the object).
+
+    A frequent term (id < LOW_TERMS) is tested in the dense table low_seq[cell, term] (the seq of
+    its H2 entry, NEVER when absent) instead of a binary search; in a space cell the first hit
+    settles the object."""
+    stamp = np.full(n_workers, -1, np.int64)
+    bound = 0  # an upper bound of the pairs, so one pass fills the output (no reallocation in the loop)
+    for i in range(len(rows)):
+        bound += min(offsets[rows[i] + 1] - offsets[rows[i]], n_workers)
+    out_r = np.empty(bound, np.int64)
+    out_w = np.empty(bound, np.int64)
+    total = 0
+    for i in range(len(rows)):
+        r = rows[i]
+        c = axis_cell(y[r], y0, inv_ch, ny) * nx + axis_cell(x[r], x0, inv_cw, nx)
+        lo = h2_ptr[c]
+        hi = h2_ptr[c + 1]
+        if lo == hi:
+            continue
+        s = seq[r]
+        space = cell_worker[c] >= 0  # one worker: the first hit settles it
+        base = c << 32
+        for j in range(offsets[r], offsets[r + 1]):
+            t = values[j]
+            if t < LOW_TERMS:
+                if low_seq[c * LOW_TERMS + t] >= s:
+                    continue
+                if space:
+                    total = _emit(True, i, r, cell_worker[c], stamp, out_r, out_w, total)
+                    break
+            k = _lower_bound(h2_key, lo, hi, base | t)
+            if k == hi:
+                break  # terms ascend: no later term is in this cell's H2 either
+            lo = k
+            if h2_key[k] == (base | t) and h2_seq[k] < s:
+                total = _emit(True, i, r, h2_worker[k], stamp, out_r, out_w, total)
+                if space:
+                    break
+    return out_r[:total], out_w[:total]
+
+
+@njit(cache=True)
+def route_rects_h1(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, cell_worker,
+                   cell_tmap, tm_ptr, tm_key, tm_worker, tmc_ptr, tmc_worker, n_workers):
+    """Each query to the H1 workers of its routing terms in every cell its rectangle overlaps."""
+    stamp = np.full(n_workers, -1, np.int64)
+    seen = np.full(max(len(tm_ptr) - 1, 1), -1, np.int64)  # term maps already looked up for row i
+    total = 0
+    for p in range(2):
+        if p == 1:
+            out_r = np.empty(total, np.int64)
+            out_w = np.empty(total, np.int64)
+            stamp[:] = -1
+            seen[:] = -1
+            total = 0
+        for i in range(len(rows)):
+            r = rows[i]
+            a = offsets[r]
+            b = offsets[r + 1]
+            if a == b:
+                continue  # no keyword: matches nothing
+            if op[r] == AND:
+                a = b - 1  # one conjunct: its least frequent keyword (largest id)
+            ix0 = axis_cell(xmin[r], x0, inv_cw, nx)
+            ix1 = axis_cell(xmax[r], x0, inv_cw, nx)
+            iy0 = axis_cell(ymin[r], y0, inv_ch, ny)
+            iy1 = axis_cell(ymax[r], y0, inv_ch, ny)
+            for iy in range(iy0, iy1 + 1):
+                for ix in range(ix0, ix1 + 1):
+                    c = iy * nx + ix
+                    w = cell_worker[c]
+                    if w >= 0:
+                        total = _emit(p == 1, i, r, w, stamp, out_r, out_w, total)
+                        continue
+                    jm = cell_tmap[c]
+                    if seen[jm] == i:
+                        continue
+                    seen[jm] = i
+                    lo = tm_ptr[jm]
+                    hi = tm_ptr[jm + 1]
+                    for q in range(a, b):
+                        t = values[q]
+                        key = (jm << 32) | t
+                        k = _lower_bound(tm_key, lo, hi, key)
+                        if k < hi and tm_key[k] == key:
+                            w = tm_worker[k]
+                        else:
+                            n = tmc_ptr[jm + 1] - tmc_ptr[jm]
+                            w = tmc_worker[tmc_ptr[jm] + t % n]
+                        total = _emit(p == 1, i, r, w, stamp, out_r, out_w, total)
+    return out_r, out_w
+
+
+@njit(cache=True)
+def expand_query_cells(rows, seq, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny):
+    """(cell << 32 | routing term, seq) for every cell a query overlaps and every term it is indexed
+    under."""
+    total = 0
+    for i in range(len(rows)):
+        r = rows[i]
+        a = offsets[r]
+        b = offsets[r + 1]
+        if a < b and op[r] == AND:
+            a = b - 1
+        total += ((axis_cell(xmax[r], x0, inv_cw, nx) - axis_cell(xmin[r], x0, inv_cw, nx) + 1)
+                  * (axis_cell(ymax[r], y0, inv_ch, ny) - axis_cell(ymin[r], y0, inv_ch, ny) + 1) * (b - a))
+    keys = np.empty(total, np.int64)
+    seqs = np.empty(total, np.int64)
+    total = 0
+    for i in range(len(rows)):
+        r = rows[i]
+        a = offsets[r]
+        b = offsets[r + 1]
+        if a < b and op[r] == AND:
+            a = b - 1
+        ix0 = axis_cell(xmin[r], x0, inv_cw, nx)
+        ix1 = axis_cell(xmax[r], x0, inv_cw, nx)
+        iy0 = axis_cell(ymin[r], y0, inv_ch, ny)
+        iy1 = axis_cell(ymax[r], y0, inv_ch, ny)
+        for iy in range(iy0, iy1 + 1):
+            for ix in range(ix0, ix1 + 1):
+                for q in range(a, b):
+                    keys[total] = ((iy * nx + ix) << 32) | values[q]
+                    seqs[total] = seq[r]
+                    total += 1
+    return keys, seqs
+
+
+@njit(cache=True)
+def probe_h2(keys, seqs, h2_ptr, h2_key, h2_seq):
+    """Mark the (cell << 32 | term) keys H2 lacks; for those it has, lower the recorded seq when a
+    key arrives earlier than recorded (events observed out of order). Updates h2_seq in place."""
+    new = np.zeros(len(keys), np.bool_)
+    for i in range(len(keys)):
+        c = keys[i] >> 32
+        hi = h2_ptr[c + 1]
+        k = _lower_bound(h2_key, h2_ptr[c], hi, keys[i])
+        if k < hi and h2_key[k] == keys[i]:
+            h2_seq[k] = min(h2_seq[k], seqs[i])
+        else:
+            new[i] = True
+    return new
+
+
+@njit(cache=True)
+def merge_sorted(keys, a, b, new_keys, new_a, new_b):
+    """Merge two sorted, disjoint key arrays with two int64 columns each."""
+    n, m = len(keys), len(new_keys)
+    ok = np.empty(n + m, np.int64)
+    oa = np.empty(n + m, np.int64)
+    ob = np.empty(n + m, np.int64)
+    i = j = 0
+    for k in range(n + m):
+        if j == m or (i < n and keys[i] < new_keys[j]):
+            ok[k], oa[k], ob[k] = keys[i], a[i], b[i]
+            i += 1
+        else:
+            ok[k], oa[k], ob[k] = new_keys[j], new_a[j], new_b[j]
+            j += 1
+    return ok, oa, ob
+
+
+@njit(cache=True)
+def assign_new_terms(tmap, tmc_ptr, tmc_worker, worker_load, tm_unit):
+    """New (term map, term) entries in seq order, each to the least loaded text worker of its map
+    (ties to the lowest id); `worker_load` is updated in place."""
+    out = np.empty(len(tmap), np.int64)
+    for i in range(len(tmap)):
+        j = tmap[i]
+        best = -1
+        for k in range(tmc_ptr[j], tmc_ptr[j + 1]):
+            w = tmc_worker[k]
+            if best < 0 or worker_load[w] < worker_load[best]:
+                best = w
+        out[i] = best
+        worker_load[best] += tm_unit[j]
+    return out
+
+
+@njit(cache=True)
+def low_table(h2_ptr, h2_key, h2_seq):
+    """Dense seq of each cell's H2 entries for terms below LOW_TERMS (NEVER when absent)."""
+    n_cells = len(h2_ptr) - 1
+    out = np.full(n_cells * LOW_TERMS, NEVER, np.int64)
+    for c in range(n_cells):
+        for k in range(h2_ptr[c], h2_ptr[c + 1]):
+            t = h2_key[k] & 0xFFFFFFFF
+            if t >= LOW_TERMS:
+                break
+            out[c * LOW_TERMS + t] = h2_seq[k]
+    return out
+
+
+# --- helpers --------------------------------------------------------------------------------------
+
+TERM_BITS = np.int64(32)
+TERM_MASK = np.int64(0xFFFFFFFF)
+
+
+def first_per_key(keys: np.ndarray, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct keys (sorted) with the smallest seq of each."""
+    if len(keys) == 0:
+        return keys, seqs
+    order = np.argsort(keys, kind="stable")
+    if np.any(np.diff(seqs) < 0):
+        order = np.lexsort((seqs, keys))
+    k, s = keys[order], seqs[order]
+    keep = np.ones(len(k), bool)
+    keep[1:] = k[1:] != k[:-1]
+    return k[keep], s[keep]
+
+
+def sorted_find(keys: np.ndarray, probe: np.ndarray) -> np.ndarray:
+    """Index of each probe in the sorted keys, -1 when absent."""
+    if len(keys) == 0:
+        return np.full(len(probe), -1, np.int64)
+    pos = np.minimum(np.searchsorted(keys, probe), len(keys) - 1)
+    return np.where(keys[pos] == probe, pos, -1)
+
+
+def owner_ptr(keys: np.ndarray, n_owner: int) -> np.ndarray:
+    """CSR pointers of sorted (owner << 32 | term) keys."""
+    return np.searchsorted(keys, np.arange(n_owner + 1, dtype=np.int64) << TERM_BITS).astype(np.int64)
+
+
+def sorted_insert(keys: np.ndarray, cols: tuple, new_keys: np.ndarray, new_cols: tuple) -> tuple:
+    """Insert sorted new keys (absent from keys) and their two columns, keeping keys sorted."""
+    k, a, b = merge_sorted(keys, cols[0], cols[1], np.ascontiguousarray(new_keys, np.int64),
+                           np.ascontiguousarray(new_cols[0], np.int64), np.ascontiguousarray(new_cols[1], np.int64))
+    return k, (a, b)
+
+
+# --- the router -----------------------------------------------------------------------------------
+
+class GridtRouter(Router):
+    """The gridt index over a cell -> (worker | term map) partition; see the module docstring.
+
+    The partition is explicit and movable: `cell_worker` (space cells), `cell_tmap` plus the term
+    maps (text cells; `tmc_*` lists each map's workers). H1 of text cells is `tm_key` = term map
+    << 32 | term (sorted) -> `tm_worker`, with the seq each entry appeared at (`tm_seq`; fit-time
+    entries: the minimum int64); H2 is `h2_key` = cell << 32 | term (sorted) -> `h2_worker`, with
+    `h2_seq`. `tm_ptr` / `h2_ptr` are their per-owner CSR pointers, `h2_low` the dense seq table of
+    the object fast path. `plan` holds the kdt-tree leaves the router was built from (for describe and
+    adjusters), not dispatcher state.
+    """
+
+    families = frozenset({"range"})
+
+    def __init__(self, n_workers: int, grid: UniformGrid, cell_worker: np.ndarray, cell_tmap: np.ndarray,
+                 tm_ptr: np.ndarray, tm_term: np.ndarray, tm_worker: np.ndarray, tmc_ptr: np.ndarray,
+                 tmc_worker: np.ndarray, tm_unit: np.ndarray, worker_load: np.ndarray, plan: dict | None = None):
+        """Term maps come as CSR: map j holds the sorted terms tm_term[tm_ptr[j]:tm_ptr[j+1]]."""
+        super().__init__(n_workers)
+        i64 = lambda a: np.ascontiguousarray(a, np.int64)
+        self.grid = grid
+        self.cell_worker = i64(cell_worker)
+        self.cell_tmap = i64(cell_tmap)
+        if np.any((self.cell_worker < 0) & (self.cell_tmap < 0)):
+            raise ValueError("gridt: every cell needs a worker or a term map")
+        tm_ptr = i64(tm_ptr)
+        n_maps = len(tm_ptr) - 1
+        owner = np.repeat(np.arange(n_maps, dtype=np.int64), np.diff(tm_ptr))
+        self.tm_key = (owner << TERM_BITS) | i64(tm_term)
+        if np.any(np.diff(self.tm_key) <= 0):
+            raise ValueError("gridt: term map terms must be sorted and distinct")
+        self.tm_worker = i64(tm_worker)
+        self.tm_seq = np.full(len(self.tm_key), np.iinfo(np.int64).min, np.int64)
+        self.tm_ptr = owner_ptr(self.tm_key, n_maps)
+        self.tmc_ptr = i64(tmc_ptr)
+        self.tmc_worker = i64(tmc_worker)
+        if np.any(np.diff(self.tmc_ptr) <= 0):
+            raise ValueError("gridt: every term map needs at least one worker")
+        self.tm_unit = np.ascontiguousarray(tm_unit, np.float64)
+        self.worker_load = np.array(worker_load, np.float64)
+        self.h2_key = np.zeros(0, np.int64)
+        self.h2_worker = np.zeros(0, np.int64)
+        self.h2_seq = np.zeros(0, np.int64)
+        self._index_h2()
+        self.plan = plan or {}
+
+    @property
+    def tm_term(self) -> np.ndarray:
+        return self.tm_key & TERM_MASK
+
+    @property
+    def h2_term(self) -> np.ndarray:
+        return self.h2_key & TERM_MASK
+
+    def _index_h2(self) -> None:
+        self.h2_ptr = owner_ptr(self.h2_key, self.grid.n_cells)
+        self.h2_low = low_table(self.h2_ptr, self.h2_key, self.h2_seq)
+
+    # -- growth ------------------------------------------------------------------------------------
+
+    def observe_inserts(self, ev: Events, rows: np.ndarray) -> None:
+        rows = np.asarray(rows, np.int64)
+        rows = rows[(ev.kind[rows] == INSERT) & (ev.family[rows] == RANGE)]
+        if len(rows) == 0:
+            return
+        rows = rows[np.argsort(ev.seq[rows], kind="stable")]
+        keys, seqs = expand_query_cells(rows, ev.seq, ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax,
+                                        ev.ymax, *self.grid.args)
+        new = probe_h2(keys, seqs, self.h2_ptr, self.h2_key, self.h2_seq)
+        keys, seqs = first_per_key(keys[new], seqs[new])
+        if len(keys):
+            cells = keys >> TERM_BITS
+            workers = self.cell_worker[cells].copy()
+            text = workers < 0
+            if text.any():
+                workers[text] = self._h1_workers(self.cell_tmap[cells[text]], keys[text] & TERM_MASK, seqs[text])
+            self.h2_key, (self.h2_worker, self.h2_seq) = sorted_insert(
+                self.h2_key, (self.h2_worker, self.h2_seq), keys, (workers, seqs))
+        self._index_h2()
+
+    def _h1_workers(self, tmap: np.ndarray, terms: np.ndarray, seqs: np.ndarray) -> np.ndarray:
+        """H1 workers of (term map, term) pairs, assigning the terms a map does not know yet."""
+        keys = (tmap << TERM_BITS) | terms
+        found = sorted_find(self.tm_key, keys)
+        missing = found < 0
+        if missing.any():
+            k, s = first_per_key(keys[missing], seqs[missing])
+            order = np.lexsort((k, s))  # first appearance decides, in seq order
+            w = assign_new_terms(k[order] >> TERM_BITS, self.tmc_ptr, self.tmc_worker, self.worker_load,
+                                 self.tm_unit)
+            back = np.empty_like(order)
+            back[order] = np.arange(len(order))
+            self.tm_key, (self.tm_worker, self.tm_seq) = sorted_insert(
+                self.tm_key, (self.tm_worker, self.tm_seq), k, (w[back], s))
+            self.tm_ptr = owner_ptr(self.tm_key, len(self.tmc_ptr) - 1)
+            found = sorted_find(self.tm_key, keys)
+        return self.tm_worker[found]
+
+    # -- routing -----------------------------------------------------------------------------------
+
+    def route_objects(self, ev: Events, rows: np.ndarray) -> Pairs:
+        return route_points_h2(np.asarray(rows, np.int64), ev.seq, ev.x, ev.y, ev.offsets, ev.values, *self.grid.args,
+                               self.cell_worker, self.h2_ptr, self.h2_key, self.h2_worker, self.h2_seq, self.h2_low,
+                               self.n_workers)
+
+    def route_range(self, ev: Events, rows: np.ndarray) -> Pairs:
+        return route_rects_h1(np.asarray(rows, np.int64), ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax,
+                              ev.ymax, *self.grid.args, self.cell_worker, self.cell_tmap, self.tm_ptr, self.tm_key,
+                              self.tm_worker, self.tmc_ptr, self.tmc_worker, self.n_workers)
+
+    # -- reporting ---------------------------------------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        n_maps = len(self.tm_ptr) - 1
+        return {
+            **super().describe(),
+            "grid": [self.grid.nx, self.grid.ny],
+            "cell_worker": self.cell_worker.tolist(),  # -1: a text cell, see cell_tmap
+            "cell_tmap": self.cell_tmap.tolist(),
+            "term_maps": [
+                {"workers": self.tmc_worker[self.tmc_ptr[j]:self.tmc_ptr[j + 1]].tolist(),
+                 "terms": int(self.tm_ptr[j + 1] - self.tm_ptr[j])}
+                for j in range(n_maps)
+            ],
+            "text_cells": int((self.cell_tmap >= 0).sum()),
+            "h1_entries": len(self.tm_key),
+            "h2_entries": len(self.h2_key),
+            **self.plan,
+        }
