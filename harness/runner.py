@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import time
 import traceback
 from dataclasses import asdict, is_dataclass
@@ -165,6 +166,7 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
         row = {**base, "status": "error", "error": f"{type(exc).__name__}: {exc}",
                "traceback": traceback.format_exc()}
     row["wall_s"] = time.perf_counter() - t_run
+    shutil.rmtree(run_dir / "state", ignore_errors=True)  # between-epoch state only; not a result
     progress.step(f"{name}: logging")
     t0 = time.perf_counter()
     results.write_run_folder(run_dir, config_yaml, row, workers_df, router_info, lat_sample)
