@@ -11,14 +11,13 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from bench_data import EXTENT, VOCAB, sts_q1_queries, synthetic_objects  # noqa: E402
+from bench_data import sts_q1_queries, synthetic_objects  # noqa: E402
 
 SCALES = {
     # objects: data set size / routed objects; route_queries: STS-Q1 queries routed;

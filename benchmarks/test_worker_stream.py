@@ -10,11 +10,10 @@ return the same pairs on that prefix.
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from bench_data import object_events
 from conftest import cpu_timer
-from harness.events import DELETE, INSERT, NUMERIC_FIELDS, NUMPY_DTYPES, RANGE, Events, sorted_unique, unpack_keys
+from harness.events import DELETE, RANGE, Events, sorted_unique, unpack_keys
 from harness.workers.base import IndexContext
 from harness.workers.gi2 import GI2Index
 from naive_gi2 import NaiveGI2

@@ -218,20 +218,10 @@ def group_mbr(inv: np.ndarray, k: int, rects: np.ndarray) -> np.ndarray:
 
 # --- greedy assignment (Algorithm 1 / Graham's LPT) ----------------------------------------------
 
-@njit(cache=True)
 def greedy_in_order(order, cost, n_workers, loads):
     """Items in the given order, each to the worker of least C(w) (ties: lowest id); `loads` is
     updated in place. Algorithm 1 when `order` sorts by cost descending, Algorithm 3 otherwise."""
-    out = np.empty(len(cost), np.int64)
-    for k in range(len(order)):
-        i = order[k]
-        best = 0
-        for w in range(1, n_workers):
-            if loads[w] < loads[best]:
-                best = w
-        out[i] = best
-        loads[best] += cost[i]
-    return out
+    return kernels.greedy_least_loaded(order, cost, loads)
 
 
 @njit(cache=True)

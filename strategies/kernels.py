@@ -161,23 +161,32 @@ def last_terms(rows, offsets, values):
 
 
 @njit(cache=True)
-def lpt_assign(loads, n_workers):
-    """Longest-processing-time greedy: items by load descending, each to the least loaded worker.
-
-    Ties go to the lowest worker id, so the assignment is deterministic.
-    """
-    order = np.argsort(-loads, kind="mergesort")
-    total = np.zeros(n_workers, np.float64)
+def greedy_least_loaded(order, loads, totals):
+    """Items in `order`, each to the worker of least total so far (ties: lowest id); `totals`
+    (one per worker, possibly already loaded) is updated in place. Returns the worker per item."""
     out = np.empty(len(loads), np.int64)
     for k in range(len(order)):
         i = order[k]
         best = 0
-        for w in range(1, n_workers):
-            if total[w] < total[best]:
+        for w in range(1, len(totals)):
+            if totals[w] < totals[best]:
                 best = w
         out[i] = best
-        total[best] += loads[i]
+        totals[best] += loads[i]
     return out
+
+
+@njit(cache=True)
+def lpt_onto(loads, totals):
+    """Longest-processing-time greedy onto workers that already carry `totals` (updated in place):
+    items by load descending, each to the least loaded worker; ties -> lowest id."""
+    return greedy_least_loaded(np.argsort(-loads, kind="mergesort"), loads, totals)
+
+
+@njit(cache=True)
+def lpt_assign(loads, n_workers):
+    """Longest-processing-time greedy from empty workers; deterministic (ties -> lowest id)."""
+    return lpt_onto(loads, np.zeros(n_workers, np.float64))
 
 
 @njit(cache=True)
