@@ -12,7 +12,7 @@ neighbours with similar keywords land on different workers. A later subscription
 subset S* whose R overlaps its own region most (Eq. 7), costs Eq. 5 under that R*, and goes
 online to argmin C(w) (strategies/dkm_cost.py). Objects are broadcast to every worker.
 
-Decisions (the paper leaves them open; see /work/drafts/dkmsks.md): C(s) is recomputed with the
+Decisions (the paper leaves them open; see docs/decisions.md): C(s) is recomputed with the
 R of the subset s is in, for every candidate child; the space r of a Hybrid child is its parent's
 r; empty children are dropped; singletons are never split, and the loop also stops when nothing
 can split (so with fewer than gamma1 * m subscriptions, e.g. the paper's gamma1 = 100,000 on a

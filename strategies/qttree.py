@@ -13,7 +13,7 @@ Pieces, in the paper's order (Section 4.1):
   both ways and the cheaper children kept (ties go spatial, as in the paper's `<=`), until there
   are theta leaves; then `numberpart.karmarkar_karp` maps leaves to workers.
 
-Decisions (the paper is vague or its rule does not fit a stateless router; /work/drafts/sstd.md):
+Decisions (the paper is vague or its rule does not fit a stateless router; docs/decisions.md):
 - Textual split = a static term -> child map fixed at fit (the paper assigns each *object* to the
   child of least cost increase, mutating per-router keyword lists while routing, and sends every
   query to all four textual children). Here the node's terms are assigned greedily, heaviest

@@ -11,7 +11,7 @@ cover the plane and never overlap, so every object has exactly one leaf. Leaves 
 workers by LPT on the sample load n_o * n_q + n_o + n_q (objects inside, queries overlapping;
 strategies/load.py). Routing walks STR's two levels (slice by x, then leaf by y) with binary
 searches: an object to its leaf's worker, a query to the workers of every leaf its rectangle
-overlaps. Decisions (variant, fan-out, leaf grouping, uncovered space) are in /work/drafts/rtree.md.
+overlaps. Decisions (variant, fan-out, leaf grouping, uncovered space) are in docs/decisions.md.
 """
 
 from __future__ import annotations
