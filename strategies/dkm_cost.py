@@ -24,36 +24,13 @@ from numba import njit
 
 from harness.events import DELETE, FAMILY_IDS, INSERT, Events, csr_take, splitmix64
 from strategies import kernels
+from strategies.kernels import lower_bound as _lower, upper_bound as _upper
 from strategies.base import Pairs, Router
 
 MAX_DEPTH = 32  # quadtree levels before a space split is refused (subscriptions at one point)
 
 
 # --- exact object counts over O_init ------------------------------------------------------------
-
-@njit(cache=True, inline="always")
-def _lower(a, lo, hi, v):
-    """First index in a[lo:hi] (sorted) with a[i] >= v."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < v:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True, inline="always")
-def _upper(a, lo, hi, v):
-    """First index in a[lo:hi] (sorted) with a[i] > v."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] <= v:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
 
 @njit(cache=True)
 def _count_in_rects(xmin, ymin, xmax, ymax, chan, chan_off, row, px, py, gy0, gy1, ich, ny):

@@ -37,25 +37,13 @@ from numba import njit
 
 from harness.events import AND, INSERT, RANGE, Events
 from strategies.base import Pairs, Router
-from strategies.kernels import _emit, axis_cell
+from strategies.kernels import _emit, axis_cell, lower_bound as _lower_bound
 from strategies.spatial import UniformGrid
 
 # --- kernels --------------------------------------------------------------------------------------
 
 LOW_TERMS = 64  # dense per-cell H2 seq table over the most frequent term ids (ids are frequency ranks)
 NEVER = np.iinfo(np.int64).max
-
-
-@njit(cache=True, inline="always")
-def _lower_bound(arr, lo, hi, t):
-    """First index in [lo, hi) whose value is >= t (hi when none)."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if arr[mid] < t:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 @njit(cache=True)

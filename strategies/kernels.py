@@ -26,6 +26,30 @@ def axis_cell(v, v0, inv_w, n):
     return int(c)
 
 
+@njit(cache=True, inline="always")
+def lower_bound(a, lo, hi, v):
+    """First index in a[lo:hi] (sorted ascending) with a[i] >= v (hi when none)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, inline="always")
+def upper_bound(a, lo, hi, v):
+    """First index in a[lo:hi] (sorted ascending) with a[i] > v (hi when none)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] <= v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @njit(cache=True)
 def points_to_cells(x, y, x0, y0, inv_cw, inv_ch, nx, ny):
     out = np.empty(len(x), np.int64)

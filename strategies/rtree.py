@@ -23,6 +23,7 @@ from numba import njit
 
 from harness.events import Events
 from strategies import kernels
+from strategies.kernels import upper_bound
 from strategies.base import FitContext, Pairs, Router, Strategy
 from strategies.dkm_cost import locations
 from strategies.load import sample_parts, unit_load
@@ -31,14 +32,7 @@ from strategies.load import sample_parts, unit_load
 @njit(cache=True, inline="always")
 def _upper(a, lo, hi, v):
     """Number of a[lo:hi] <= v (a sorted): searchsorted side='right', without building a view."""
-    base = lo
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] <= v:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo - base
+    return upper_bound(a, lo, hi, v) - lo
 
 
 @njit(cache=True, inline="always")
