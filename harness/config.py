@@ -78,6 +78,22 @@ class OracleConfig:
 
 
 @dataclass
+class EpochsConfig:
+    """How the measured stream is cut into epochs (harness/epochs.py)."""
+
+    by: str = "count"  # count: `size` events per epoch; time: `size` seconds of event time
+    size: float = 0  # 0: the measured stream is one epoch (a static experiment)
+
+
+@dataclass
+class AdjustConfig:
+    """The load adjuster run between epochs (conf/adjust/<name>.yaml; strategies/adjust_base.py)."""
+
+    name: str = "none"
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class MlflowConfig:
     enabled: bool = True
     experiment: str = "stps-harness"
@@ -90,6 +106,8 @@ class Config:
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     strategy: StrategyConfig = field(default_factory=StrategyConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    adjust: AdjustConfig = field(default_factory=AdjustConfig)
+    epochs: EpochsConfig = field(default_factory=EpochsConfig)
     workers: int = 8
     dispatchers: int = 4
     seed: int = 42
@@ -210,6 +228,12 @@ def validate(cfg) -> list[RunSpec]:
             raise
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+    from harness.epochs import EPOCH_BY
+
+    if cfg.epochs.by not in EPOCH_BY:
+        raise _bad("epochs.by", cfg.epochs.by, ", ".join(EPOCH_BY))
+    if cfg.epochs.size < 0:
+        raise _bad("epochs.size", cfg.epochs.size, "0 (one measured epoch) or a positive count / seconds")
     from harness.experiments import PLOTS
 
     unknown_plots = sorted(set(cfg.experiment.plots) - set(PLOTS))
@@ -223,7 +247,34 @@ def validate(cfg) -> list[RunSpec]:
         raise
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    return runs
+    return adjustable_runs(cfg, runs)
+
+
+def adjustable_runs(cfg, runs: list[RunSpec]) -> list[RunSpec]:
+    """With an adjuster, the runs it can adjust: an explicitly named strategy it cannot adjust is
+    an error; `strategy=all` keeps those it can (and says which it dropped)."""
+    from strategies import registry
+    from strategies.adjust_base import get_adjuster
+
+    if cfg.adjust.name == "none":
+        return runs
+    try:
+        adj = get_adjuster(cfg.adjust.name)
+        adj.make_params(dict(cfg.adjust.params))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if cfg.epochs.size <= 0:
+        raise ConfigError(f"adjust={cfg.adjust.name} adjusts between epochs, but epochs.size=0 makes the measured "
+                          "stream one epoch; set epochs.size (events per epoch, or seconds with epochs.by=time)")
+    able = [r for r in runs if adj.applies_to(r.name) and registry.get(r.name).unit_router]
+    if not able:
+        fit = [n for n in registry.names() if adj.applies_to(n) and registry.get(n).unit_router]
+        raise ConfigError(f"adjust={cfg.adjust.name} cannot adjust {', '.join(r.label for r in runs)}; "
+                          f"strategies it adjusts: {', '.join(fit)}")
+    if cfg.strategy.name != "all" and len(able) < len(runs):
+        bad = [r.label for r in runs if r not in able]
+        raise ConfigError(f"adjust={cfg.adjust.name} cannot adjust {', '.join(bad)}")
+    return able
 
 
 def check_overrides(args: list[str]) -> None:

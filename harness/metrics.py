@@ -12,19 +12,20 @@ from __future__ import annotations
 import pandas as pd
 
 COUNTERS = ("events", "objects", "inserts", "deletes", "candidates", "results", "busy_s", "restore_s",
-            "index_bytes", "restored")
+            "index_bytes", "restored", "pause_s")
 
 
-def worker_table(epochs, n_workers: int) -> pd.DataFrame:
-    """Per worker totals over the given (measured) epochs; workers that got nothing show zeros."""
+def worker_table(epoch_stats: list[dict[int, dict]], n_workers: int) -> pd.DataFrame:
+    """Per worker totals over the given (measured) epochs' worker statistics; workers that got
+    nothing show zeros. `pause_s` is the time a migration stalled the worker before the epoch."""
     rows = []
     for w in range(n_workers):
         row = {"worker": w}
         for c in COUNTERS:
             row[c] = 0.0
         load = 0.0
-        for e in epochs:
-            st = e.worker_stats.get(w, {})
+        for stats in epoch_stats:
+            st = stats.get(w, {})
             for c in COUNTERS:
                 if c == "index_bytes":
                     row[c] = max(row[c], st.get(c, 0))
@@ -43,7 +44,7 @@ def run_metrics(epochs, workers: pd.DataFrame, n_dispatchers: int, n_input_objec
     n_events = sum(e.n_events for e in epochs)
     route_s = sum(e.route_ns for e in epochs) / 1e9
     dispatcher_s = route_s / n_dispatchers
-    worker_s = float(workers["busy_s"].max()) if len(workers) else 0.0
+    worker_s = float((workers["busy_s"] + workers["pause_s"]).max()) if len(workers) else 0.0
     bottleneck = max(dispatcher_s, worker_s, 1e-12)
     loads = workers["load"].to_numpy()
     wall = sum(e.timings.get("job_s", 0) for e in epochs)

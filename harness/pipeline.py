@@ -36,8 +36,9 @@ from harness.events import EVENT_FIELDS, Events, key_hash_sum, sorted_unique, sp
 BLOCK_SCHEMA = pa.schema([("worker", pa.int32()), ("payload", pa.binary()), ("info", pa.string())])
 STATE_SCHEMA = pa.schema(EVENT_FIELDS)
 # rtype: result keys (payload int64), worker statistics (info JSON), service times (payload IPC
-# of seq, seconds), dispatch statistics (info JSON), merge statistics (info JSON)
-RESULT, STATS, SERVICE, DISPATCH, MERGED = 0, 1, 2, 3, 4
+# of seq, seconds), dispatch statistics (info JSON), merge statistics (info JSON), the monitor's
+# per-unit statistics (payload IPC, harness/monitor.py)
+RESULT, STATS, SERVICE, DISPATCH, MERGED, UNITS = 0, 1, 2, 3, 4, 5
 OUT_SCHEMA = pa.schema(
     [("rtype", pa.int8()), ("worker", pa.int32()), ("bucket", pa.int32()), ("payload", pa.binary()),
      ("info", pa.string())]
@@ -119,8 +120,9 @@ def _read_state(state_dir: str | None, worker: int) -> Events:
 
 
 def worker_batches(batches, index_factory, state_in: str | None, state_out: str, n_buckets: int,
-                   collect_service: bool):
-    """mapInArrow body of the worker stage: one index per worker present in the partition."""
+                   collect_service: bool, router_bc=None):
+    """mapInArrow body of the worker stage: one index per worker present in the partition. With
+    the epoch's router (`router_bc`) each worker also reports its per-unit statistics."""
     start = time.time()
     table = pa.Table.from_batches([b for b in batches if b.num_rows], schema=BLOCK_SCHEMA)
     workers = table.column("worker").to_numpy()
@@ -148,6 +150,10 @@ def worker_batches(batches, index_factory, state_in: str | None, state_out: str,
             service = pa.table({"seq": ev.seq, "s": out.busy_s * out.work / total_work})
             yield _out(SERVICE, w, payload=to_ipc(service))
         kept = index.export_state()
+        if router_bc is not None:
+            from harness.monitor import unit_stats
+
+            yield _out(UNITS, w, payload=to_ipc(unit_stats(router_bc.value, w, ev, out.work, out.busy_s, state, kept)))
         path = state_file(state_out, w)
         if len(kept):
             pq.write_table(pa.Table.from_batches([kept.to_arrow()]), path)
@@ -191,6 +197,7 @@ class EpochResult:
     routed_queries: int
     worker_stats: dict[int, dict] = field(default_factory=dict)
     service: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # worker -> (seq, s)
+    units: list[pa.Table] = field(default_factory=list)  # the monitor's per-unit tables (when asked)
     result_count: int = 0
     result_hash: int = 0
     timings: dict[str, float] = field(default_factory=dict)
@@ -209,7 +216,7 @@ def _fresh_dir(path: Path) -> str:
 
 def run_epoch(spark, events_df, epoch: int, seq_lo: int, seq_hi: int, router, index_factory, n_workers: int,
               state_path: Path | None, next_state_path: Path, keep_pairs: bool, pairs_path: Path | None,
-              collect_service: bool = True) -> EpochResult:
+              collect_service: bool = True, monitor: bool = False) -> EpochResult:
     from pyspark.sql import functions as F
 
     sc = spark.sparkContext
@@ -227,7 +234,8 @@ def run_epoch(spark, events_df, epoch: int, seq_lo: int, seq_hi: int, router, in
     out = (
         blocks.unionByName(every_worker)
         .repartition(parts, "worker")
-        .mapInArrow(lambda it: worker_batches(it, index_factory, state_in, state_out, parts, collect_service),
+        .mapInArrow(lambda it: worker_batches(it, index_factory, state_in, state_out, parts, collect_service,
+                                              router_bc if monitor else None),
                     _spark_schema(OUT_SCHEMA))
         .repartition(parts, "bucket")
         .mapInArrow(lambda it: merge_batches(it, pairs_dir), _spark_schema(OUT_SCHEMA))
@@ -261,8 +269,9 @@ def _collect(epoch: int, out: pa.Table, collect_service: bool, job_s: float) -> 
     )
     for i in np.flatnonzero((rtype == STATS) & (wcol >= 0)):
         res.worker_stats[int(wcol[i])] = json.loads(info[int(i)].as_py())
+    payload = out.column("payload")
+    res.units = [from_ipc(payload[int(i)].as_py()) for i in np.flatnonzero(rtype == UNITS)]
     if collect_service:
-        payload = out.column("payload")
         for i in np.flatnonzero(rtype == SERVICE):
             t = from_ipc(payload[int(i)].as_py())
             res.service[int(wcol[i])] = (t.column("seq").to_numpy(), t.column("s").to_numpy())

@@ -37,7 +37,8 @@ def _latency_cdf(ax, latency_ms: np.ndarray, label: str) -> None:
     ax.plot(x, np.linspace(0, 1, len(x)), label=label)
 
 
-def run_plots(run_dir: Path, workers: pd.DataFrame, latency: pd.DataFrame | None) -> list[Path]:
+def run_plots(run_dir: Path, workers: pd.DataFrame, latency: pd.DataFrame | None,
+              epochs: pd.DataFrame | None = None) -> list[Path]:
     out = []
     fig, ax = plt.subplots(figsize=(6, 3.2))
     _load_bars(ax, workers, f"per-worker load ({run_dir.name})")
@@ -49,7 +50,36 @@ def run_plots(run_dir: Path, workers: pd.DataFrame, latency: pd.DataFrame | None
         ax.set_xlabel("latency (ms, queue model)")
         ax.set_ylabel("share of events")
         out.append(save_figure(fig, run_dir / "plots" / "latency_cdf.png"))
+    if epochs is not None and len(epochs) > 1:
+        out.append(save_figure(epoch_series(epochs, run_dir.name), run_dir / "plots" / "epochs.png"))
     return out
+
+
+EPOCH_PANELS = (("throughput_eps", "throughput (events/s)"), ("load_max_min", "L_max / L_min"),
+                ("migrated_queries", "migrated queries"))
+
+
+def epoch_series(epochs: pd.DataFrame, title: str, by: str | None = None):
+    """Throughput, balance and migrated queries per epoch; one line per value of `by`."""
+    fig, axes = plt.subplots(1, len(EPOCH_PANELS), figsize=(4.4 * len(EPOCH_PANELS), 3.2))
+    groups = list(epochs.groupby(by)) if by else [(None, epochs)]
+    for ax, (col, label) in zip(axes, EPOCH_PANELS):
+        for i, (name, g) in enumerate(groups):
+            g = g.sort_values("epoch")
+            y = g[col].replace([np.inf, -np.inf], np.nan) if col in g else np.zeros(len(g))
+            if col == "migrated_queries":
+                width = 0.8 / len(groups)
+                ax.bar(g["epoch"] - 0.4 + width * (i + 0.5), y, width=width, label=name)
+            else:
+                ax.plot(g["epoch"], y, marker="o", ms=3, label=name)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    if by:
+        axes[0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
 
 
 def summary_plots(root: Path, table: pd.DataFrame | None = None) -> list[Path]:

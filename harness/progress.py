@@ -34,6 +34,11 @@ class Progress:
         if not self.console.is_terminal:
             self.console.print(f"[{time.perf_counter() - self.t0:7.1f}s] {description}", highlight=False)
 
+    def extend(self, steps: int) -> None:
+        """More steps than planned (a run cut into many epochs)."""
+        if self.enabled and steps > 0:
+            self._bar.update(self._task, total=self._bar.tasks[0].total + steps)
+
     def warn(self, message: str) -> None:
         self.console.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
 

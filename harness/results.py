@@ -23,7 +23,9 @@ RUNS_TABLE_COLUMNS = [
     "started_at", "events", "throughput_eps", "throughput_wall_eps", "latency_mean_ms", "latency_p50_ms",
     "latency_p95_ms", "latency_p99_ms", "load_max_min", "load_max_mean", "load_sum", "obj_replication",
     "query_replication", "messages_routed", "dispatcher_bytes", "worker_index_bytes_max", "build_s", "wall_s",
-    "result_count", "result_digest", "oracle_ok", "partitions_actual", "epochs", "run_dir",
+    "result_count", "result_digest", "oracle_ok", "partitions_actual", "epochs", "adjust", "adjustments",
+    "migrated_queries", "migrated_bytes", "select_s", "migration_s", "latency_share_lt_100ms",
+    "latency_share_100ms_1s", "latency_share_gt_1s", "run_dir",
 ]
 
 
@@ -50,7 +52,8 @@ def _jsonable(v: Any) -> Any:
 
 
 def write_run_folder(run_dir: Path, config_yaml: str, row: dict, workers: pd.DataFrame | None,
-                     router: dict | None, latency_sample: pd.DataFrame | None) -> None:
+                     router: dict | None, latency_sample: pd.DataFrame | None,
+                     epochs: pd.DataFrame | None = None) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.yaml").write_text(config_yaml)
     (run_dir / "metrics.json").write_text(json.dumps({k: _jsonable(v) for k, v in row.items()}, indent=2))
@@ -61,6 +64,8 @@ def write_run_folder(run_dir: Path, config_yaml: str, row: dict, workers: pd.Dat
         (run_dir / "router.json").write_text(json.dumps(router))
     if latency_sample is not None:
         latency_sample.to_parquet(run_dir / "latency.parquet", index=False)
+    if epochs is not None and len(epochs):
+        epochs.to_parquet(run_dir / "epochs.parquet", index=False)  # the per-epoch series
 
 
 def append_runs_table(root: Path, row: dict) -> Path:

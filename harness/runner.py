@@ -26,12 +26,15 @@ from omegaconf import OmegaConf
 from harness import latency as latency_model
 from harness import results
 from harness.config import RunSpec, validate
+from harness.epochs import epoch_bounds, epoch_row, epoch_stats, migration_pause, plan_step, stall
 from harness.events import INSERT, DELETE, OBJECT, Events, digest_of, format_digest
 from harness.metrics import run_metrics, worker_table
 from harness.progress import Progress
 from harness.workers.base import IndexContext
 from harness.workers.gi2 import GI2Index
 from harness.workers.oracle import oracle_keys
+from harness.migration import migrate_state
+from strategies.adjust_base import get_adjuster
 from strategies import registry
 from strategies.base import FitContext
 
@@ -87,6 +90,15 @@ def _config_value(cfg, path: str | None):
     return str(node)
 
 
+def merged_service(epochs) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Each worker's (seq, service seconds) over all the given epochs."""
+    parts: dict[int, list] = {}
+    for e in epochs:
+        for w, (seqs, s) in e.service.items():
+            parts.setdefault(w, []).append((seqs, s))
+    return {w: (np.concatenate([p[0] for p in ps]), np.concatenate([p[1] for p in ps])) for w, ps in parts.items()}
+
+
 def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, events_path: Path,
                  oracle: str | None, root: Path, logger: results.MlflowLogger, parent_id: str | None,
                  progress: Progress) -> dict:
@@ -107,7 +119,7 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
                            "variants": []}
     config_yaml = OmegaConf.to_yaml(OmegaConf.create(run_cfg))
     t_run = time.perf_counter()
-    workers_df = router_info = lat_sample = None
+    workers_df = router_info = lat_sample = epochs_df = None
     steps = []
     try:
         cls = registry.get(spec.name)
@@ -120,20 +132,48 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
         build_s = time.perf_counter() - t0
         index_factory = partial(GI2Index, IndexContext(ds.extent, ds.vocab.num_rows),
                                 cells_per_side=cfg.index.gi2_cells_per_side)
+        adjuster = None
+        if cfg.adjust.name != "none":
+            adj_cls = get_adjuster(cfg.adjust.name)
+            adjuster = adj_cls(adj_cls.make_params(dict(cfg.adjust.params)), cfg.workers, context, spec.name)
         events_df = spark.read.parquet(str(events_path))
-        bounds = [(0, 0, warmup), (1, warmup, len(events))]
-        epochs = []
+        bounds = epoch_bounds(events, warmup, cfg.epochs.by, cfg.epochs.size)
+        progress.extend(len(bounds) - 2)
+        last = bounds[-1][0]
+        epochs, series = [], []
         state = None
+        pause: dict[int, float] = {}
         for epoch, lo, hi in bounds:
-            progress.step(f"{name}: epoch {epoch} ({'warm-up' if epoch == 0 else 'measured'}, {hi - lo:,} events)")
+            label = "warm-up" if epoch == 0 else f"measured {epoch}/{last}"
+            progress.step(f"{name}: epoch {epoch} ({label}, {hi - lo:,} events)")
             router.observe_inserts(events, lo + np.flatnonzero(events.kind[lo:hi] == INSERT))
             nxt = run_dir / "state" / f"epoch={epoch}"
             res = run_epoch(spark, events_df, epoch, lo, hi, router, index_factory, cfg.workers, state, nxt,
-                            cfg.keep_pairs, run_dir / "pairs", collect_service=epoch > 0)
+                            cfg.keep_pairs, run_dir / "pairs", collect_service=epoch > 0,
+                            monitor=adjuster is not None and 0 < epoch < last)
+            stall(res, pause)
             epochs.append(res)
-            state = nxt
+            state, pause = nxt, {}
+            if epoch == 0:
+                continue
+            row = epoch_row(epoch, res.n_events, res.worker_stats, res.route_ns / 1e9, cfg.dispatchers, cfg.workers)
+            row.update(results=res.result_count, migrated_queries=0, migrated_bytes=0, select_s=0.0,
+                       migration_s=0.0, **res.timings)
+            if adjuster is not None and epoch < last:
+                step = plan_step(adjuster, router,
+                                 epoch_stats(epoch, res.units, res.worker_stats, events, lo, hi, cfg.workers))
+                row["select_s"] = step.select_s
+                if step.plan is not None:
+                    moved_dir = run_dir / "state" / f"epoch={epoch}-migrated"
+                    mig = migrate_state(spark, state, moved_dir, step.plan.router, cfg.workers, index_factory)
+                    state, router = moved_dir, step.plan.router
+                    pause = migration_pause(step, mig)
+                    row.update(migrated_queries=mig.moved_queries, migrated_bytes=mig.moved_bytes,
+                               migration_s=mig.migration_s, migration_job_s=mig.job_s,
+                               operation=str(step.plan.info.get("operation", cfg.adjust.name)))
+            series.append(row)
         measured = epochs[1:]
-        workers_df = worker_table(measured, cfg.workers)
+        workers_df = worker_table([e.worker_stats for e in measured], cfg.workers)
         kinds = events.kind[warmup:]
         n_obj = int((kinds == OBJECT).sum())
         n_q = int(((kinds == INSERT) | (kinds == DELETE)).sum())
@@ -141,23 +181,24 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
         rate = cfg.latency.rate_eps or cfg.latency.rate_fraction * metrics["throughput_eps"]
         n_meas = len(events) - warmup
         route_s = sum(e.route_ns for e in measured) / 1e9
-        service = {}
-        for e in measured:
-            service.update(e.service)
         lat = latency_model.event_latencies(events.seq[warmup:], route_s / max(n_meas, 1), cfg.dispatchers, rate,
-                                            service)
+                                            merged_service(measured))
         metrics.update(latency_model.summarise(lat))
         metrics["latency_rate_eps"] = rate
+        for key in ("migrated_queries", "migrated_bytes", "select_s", "migration_s"):
+            metrics[key] = float(sum(r[key] for r in series))
+        metrics["adjustments"] = float(sum(1 for r in series if "operation" in r))
         lat_sample = pd.DataFrame({"latency_ms": np.sort(lat)[:: max(1, len(lat) // 20000)] * 1000.0})
+        epochs_df = pd.DataFrame(series)
         count = sum(e.result_count for e in epochs)
         digest = format_digest(count, sum(e.result_hash for e in epochs))
         router_info = router.describe()
-        steps = [{"epoch": e.epoch, "events": e.n_events, "results": e.result_count,
-                  "route_s": e.route_ns / 1e9, **e.timings} for e in epochs]
+        steps = series
         row = {
             **base, **metrics, "status": "ok", "error": None, "build_s": build_s,
             "dispatcher_bytes": float(router.size_bytes()), "result_count": count, "result_digest": digest,
-            "oracle_ok": None if oracle is None else bool(digest == oracle), "epochs": len(epochs),
+            "oracle_ok": None if oracle is None else bool(digest == oracle), "epochs": len(measured),
+            "adjust": cfg.adjust.name,
         }
         for e in epochs:
             for k, v in e.timings.items():
@@ -169,11 +210,11 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
     shutil.rmtree(run_dir / "state", ignore_errors=True)  # between-epoch state only; not a result
     progress.step(f"{name}: logging")
     t0 = time.perf_counter()
-    results.write_run_folder(run_dir, config_yaml, row, workers_df, router_info, lat_sample)
+    results.write_run_folder(run_dir, config_yaml, row, workers_df, router_info, lat_sample, epochs_df)
     if workers_df is not None:
         from harness import plots
 
-        plots.run_plots(run_dir, workers_df, lat_sample)
+        plots.run_plots(run_dir, workers_df, lat_sample, epochs_df)
     results.append_runs_table(root, row)
     params = results.flatten(run_cfg)
     err = logger.log_run(f"{name}-w{cfg.workers}-{cfg.workload.name}", params, row, run_dir, parent_id, steps)

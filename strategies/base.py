@@ -85,6 +85,30 @@ class Router(ABC):
         """What plots and reports show about the partitioning (override to add boundaries)."""
         return {"router": type(self).__name__, "workers": self.n_workers}
 
+    # -- migration units (strategies/adjust_base.py) ----------------------------------------------
+
+    def units(self, ev: Events, rows: np.ndarray) -> Pairs:
+        """(row, unit) pairs: the migration units (cells, leaves, text parts) each event is stored
+        or matched in. Routing an event = the owners of its units. Routers without units cannot
+        be adjusted."""
+        raise NotImplementedError(f"{type(self).__name__} has no migration units, so it cannot be adjusted")
+
+    def unit_owner(self) -> np.ndarray:
+        """The worker of each unit (index = unit id)."""
+        raise NotImplementedError(f"{type(self).__name__} has no migration units, so it cannot be adjusted")
+
+    def with_unit_owner(self, owner: np.ndarray) -> "Router":
+        """A copy of this router with its units reassigned to `owner` (same unit structure)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot reassign its units")
+
+    @property
+    def has_units(self) -> bool:
+        try:
+            self.unit_owner()
+        except NotImplementedError:
+            return False
+        return True
+
     def size_bytes(self) -> int:
         """Dispatcher memory: the bytes of the router's arrays."""
         return int(sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray)))
@@ -96,14 +120,12 @@ def route_stream(router: Router, ev: Events) -> Pairs:
     return router.route(ev)
 
 
-class Strategy(ABC):
-    """One partitioning strategy. Subclasses set `name`, `families` and a `Params` dataclass."""
+class ParamsMixin:
+    """A `Params` dataclass built from a dict, rejecting unknown keys with the valid ones listed
+    (strategies and adjusters alike)."""
 
+    kind: ClassVar[str] = "strategy"
     name: ClassVar[str]
-    families: ClassVar[frozenset[str]] = frozenset({"range"})
-    # True when the router may send an object nowhere because no subscription where it would go
-    # can match it (keyword summaries, per-cell term maps); otherwise every object is routed.
-    filters_objects: ClassVar[bool] = False
 
     @dataclass
     class Params:
@@ -111,15 +133,26 @@ class Strategy(ABC):
 
     @classmethod
     def make_params(cls, params: dict[str, Any] | None) -> Any:
-        """Build the Params dataclass, rejecting unknown keys with the valid ones listed."""
         params = dict(params or {})
         valid = {f.name for f in fields(cls.Params)}
         unknown = sorted(set(params) - valid)
         if unknown:
             raise ValueError(
-                f"strategy {cls.name!r}: unknown parameter(s) {unknown}; valid parameters: {sorted(valid) or 'none'}"
+                f"{cls.kind} {cls.name!r}: unknown parameter(s) {unknown}; valid parameters: {sorted(valid) or 'none'}"
             )
         return cls.Params(**params)
+
+
+class Strategy(ParamsMixin, ABC):
+    """One partitioning strategy. Subclasses set `name`, `families` and a `Params` dataclass."""
+
+    name: ClassVar[str]
+    families: ClassVar[frozenset[str]] = frozenset({"range"})
+    # True when the router may send an object nowhere because no subscription where it would go
+    # can match it (keyword summaries, per-cell term maps); otherwise every object is routed.
+    filters_objects: ClassVar[bool] = False
+    # True when the router has migration units (Router.units / unit_owner), so adjusters can move them
+    unit_router: ClassVar[bool] = False
 
     @abstractmethod
     def fit(self, sample: Events, n_workers: int, params: Any, context: FitContext) -> Router: ...

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.events import Events
+from harness.events import OBJECT, Events
 from strategies import kernels
 from strategies.base import FitContext, Pairs, Router, Strategy
 from strategies.load import sample_parts, unit_load
@@ -37,6 +37,20 @@ class CellMapRouter(Router):
             rows, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args, self.cell_worker, self.n_workers
         )
 
+    def units(self, ev: Events, rows: np.ndarray) -> Pairs:
+        """Grid cells: an object's cell, every cell a rectangle overlaps."""
+        rows = np.asarray(rows, np.int64)
+        is_obj = ev.kind[rows] == OBJECT
+        objs, qs = rows[is_obj], rows[~is_obj]
+        r, c = kernels.rect_cells(qs, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args)
+        return np.concatenate([objs, r]), np.concatenate([self.grid.cells_of(ev.x[objs], ev.y[objs]), c])
+
+    def unit_owner(self) -> np.ndarray:
+        return self.cell_worker.copy()
+
+    def with_unit_owner(self, owner: np.ndarray) -> "CellMapRouter":
+        return type(self)(self.n_workers, self.grid, owner)
+
     def describe(self) -> dict:
         return {**super().describe(), "grid": [self.grid.nx, self.grid.ny], "cell_worker": self.cell_worker.tolist()}
 
@@ -44,6 +58,7 @@ class CellMapRouter(Router):
 class GridStrategy(Strategy):
     name = "grid"
     families = frozenset({"range"})
+    unit_router = True
 
     @dataclass
     class Params:

@@ -153,6 +153,29 @@ def route_rects_cellmap(rows, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx
 
 
 @njit(cache=True)
+def rect_cells(rows, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny):
+    """(row, cell) for every cell each rectangle overlaps (migration units of grid routers)."""
+    total = 0
+    for i in range(len(rows)):
+        r = rows[i]
+        total += (axis_cell(xmax[r], x0, inv_cw, nx) - axis_cell(xmin[r], x0, inv_cw, nx) + 1) * (
+            axis_cell(ymax[r], y0, inv_ch, ny) - axis_cell(ymin[r], y0, inv_ch, ny) + 1)
+    out_r = np.empty(total, np.int64)
+    out_c = np.empty(total, np.int64)
+    total = 0
+    for i in range(len(rows)):
+        r = rows[i]
+        ix0 = axis_cell(xmin[r], x0, inv_cw, nx)
+        ix1 = axis_cell(xmax[r], x0, inv_cw, nx)
+        for iy in range(axis_cell(ymin[r], y0, inv_ch, ny), axis_cell(ymax[r], y0, inv_ch, ny) + 1):
+            for ix in range(ix0, ix1 + 1):
+                out_r[total] = r
+                out_c[total] = iy * nx + ix
+                total += 1
+    return out_r, out_c
+
+
+@njit(cache=True)
 def route_term_sets(rows, offsets, values, term_worker, n_workers):
     """Each row to the distinct workers owning any of its terms (object multicast, OR queries)."""
     bound = 0  # a row yields at most min(its terms, workers) pairs: allocate once, fill once
