@@ -24,6 +24,9 @@ def _label(runs: pd.DataFrame) -> pd.DataFrame:
     if "variant" not in runs:
         runs["variant"] = runs["strategy"]
     runs["variant"] = runs["variant"].fillna(runs["strategy"])
+    if "adjust" in runs:  # adjustment experiments compare adjusters on one strategy
+        adjusted = runs["adjust"].notna() & (runs["adjust"] != "none")
+        runs.loc[adjusted, "variant"] = runs.loc[adjusted, "variant"] + " + " + runs.loc[adjusted, "adjust"]
     runs["scenario"] = runs["workload"] + " / " + runs["dataset"]
     return runs
 
@@ -135,7 +138,72 @@ def _replication_balance(runs: pd.DataFrame, title: str):
     return fig
 
 
-PLOTS = ("throughput_bars", "latency_bars", "memory_bars", "throughput_vs_x", "heatmap", "replication_balance")
+def _epoch_series(runs: pd.DataFrame, title: str, x: str | None):
+    """Per-epoch throughput, L_max/L_min and migrated queries of every run (its epochs.parquet)."""
+    from harness.plots import epoch_series
+
+    frames = []
+    for _, r in runs.iterrows():
+        path = Path(str(r["run_dir"])) / "epochs.parquet"
+        if path.exists():
+            label = r["variant"] + (f" ({x}={r['x']})" if x and pd.notna(r.get("x")) else "")
+            frames.append(pd.read_parquet(path).assign(run=label))
+    if not frames:
+        raise ValueError("no run of this experiment has per-epoch results (epochs.size=0?)")
+    return epoch_series(pd.concat(frames, ignore_index=True), title, by="run")
+
+
+def _migration_bars(runs: pd.DataFrame, title: str, x: str | None):
+    """Per adjuster (and swept x): selection time, migration time and cost per migration."""
+    runs = runs.copy()
+    n = runs["adjustments"].replace(0, np.nan)
+    runs["select_per"] = runs["select_s"] / n * 1e3
+    runs["migration_per"] = runs["migration_s"] / n * 1e3
+    runs["bytes_per"] = runs["migrated_bytes"] / n / 1e3
+    runs["queries_per"] = runs["migrated_queries"] / n
+    panels = [("select_per", "cell selection time per adjustment (ms)"),
+              ("migration_per", "migration time per adjustment (ms)"),
+              ("bytes_per", "migrated data per adjustment (KB)"), ("queries_per", "migrated queries per adjustment")]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 3.4))
+    groups = list(runs.groupby("x", dropna=False)) if x else [(None, runs)]
+    variants = sorted(runs["variant"].unique())
+    width = 0.8 / len(groups)
+    for ax, (col, label) in zip(axes, panels):
+        for i, (xv, g) in enumerate(groups):
+            g = g.set_index("variant").reindex(variants)
+            ax.bar(np.arange(len(variants)) - 0.4 + width * (i + 0.5), g[col].to_numpy(float), width,
+                   label=None if xv is None else f"{x}={xv}")
+        ax.set_xticks(range(len(variants)), variants, rotation=45, ha="right", fontsize=8)
+        ax.set_ylabel(label, fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    if x:
+        axes[0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def _latency_shares(runs: pd.DataFrame, title: str):
+    """Share of events with latency < 100 ms, 100 ms - 1 s, > 1 s (PS2Stream Fig. 12c), stacked."""
+    labels = runs["variant"] + (" (" + runs["x"].astype(str) + ")" if runs["x"].notna().any() else "")
+    shares = [("latency_share_lt_100ms", "< 100 ms"), ("latency_share_100ms_1s", "100 ms - 1 s"),
+              ("latency_share_gt_1s", "> 1 s")]
+    fig, ax = plt.subplots(figsize=(0.6 * len(runs) + 3, 3.6))
+    bottom = np.zeros(len(runs))
+    for col, label in shares:
+        v = runs[col].to_numpy(float) * 100
+        ax.bar(np.arange(len(runs)), v, bottom=bottom, label=label)
+        bottom += np.nan_to_num(v)
+    ax.set_xticks(range(len(runs)), labels, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("share of events (%)")
+    ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+PLOTS = ("throughput_bars", "latency_bars", "memory_bars", "throughput_vs_x", "heatmap", "replication_balance",
+         "epoch_series", "migration_bars", "latency_shares")
 
 
 def figures(runs: pd.DataFrame, exp) -> dict[str, object]:
@@ -156,6 +224,9 @@ def figures(runs: pd.DataFrame, exp) -> dict[str, object]:
                                           logx=x == "workers"),
         "heatmap": lambda: _heatmap(runs, f"{title}: throughput relative to the best"),
         "replication_balance": lambda: _replication_balance(runs, f"{title}: replication and balance"),
+        "epoch_series": lambda: _epoch_series(runs, f"{title}: per epoch", exp.x),
+        "migration_bars": lambda: _migration_bars(runs, f"{title}: load adjustment cost", exp.x),
+        "latency_shares": lambda: _latency_shares(runs.sort_values(["variant", "x"]), f"{title}: latency shares"),
     }
     return {name: makers[name]() for name in exp.plots}
 
