@@ -50,7 +50,10 @@ class ExperimentConfig:
     report: bool = False  # write results/report.md (claims of conf/claims.yaml vs measurements)
     # mu per workload at scale=paper (conf/scale/paper.yaml); PS2Stream Fig. 6-10 by default
     paper_queries: dict[str, int] = field(default_factory=lambda: {
-        "sts_q1": 5_000_000, "sts_q2": 10_000_000, "sts_q3": 10_000_000, "tiny": 300})
+        "sts_q1": 5_000_000, "sts_q2": 10_000_000, "sts_q3": 10_000_000, "tiny": 300,
+        # drift workloads: PS2Stream Fig. 16 (10M); Fig. 12's 1M for the hot spots; Tornado's 5M
+        "sts_q3_drift": 10_000_000, "hotspot_objects": 1_000_000, "hotspot_queries": 1_000_000,
+        "scale_drift": 5_000_000})
 
 
 @dataclass

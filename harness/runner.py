@@ -45,11 +45,23 @@ def _plain(cfg) -> dict:
     return OmegaConf.to_container(cfg, resolve=True)
 
 
+def workload_key(workload_cfg) -> dict:
+    """The workload's cache identity: its config, without the drift knobs when there is no drift
+    (so workloads cached before drift existed keep their key)."""
+    from datasets.workloads import DRIFT_FIELDS
+
+    plain = _plain(workload_cfg)
+    if plain.get("drift", "none") == "none":
+        plain = {k: v for k, v in plain.items() if k not in DRIFT_FIELDS}
+    return plain
+
+
 def load_or_build_workload(ds, cfg, cache_root: Path):
     """The workload's event stream as Parquet (for Spark) and in memory (for fitting and the oracle)."""
     from datasets.workloads import build_workload
 
-    key = json.dumps({"dataset": ds.cache_path, "workload": _plain(cfg.workload), "seed": cfg.seed}, sort_keys=True)
+    key = json.dumps({"dataset": ds.cache_path, "workload": workload_key(cfg.workload), "seed": cfg.seed},
+                     sort_keys=True)
     folder = cache_root / "workloads" / f"{cfg.workload.name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
     path = folder / "events.parquet"
     meta_path = folder / "meta.json"
@@ -62,7 +74,8 @@ def load_or_build_workload(ds, cfg, cache_root: Path):
     tmp = folder / "events.tmp.parquet"
     pq.write_table(pa.Table.from_batches([wl.events.to_arrow()]), tmp, row_group_size=65536)
     tmp.replace(path)
-    meta_path.write_text(json.dumps({"warmup": wl.warmup, "events": len(wl.events), "key": json.loads(key)}))
+    meta_path.write_text(json.dumps({"warmup": wl.warmup, "events": len(wl.events), "key": json.loads(key),
+                                     "drift": wl.drift}, default=str))
     return wl.events, wl.warmup, folder
 
 
