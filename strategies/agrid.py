@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from harness.events import AND, INSERT, RANGE, Events, csr_take
+from harness.events import AND, INSERT, OBJECT, RANGE, Events, csr_take
 from strategies import kernels
 from strategies.base import FitContext, Pairs, Router, Strategy
 from strategies.kernels import axis_cell
@@ -335,6 +335,64 @@ def rect_costs(cost: np.ndarray, nx: int, ny: int, rects: np.ndarray) -> np.ndar
     return sat[y1 + 1, x1 + 1] - sat[y0, x1 + 1] - sat[y1 + 1, x0] + sat[y0, x0]
 
 
+# --- migration units (adjusters) ----------------------------------------------------------------
+
+
+@njit(cache=True)
+def _owner_rects(cell_part, owner, nx, ny):
+    """Tile the grid into rectangles of cells sharing (partition, owner): greedy in row-major order,
+    each rectangle as wide, then as tall, as it can be. A partition whose cells share one owner
+    comes back unchanged. Rows: x0, y0, x1, y1, owner."""
+    done = np.zeros(nx * ny, np.bool_)
+    out = np.empty((nx * ny, 5), np.int64)
+    n = 0
+    for y in range(ny):
+        for x in range(nx):
+            c = y * nx + x
+            if done[c]:
+                continue
+            p = cell_part[c]
+            w = owner[c]
+            x1 = x
+            while x1 + 1 < nx and not done[c + x1 + 1 - x] and cell_part[c + x1 + 1 - x] == p \
+                    and owner[c + x1 + 1 - x] == w:
+                x1 += 1
+            y1 = y
+            while y1 + 1 < ny:
+                base = (y1 + 1) * nx
+                ok = True
+                for xx in range(x, x1 + 1):
+                    if done[base + xx] or cell_part[base + xx] != p or owner[base + xx] != w:
+                        ok = False
+                        break
+                if not ok:
+                    break
+                y1 += 1
+            for yy in range(y, y1 + 1):
+                for xx in range(x, x1 + 1):
+                    done[yy * nx + xx] = True
+            out[n, 0] = x
+            out[n, 1] = y
+            out[n, 2] = x1
+            out[n, 3] = y1
+            out[n, 4] = w
+            n += 1
+    return out[:n]
+
+
+def _overlap_pairs(new_rect: np.ndarray, new_cell_part: np.ndarray, old_rect: np.ndarray,
+                   old_cell_part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(new partition, old partition) pairs that share at least one cell: a rectangle test when the
+    pair matrix is small, else the distinct (new, old) labels of the cells."""
+    n_new, n_old = len(new_rect), len(old_rect)
+    if n_new * n_old <= 4 * len(new_cell_part):
+        a, b = new_rect[:, None, :], old_rect[None, :, :]
+        ov = (a[..., 0] <= b[..., 2]) & (b[..., 0] <= a[..., 2]) & (a[..., 1] <= b[..., 3]) & (b[..., 1] <= a[..., 3])
+        return np.nonzero(ov)
+    key = np.unique(new_cell_part.astype(np.int64) * n_old + old_cell_part)
+    return key // n_old, key % n_old
+
+
 # --- router --------------------------------------------------------------------------------------
 
 
@@ -446,6 +504,61 @@ class AGridRouter(Router):
         """(row, partition) pairs: every partition each rectangle overlaps (for adjusters, tests)."""
         return self._search(ev, rows, emit_partitions=True)
 
+    # migration units (strategies/adjust_base.py) --------------------------------------------------
+
+    def units(self, ev: Events, rows: np.ndarray) -> Pairs:
+        """Fine cells: an object's cell, every cell a rectangle overlaps (the paper migrates cells)."""
+        rows = np.asarray(rows, np.int64)
+        is_obj = ev.kind[rows] == OBJECT
+        objs, qs = rows[is_obj], rows[~is_obj]
+        r, c = kernels.rect_cells(qs, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args)
+        return np.concatenate([objs, r]), np.concatenate([self.grid.cells_of(ev.x[objs], ev.y[objs]), c])
+
+    def unit_owner(self) -> np.ndarray:
+        return self.part_worker[self.cell_part]
+
+    def with_unit_owner(self, owner: np.ndarray) -> AGridRouter:
+        """Cells reassigned to `owner`. A partition whose cells all get one worker keeps its
+        rectangle (only part_worker changes); one whose cells are spread is cut into rectangles of
+        constant owner (`_owner_rects`), so arbitrary per-cell adjusters stay valid, at the price of
+        more partitions. Summaries follow the cells (`with_partitions`)."""
+        owner = np.asarray(owner, np.int64)
+        if owner.shape != (self.grid.n_cells,):
+            raise ValueError(f"owner has shape {owner.shape}, expected ({self.grid.n_cells},)")
+        first = owner[self.py0 * self.grid.nx + self.px0]  # owner of each partition's top-left cell
+        if (owner == first[self.cell_part]).all():
+            return self.with_partitions(self.part_rect, first, self.part_cost)
+        rects = _owner_rects(self.cell_part.astype(np.int64), owner, self.grid.nx, self.grid.ny)
+        old_pid = self.cell_part[rects[:, 1] * self.grid.nx + rects[:, 0]]
+        area = (rects[:, 2] - rects[:, 0] + 1) * (rects[:, 3] - rects[:, 1] + 1)
+        old_area = (self.px1 - self.px0 + 1) * (self.py1 - self.py0 + 1)
+        cost = self.part_cost[old_pid] * area / old_area[old_pid] if len(self.part_cost) == self.n_partitions else None
+        return self.with_partitions(rects[:, :4], rects[:, 4], cost)
+
+    def with_partitions(self, part_rect: np.ndarray, part_worker: np.ndarray,
+                        part_cost: np.ndarray | None = None) -> AGridRouter:
+        """A new router on the same fine grid with another tiling. Each new partition's summary is
+        the union of the summaries of every old partition it shares a cell with, seqs kept: the
+        paper's "the entire textual summary of X is copied" (section 4.4), applied to whatever
+        moved. Queries a worker holds for a cell were summarised in the cell's old partition, so an
+        object never misses one; stale extra terms only cost false positives."""
+        new = AGridRouter(self.n_workers, self.grid, part_rect, part_worker, self.summaries, part_cost)
+        area = int(((new.px1 - new.px0 + 1) * (new.py1 - new.py0 + 1)).sum())
+        if area != self.grid.n_cells:  # set_partitions rejects gaps; equal area then rules out overlaps
+            raise ValueError(f"partitions overlap: their areas sum to {area} cells, the grid has {self.grid.n_cells}")
+        part, term, seq = self.summary_entries()
+        if len(part) == 0:
+            return new
+        ni, oi = _overlap_pairs(new.part_rect, new.cell_part, self.part_rect, self.cell_part.astype(np.int64))
+        bounds = np.searchsorted(part, np.arange(self.n_partitions + 1))
+        start, count = bounds[oi], np.diff(bounds)[oi]
+        total = int(count.sum())
+        ends = np.cumsum(count)
+        idx = np.repeat(start - (ends - count), count) + np.arange(total)
+        keys = (np.repeat(np.asarray(ni, np.int64), count) << 32) | term[idx]
+        new.add_summary_entries(keys, seq[idx])
+        return new
+
     def describe(self) -> dict:
         g = self.grid
         cw, ch = 1.0 / g.inv_cw, 1.0 / g.inv_ch
@@ -467,6 +580,7 @@ class AGridStrategy(Strategy):
     name = "agrid"
     families = frozenset({"range"})
     filters_objects = True
+    unit_router = True  # fine cells are the migration units (strategies/tornado_adjust.py)
 
     @dataclass
     class Params:
