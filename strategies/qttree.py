@@ -196,13 +196,18 @@ def _range_term(stats: QueryStats, cell: StatsCell) -> np.ndarray:
     F(H) = sum_l Pr(l) * (1 - (1 - H)^l): the probability that one of the query's l routing
     keywords, each drawn from the cell's M, is among the node's keywords (Eq. 1's assumption).
     """
-    pr_l = stats.pr_route_len
+    p_crq = len(cell.queries) / max(stats.n_queries, 1)
+    return text_factor_poly(stats.pr_route_len) * p_crq * stats.lifetime_rate
+
+
+def text_factor_poly(pr_l: np.ndarray) -> np.ndarray:
+    """Coefficients (ascending powers of H) of F(H) = sum_l Pr(l) (1 - (1 - H)^l), Eq. 1's text
+    factor under keyword routing (also FG's textual split, strategies/sstd_balance.py)."""
     coef = np.zeros(len(pr_l))
     for l_, p in enumerate(pr_l):
         for j in range(1, l_ + 1):
             coef[j] += p * (-1) ** (j + 1) * math.comb(l_, j)
-    p_crq = len(cell.queries) / max(stats.n_queries, 1)
-    return coef * p_crq * stats.lifetime_rate
+    return coef
 
 
 def _not_yet(family: str, sstd_types: str) -> Callable[[QueryStats, StatsCell], np.ndarray]:
@@ -326,6 +331,27 @@ def _greedy_terms(order, post_off, post_obj, m, n_obj, coef):
         for p in range(post_off[t], post_off[t + 1]):
             bits[post_obj[p]] |= 1 << best
     return child
+
+
+def term_children(terms, local, e_terms, n_obj: int, n_cell_entries: int, coef) -> tuple[np.ndarray, np.ndarray]:
+    """The textual split's term -> child assignment (Section 4.1.2, term-level greedy): `terms`,
+    `local` are the (live term, local object) pairs of the node's objects, `e_terms` the terms
+    of its routing entries, `n_cell_entries` M's normaliser, `coef` the cell's Eq. 2 polynomial
+    in H. Returns (terms, child) with the terms sorted. Shared by the build and FG's split."""
+    terms = np.asarray(terms, np.int64)
+    e_terms = np.asarray(e_terms, np.int64)
+    uniq = np.unique(np.concatenate([terms, e_terms]))
+    ti = np.searchsorted(uniq, terms)
+    order_p = np.argsort(ti, kind="stable")
+    post_obj = np.asarray(local, np.int64)[order_p]
+    n_post = np.bincount(ti, minlength=len(uniq))
+    post_off = np.concatenate([[0], np.cumsum(n_post)]).astype(np.int64)
+    m = np.bincount(np.searchsorted(uniq, e_terms), minlength=len(uniq)) / max(n_cell_entries, 1)
+    coef = np.asarray(coef, np.float64)
+    weight = n_post * np.polyval(coef[::-1], m)
+    order = np.lexsort((uniq, -m, -n_post, -weight))  # heaviest terms first, then by id
+    child = _greedy_terms(order.astype(np.int64), post_off, post_obj, m.astype(np.float64), int(n_obj), coef)
+    return uniq, child
 
 
 @njit(cache=True)
@@ -616,6 +642,82 @@ class QTTreeRouter(Router):
                             self.exit_len, self.exit_table, self.empty_exit, self.leaf_run, self.node_leaf, leaf_worker,
                             self.regions, self.leaf_cost)
 
+    # -- migration units: the leaves (SSTD Section 5 moves leaves; strategies/sstd_balance.py) --------
+
+    @property
+    def n_leaves(self) -> int:
+        return len(self.leaf_worker)
+
+    def _by_leaf(self) -> QTTreeRouter:
+        """This tree with one 'worker' per leaf: the routing kernel then emits leaf ids, so units
+        and routing cannot disagree (cached; dropped when pickled)."""
+        r = self.__dict__.get("_leaf_router")
+        if r is None:
+            r = QTTreeRouter(self.n_leaves, self.kind, self.first_child, self.mid_x, self.mid_y, self.exit_off,
+                             self.exit_len, self.exit_table, self.empty_exit, self.leaf_run, self.node_leaf,
+                             np.arange(self.n_leaves), self.regions, self.leaf_cost)
+            self.__dict__["_leaf_router"] = r
+        return r
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "_leaf_router"}
+
+    def units(self, ev: Events, rows: np.ndarray) -> Pairs:
+        """(row, leaf) pairs: the leaves each event reaches (objects: one per live-term exit)."""
+        rows = np.asarray(rows, np.int64)
+        by_leaf = self._by_leaf()
+        is_obj = ev.kind[rows] == OBJECT
+        ro, lo = by_leaf.route_objects(ev, rows[is_obj])
+        rq, lq = by_leaf.route_queries(ev, rows[~is_obj])
+        return np.concatenate([ro, rq]), np.concatenate([lo, lq])
+
+    def unit_owner(self) -> np.ndarray:
+        return self.leaf_worker.copy()
+
+    def with_unit_owner(self, owner: np.ndarray) -> QTTreeRouter:
+        owner = np.asarray(owner, np.int64)
+        if owner.shape != self.leaf_worker.shape:
+            raise ValueError(f"with_unit_owner: {len(owner)} owners for {self.n_leaves} leaves")
+        return self.with_assignment(owner)
+
+    def parents(self) -> np.ndarray:
+        """Parent of each node (-1 for the root and for nodes no internal node points to)."""
+        parent = np.full(len(self.kind), -1, np.int64)
+        for v in np.flatnonzero(self.kind != LEAF):
+            parent[self.first_child[v]:self.first_child[v] + 4] = v
+        return parent
+
+    def term_maps(self, length: int = 0) -> dict[int, np.ndarray]:
+        """Per textual node, a term -> child map (int8) over ids [0, max(length, its run's table
+        length)) that routes exactly as the compiled exit tables do: the child on each tabled
+        term's path, the fallback hash of (term, this node id) elsewhere. With `assemble` this
+        rebuilds the tree (FG's split and merge), even after node ids change, for every term id
+        below `length`."""
+        parent = self.parents()
+        is_text = self.kind == TEXT
+        out: dict[int, np.ndarray] = {}
+        for h in np.flatnonzero(is_text & ~((parent >= 0) & is_text[np.maximum(parent, 0)])):
+            run = [int(h)]
+            for u in run:  # grows while iterating
+                run.extend(c for c in range(self.first_child[u], self.first_child[u] + 4) if is_text[c])
+            n_tab = int(self.exit_len[h])
+            w_all = np.arange(max(int(length), n_tab), dtype=np.int64)
+            for v in run:
+                out[v] = fallback_children(w_all, v)
+            cur = self.exit_table[self.exit_off[h]:self.exit_off[h] + n_tab].astype(np.int64)
+            w = np.arange(n_tab, dtype=np.int64)
+            while True:  # climb every tabled term's path from its exit to the head, one level a step
+                act = cur != h
+                if not act.any():
+                    break
+                cu, wu = cur[act], w[act]
+                p = parent[cu]
+                for v in np.unique(p):
+                    sel = p == v
+                    out[int(v)][wu[sel]] = cu[sel] - self.first_child[v]
+                cur[act] = p
+        return out
+
     def describe(self) -> dict:
         leaves = np.flatnonzero(self.kind == LEAF)
         return {
@@ -627,6 +729,33 @@ class QTTreeRouter(Router):
                 for i in leaves
             ],
         }
+
+
+def fallback_children(w: np.ndarray, node: int) -> np.ndarray:
+    """`_fallback_child` over an array of term ids (int8 children)."""
+    w = np.asarray(w, np.int64)
+    return ((((w * 2654435761) ^ (int(node) * 40503)) & 0xFFFFFFFF) >> 30).astype(np.int8)
+
+
+def assemble(n_workers, kind, first_child, mid_x, mid_y, regions, term_maps: dict[int, np.ndarray], leaf_worker,
+             leaf_cost) -> QTTreeRouter:
+    """A router from a node table (children contiguous, root first; leaf ids = leaves in node
+    order) and per textual node a term -> child map: how FG rebuilds a split/merged tree."""
+    kind = np.asarray(kind, np.int64)
+    first_child = np.asarray(first_child, np.int64)
+    n = len(kind)
+    map_len = np.zeros(n, np.int64)
+    for v, m in term_maps.items():
+        map_len[v] = len(m)
+    map_off = np.concatenate([[0], np.cumsum(map_len)[:-1]]).astype(np.int64)
+    parts = [np.asarray(term_maps[v], np.int64) for v in range(n) if map_len[v]]
+    term_child = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    node_leaf = np.full(n, -1, np.int64)
+    leaves = np.flatnonzero(kind == LEAF)
+    node_leaf[leaves] = np.arange(len(leaves))
+    return QTTreeRouter(n_workers, kind, first_child, mid_x, mid_y,
+                        *_compile_text_runs(kind, first_child, map_off, map_len, term_child), node_leaf, leaf_worker,
+                        regions, leaf_cost)
 
 
 # --- construction (Algorithm 1) -------------------------------------------------------------------
@@ -678,17 +807,7 @@ class QTTreeBuilder:
         st = self.stats
         terms, local = _live_pairs(node.objs, node.masks, st.o_off, st.o_val)
         e_terms = st.e_t[node.ents]
-        uniq = np.unique(np.concatenate([terms, e_terms]))
-        ti = np.searchsorted(uniq, terms)
-        order_p = np.argsort(ti, kind="stable")
-        post_obj = local[order_p]
-        n_post = np.bincount(ti, minlength=len(uniq))
-        post_off = np.concatenate([[0], np.cumsum(n_post)]).astype(np.int64)
-        m = np.bincount(np.searchsorted(uniq, e_terms), minlength=len(uniq)) / max(node.cell.n_entries, 1)
-        coef = self.model.poly(node.cell)
-        weight = n_post * np.polyval(coef[::-1], m)
-        order = np.lexsort((uniq, -m, -n_post, -weight))  # heaviest terms first, then by id
-        child = _greedy_terms(order.astype(np.int64), post_off, post_obj, m.astype(np.float64), len(node.objs), coef)
+        uniq, child = term_children(terms, local, e_terms, len(node.objs), node.cell.n_entries, self.model.poly(node.cell))
         length = int(uniq[-1]) + 1 if len(uniq) else 0
         w_all = np.arange(length, dtype=np.int64)
         term_map = ((((w_all * 2654435761) ^ (node_id * 40503)) & 0xFFFFFFFF) >> 30).astype(np.int8)
@@ -738,6 +857,7 @@ class QTTreeBuilder:
 class QTTreeStrategy(Strategy):
     name = "qttree"
     families = frozenset({"range"})
+    unit_router = True  # leaves are the migration units (SSTD Section 5; strategies/sstd_balance.py)
     split_kinds: ClassVar[tuple[str, ...]] = ("spatial", "text")
 
     @dataclass
