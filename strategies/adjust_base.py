@@ -44,8 +44,8 @@ class EpochStats:
     cell load of Definition 3 plus the Definition 1 per-event terms, every c = 1); `checks` the
     work of the unit's objects (1 + candidate checks each, the index's per-object work); `busy_s` the worker's measured busy time apportioned
     to its units by checks; `query_bytes` the size of the unit's stored subscriptions (S_g).
-    workers: worker, objects, updates, queries, checks, busy_s, load (per-worker sums; `load` as
-    in harness/metrics.py).
+    workers: the per-worker table of harness/metrics.py for this epoch (worker, objects, inserts,
+    deletes, updates, candidates, results, busy_s, restored, load, ...).
     recent: the epoch's events (a recent sample for repartitioning).
     live: the subscriptions alive at the epoch's end (their insert events).
     """

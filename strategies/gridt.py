@@ -30,12 +30,13 @@ text workers; only the contract (observe before routing) makes object routing ex
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
 from numba import njit
 
-from harness.events import AND, INSERT, RANGE, Events
+from harness.events import AND, INSERT, OBJECT, RANGE, Events
 from strategies.base import Pairs, Router
 from strategies.kernels import _emit, axis_cell, lower_bound as _lower_bound
 from strategies.spatial import UniformGrid
@@ -143,6 +144,54 @@ def route_rects_h1(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, in
 
 
 @njit(cache=True)
+def rect_units(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, cell_tmap, tm_ptr,
+               tm_key, tm_slot, tmc_ptr, unit_base, n_units):
+    """The migration units of each query, mirroring route_rects_h1 cell by cell: a space cell's
+    unit, or in a text cell the unit of each routing term's slot (its map entry, else the hash
+    fallback slot)."""
+    stamp = np.full(n_units, -1, np.int64)
+    total = 0
+    for p in range(2):
+        if p == 1:
+            out_r = np.empty(total, np.int64)
+            out_u = np.empty(total, np.int64)
+            stamp[:] = -1
+            total = 0
+        for i in range(len(rows)):
+            r = rows[i]
+            a = offsets[r]
+            b = offsets[r + 1]
+            if a == b:
+                continue
+            if op[r] == AND:
+                a = b - 1
+            ix0 = axis_cell(xmin[r], x0, inv_cw, nx)
+            ix1 = axis_cell(xmax[r], x0, inv_cw, nx)
+            iy0 = axis_cell(ymin[r], y0, inv_ch, ny)
+            iy1 = axis_cell(ymax[r], y0, inv_ch, ny)
+            for iy in range(iy0, iy1 + 1):
+                for ix in range(ix0, ix1 + 1):
+                    c = iy * nx + ix
+                    jm = cell_tmap[c]
+                    if jm < 0:
+                        total = _emit(p == 1, i, r, c, stamp, out_r, out_u, total)
+                        continue
+                    lo = tm_ptr[jm]
+                    hi = tm_ptr[jm + 1]
+                    for q in range(a, b):
+                        t = values[q]
+                        key = (jm << 32) | t
+                        k = _lower_bound(tm_key, lo, hi, key)
+                        if k < hi and tm_key[k] == key:
+                            slot = tm_slot[k]
+                        else:
+                            slot = t % (tmc_ptr[jm + 1] - tmc_ptr[jm])
+                        u = c if slot == 0 else unit_base[c] + slot - 1
+                        total = _emit(p == 1, i, r, u, stamp, out_r, out_u, total)
+    return out_r, out_u
+
+
+@njit(cache=True)
 def expand_query_cells(rows, seq, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny):
     """(cell << 32 | routing term, seq) for every cell a query overlaps and every term it is indexed
     under."""
@@ -214,17 +263,17 @@ def merge_sorted(keys, a, b, new_keys, new_a, new_b):
 @njit(cache=True)
 def assign_new_terms(tmap, tmc_ptr, tmc_worker, worker_load, tm_unit):
     """New (term map, term) entries in seq order, each to the least loaded text worker of its map
-    (ties to the lowest id); `worker_load` is updated in place."""
+    (ties to the lowest id, or to the first slot when a map lists a worker twice); `worker_load` is
+    updated in place. Returns the position in `tmc_worker` (the map's slot), not the worker."""
     out = np.empty(len(tmap), np.int64)
     for i in range(len(tmap)):
         j = tmap[i]
         best = -1
         for k in range(tmc_ptr[j], tmc_ptr[j + 1]):
-            w = tmc_worker[k]
-            if best < 0 or worker_load[w] < worker_load[best]:
-                best = w
+            if best < 0 or worker_load[tmc_worker[k]] < worker_load[tmc_worker[best]]:
+                best = k
         out[i] = best
-        worker_load[best] += tm_unit[j]
+        worker_load[tmc_worker[best]] += tm_unit[j]
     return out
 
 
@@ -281,6 +330,19 @@ def sorted_insert(keys: np.ndarray, cols: tuple, new_keys: np.ndarray, new_cols:
     return k, (a, b)
 
 
+def slots_of_workers(tmap: np.ndarray, workers: np.ndarray, tmc_ptr: np.ndarray, tmc_worker: np.ndarray) -> np.ndarray:
+    """Slot of each (term map, worker) pair: the worker's first position in the map's worker list."""
+    n_maps = len(tmc_ptr) - 1
+    owner = np.repeat(np.arange(n_maps, dtype=np.int64), np.diff(tmc_ptr))
+    keys = (owner << TERM_BITS) | tmc_worker
+    order = np.argsort(keys, kind="stable")
+    probe = (np.asarray(tmap, np.int64) << TERM_BITS) | workers
+    pos = np.minimum(np.searchsorted(keys[order], probe), max(len(keys) - 1, 0))
+    if len(probe) and (len(keys) == 0 or np.any(keys[order][pos] != probe)):
+        raise ValueError("gridt: a term map entry's worker must be one of the map's workers")
+    return order[pos] - tmc_ptr[tmap] if len(probe) else np.zeros(0, np.int64)
+
+
 # --- the router -----------------------------------------------------------------------------------
 
 class GridtRouter(Router):
@@ -292,7 +354,8 @@ class GridtRouter(Router):
     entries: the minimum int64); H2 is `h2_key` = cell << 32 | term (sorted) -> `h2_worker`, with
     `h2_seq`. `tm_ptr` / `h2_ptr` are their per-owner CSR pointers, `h2_low` the dense seq table of
     the object fast path. `plan` holds the kdt-tree leaves the router was built from (for describe and
-    adjusters), not dispatcher state.
+    adjusters), not dispatcher state. `tm_slot` gives each H1 entry's position in its map's worker
+    list (its slot): the migration units are space cells and the slots of text cells (see units).
     """
 
     families = frozenset({"range"})
@@ -321,6 +384,7 @@ class GridtRouter(Router):
         self.tmc_worker = i64(tmc_worker)
         if np.any(np.diff(self.tmc_ptr) <= 0):
             raise ValueError("gridt: every term map needs at least one worker")
+        self.tm_slot = slots_of_workers(owner, self.tm_worker, self.tmc_ptr, self.tmc_worker)
         self.tm_unit = np.ascontiguousarray(tm_unit, np.float64)
         self.worker_load = np.array(worker_load, np.float64)
         self.h2_key = np.zeros(0, np.int64)
@@ -328,6 +392,7 @@ class GridtRouter(Router):
         self.h2_seq = np.zeros(0, np.int64)
         self._index_h2()
         self.plan = plan or {}
+        self._unit_cache: dict = {}
 
     @property
     def tm_term(self) -> np.ndarray:
@@ -340,6 +405,7 @@ class GridtRouter(Router):
     def _index_h2(self) -> None:
         self.h2_ptr = owner_ptr(self.h2_key, self.grid.n_cells)
         self.h2_low = low_table(self.h2_ptr, self.h2_key, self.h2_seq)
+        self.__dict__.setdefault("_unit_cache", {}).pop("h2_unit", None)
 
     # -- growth ------------------------------------------------------------------------------------
 
@@ -371,12 +437,15 @@ class GridtRouter(Router):
         if missing.any():
             k, s = first_per_key(keys[missing], seqs[missing])
             order = np.lexsort((k, s))  # first appearance decides, in seq order
-            w = assign_new_terms(k[order] >> TERM_BITS, self.tmc_ptr, self.tmc_worker, self.worker_load,
-                                 self.tm_unit)
+            pos = assign_new_terms(k[order] >> TERM_BITS, self.tmc_ptr, self.tmc_worker, self.worker_load,
+                                   self.tm_unit)
             back = np.empty_like(order)
             back[order] = np.arange(len(order))
+            pos = pos[back]
+            slot = pos - self.tmc_ptr[k >> TERM_BITS]
+            self.tm_slot = np.insert(self.tm_slot, np.searchsorted(self.tm_key, k), slot)
             self.tm_key, (self.tm_worker, self.tm_seq) = sorted_insert(
-                self.tm_key, (self.tm_worker, self.tm_seq), k, (w[back], s))
+                self.tm_key, (self.tm_worker, self.tm_seq), k, (self.tmc_worker[pos], s))
             self.tm_ptr = owner_ptr(self.tm_key, len(self.tmc_ptr) - 1)
             found = sorted_find(self.tm_key, keys)
         return self.tm_worker[found]
@@ -392,6 +461,166 @@ class GridtRouter(Router):
         return route_rects_h1(np.asarray(rows, np.int64), ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax,
                               ev.ymax, *self.grid.args, self.cell_worker, self.cell_tmap, self.tm_ptr, self.tm_key,
                               self.tm_worker, self.tmc_ptr, self.tmc_worker, self.n_workers)
+
+    # -- migration units (strategies/adjust_base.py) ------------------------------------------------
+    #
+    # A space cell c is unit c. A text cell c has one unit per slot of its term map (slot k = the
+    # k-th entry of the map's worker list; each term entry records its slot in `tm_slot`): slot 0 is
+    # unit c, slot k >= 1 is unit_base[c] + k - 1, numbered after the n_cells cell ids in cell
+    # order. So every unit id names a real part and the count is n_cells plus the extra slots.
+    # Reassigning the slots of one cell gives it its own copy of its (possibly shared) term map,
+    # with the slot -> worker list replaced; H2 entries follow their cell's or term's new worker.
+
+    def unit_layout(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """(slots per cell, unit id of each cell's slot 1, number of units)."""
+        if "layout" not in self._unit_cache:
+            n = self.grid.n_cells
+            nslot = np.ones(n, np.int64)
+            text = self.cell_tmap >= 0
+            nslot[text] = np.diff(self.tmc_ptr)[self.cell_tmap[text]]
+            extra = nslot - 1
+            base = n + np.cumsum(extra) - extra
+            self._unit_cache["layout"] = (nslot, base, int(n + extra.sum()))
+        return self._unit_cache["layout"]
+
+    def unit_of(self, cell: np.ndarray, slot: np.ndarray) -> np.ndarray:
+        """Unit id of (cell, slot) pairs."""
+        cell = np.asarray(cell, np.int64)
+        slot = np.asarray(slot, np.int64)
+        _, base, _ = self.unit_layout()
+        return np.where(slot == 0, cell, base[cell] + slot - 1)
+
+    def unit_cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """(cell, slot) of every unit (index = unit id)."""
+        nslot, base, n_units = self.unit_layout()
+        n = self.grid.n_cells
+        cell = np.empty(n_units, np.int64)
+        slot = np.zeros(n_units, np.int64)
+        cell[:n] = np.arange(n)
+        extra = nslot - 1
+        owners = np.repeat(np.arange(n, dtype=np.int64), extra)
+        cell[n:] = owners
+        slot[n:] = np.arange(n_units - n) - (base[owners] - n) + 1
+        return cell, slot
+
+    def term_slots(self, tmap: np.ndarray, terms: np.ndarray) -> np.ndarray:
+        """Slot of (term map, term) pairs: the map entry's, else the hash fallback of route_rects_h1."""
+        tmap = np.asarray(tmap, np.int64)
+        terms = np.asarray(terms, np.int64)
+        found = sorted_find(self.tm_key, (tmap << TERM_BITS) | terms)
+        fallback = terms % np.diff(self.tmc_ptr)[tmap]
+        if len(self.tm_slot) == 0:
+            return fallback
+        return np.where(found >= 0, self.tm_slot[np.maximum(found, 0)], fallback)
+
+    def unit_owner(self) -> np.ndarray:
+        cell, slot = self.unit_cells()
+        j = self.cell_tmap[cell]
+        text = j >= 0
+        owner = self.cell_worker[cell].copy()
+        owner[text] = self.tmc_worker[self.tmc_ptr[j[text]] + slot[text]]
+        return owner
+
+    def _h2_unit(self) -> np.ndarray:
+        """Unit of each H2 entry: its cell, or in a text cell the slot of its term."""
+        if "h2_unit" not in self._unit_cache:
+            cells = self.h2_key >> TERM_BITS
+            j = self.cell_tmap[cells]
+            text = j >= 0
+            slot = np.zeros(len(cells), np.int64)
+            slot[text] = self.term_slots(j[text], self.h2_key[text] & TERM_MASK)
+            self._unit_cache["h2_unit"] = self.unit_of(cells, slot)
+        return self._unit_cache["h2_unit"]
+
+    def units(self, ev: Events, rows: np.ndarray) -> Pairs:
+        """Objects: the units route_points_h2 would deliver them for (the same kernel, run on unit
+        ids); queries: rect_units. So route == owners(units) exactly, objects included."""
+        rows = np.asarray(rows, np.int64)
+        is_obj = ev.kind[rows] == OBJECT
+        n_units = self.unit_layout()[2]
+        cell_unit = np.where(self.cell_worker >= 0, np.arange(self.grid.n_cells, dtype=np.int64), -1)
+        ro, uo = route_points_h2(rows[is_obj], ev.seq, ev.x, ev.y, ev.offsets, ev.values, *self.grid.args, cell_unit,
+                                 self.h2_ptr, self.h2_key, self._h2_unit(), self.h2_seq, self.h2_low, n_units)
+        qs = rows[~is_obj]
+        qs = qs[ev.family[qs] == RANGE]
+        rq, uq = rect_units(qs, ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args,
+                            self.cell_tmap, self.tm_ptr, self.tm_key, self.tm_slot, self.tmc_ptr,
+                            self.unit_layout()[1], n_units)
+        return np.concatenate([ro, rq]), np.concatenate([uo, uq])
+
+    def with_unit_owner(self, owner: np.ndarray) -> GridtRouter:
+        """Space cells take their unit's worker; text cells that share a term map and get the same
+        slot -> worker list share one new map (a copy of the old map's entries)."""
+        owner = np.asarray(owner, np.int64)
+        nslot, base, n_units = self.unit_layout()
+        if owner.shape != (n_units,) or (n_units and (owner.min() < 0 or owner.max() >= self.n_workers)):
+            raise ValueError(f"gridt: with_unit_owner needs {n_units} workers in [0, {self.n_workers})")
+        n = self.grid.n_cells
+        space = self.cell_tmap < 0
+        cell_worker = np.where(space, owner[:n], -1)
+        text = np.flatnonzero(~space)
+        if len(text) == 0:
+            return self.with_layout(cell_worker, self.cell_tmap, self.tm_key, self.tm_slot, self.tm_seq, self.tmc_ptr,
+                                    self.tmc_worker, self.tm_unit)
+        ns = nslot[text]
+        rows = np.full((len(text), int(ns.max()) + 1), -1, np.int64)  # old map, then the slots' workers
+        rows[:, 0] = self.cell_tmap[text]
+        rows[:, 1] = owner[text]
+        for k in range(1, int(ns.max())):
+            has = ns > k
+            rows[has, k + 1] = owner[base[text[has]] + k - 1]
+        groups, inv = np.unique(rows, axis=0, return_inverse=True)
+        cell_tmap = np.full(n, -1, np.int64)
+        cell_tmap[text] = inv.ravel()
+        old = groups[:, 0]
+        g_slots = np.diff(self.tmc_ptr)[old]
+        tmc_ptr = np.concatenate([[0], np.cumsum(g_slots)]).astype(np.int64)
+        worker_cols = groups[:, 1:]
+        tmc_worker = worker_cols[np.arange(worker_cols.shape[1]) < g_slots[:, None]]
+        lengths = np.diff(self.tm_ptr)[old]
+        start = np.repeat(self.tm_ptr[old] - (np.cumsum(lengths) - lengths), lengths)
+        idx = start + np.arange(int(lengths.sum()), dtype=np.int64)
+        tm_key = (np.repeat(np.arange(len(groups), dtype=np.int64), lengths) << TERM_BITS) | (self.tm_key[idx]
+                                                                                            & TERM_MASK)
+        return self.with_layout(cell_worker, cell_tmap, tm_key, self.tm_slot[idx], self.tm_seq[idx], tmc_ptr,
+                                tmc_worker, self.tm_unit[old])
+
+    def with_layout(self, cell_worker, cell_tmap, tm_key, tm_slot, tm_seq, tmc_ptr, tmc_worker,
+                    tm_unit) -> GridtRouter:
+        """A copy with a new cell -> (worker | term map) layout, term maps given by their sorted keys
+        (map << 32 | term), slots, seqs and slot -> worker lists. H2 keeps its entries and seqs; each
+        entry's worker is recomputed (its space cell's worker, or its term's slot's worker), so
+        objects follow the subscriptions wherever the layout put them. Used by with_unit_owner and
+        by the adjusters' split/merge (strategies/ps2stream_adjust.py)."""
+        i64 = lambda a: np.array(a, np.int64)  # (copies: routers never share mutable state)
+        new = copy.copy(self)
+        new.cell_worker, new.cell_tmap = i64(cell_worker), i64(cell_tmap)
+        new.tm_key, new.tm_slot, new.tm_seq = i64(tm_key), i64(tm_slot), i64(tm_seq)
+        new.tmc_ptr, new.tmc_worker = i64(tmc_ptr), i64(tmc_worker)
+        new.tm_unit = np.array(tm_unit, np.float64)
+        n_maps = len(new.tmc_ptr) - 1
+        if np.any((new.cell_worker < 0) & (new.cell_tmap < 0)) or np.any(new.cell_tmap >= n_maps):
+            raise ValueError("gridt: every cell needs a worker or an existing term map")
+        if np.any(np.diff(new.tmc_ptr) <= 0) or np.any(np.diff(new.tm_key) <= 0):
+            raise ValueError("gridt: term maps need workers and sorted, distinct keys")
+        maps = new.tm_key >> TERM_BITS
+        if len(maps) and (maps[-1] >= n_maps or np.any(new.tm_slot < 0)
+                          or np.any(new.tm_slot >= np.diff(new.tmc_ptr)[maps])):
+            raise ValueError("gridt: a term map entry names a missing map or slot")
+        new.tm_ptr = owner_ptr(new.tm_key, n_maps)
+        new.tm_worker = new.tmc_worker[new.tmc_ptr[maps] + new.tm_slot]
+        new.worker_load = self.worker_load.copy()
+        new.plan = dict(self.plan)
+        new._unit_cache = {}
+        new.h2_key, new.h2_seq = self.h2_key.copy(), self.h2_seq.copy()
+        cells = new.h2_key >> TERM_BITS
+        workers = new.cell_worker[cells]
+        text = workers < 0
+        j = new.cell_tmap[cells[text]]
+        workers[text] = new.tmc_worker[new.tmc_ptr[j] + new.term_slots(j, new.h2_key[text] & TERM_MASK)]
+        new.h2_worker = workers
+        new._index_h2()
+        return new
 
     # -- reporting ---------------------------------------------------------------------------------
 

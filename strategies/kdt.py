@@ -642,6 +642,7 @@ class KdtStrategy(Strategy):
     name = "kdt"
     families = frozenset({"range"})
     filters_objects = True  # gridt drops an object whose terms no query of its cell is indexed under
+    unit_router = True  # gridt cells and text parts are migration units (strategies/gridt.py)
 
     @dataclass
     class Params:
