@@ -190,7 +190,7 @@ def _split_task(batches, router_bc, state_in: str):
                 if dest != w:
                     out_s += time.perf_counter() - t0
                 yield _row(BLOCK_SCHEMA, worker=dest, payload=blob, info=json.dumps({"src": w}))
-            yield _row(BLOCK_SCHEMA, worker=-1, info=json.dumps({"src": w, "out_s": out_s, "leaving": leaving}))
+            yield _row(BLOCK_SCHEMA, worker=-1, info=json.dumps({"src": w, "out_s": out_s, "leaving": int(leaving)}))
 
 
 def _gather_task(batches, index_factory, state_out: str):
@@ -219,7 +219,8 @@ def _gather_task(batches, index_factory, state_out: str):
         g.index_s += read_s if g.moved_in else 0.0
         if len(g.state):
             pq.write_table(pa.Table.from_batches([g.state.to_arrow()]), state_file(state_out, w))
-        out.append(json.dumps({"dst": w, "moved_in": g.moved_in, "moved_bytes": g.moved_bytes, "in_s": g.index_s}))
+        out.append(json.dumps({"dst": w, "moved_in": int(g.moved_in), "moved_bytes": int(g.moved_bytes),
+                               "in_s": g.index_s}))
     yield pa.RecordBatch.from_arrays([pa.array(out, pa.string())], names=["info"])
 
 

@@ -138,7 +138,7 @@ class MlflowLogger:
 
     def log_run(self, name: str, params: dict, metrics: dict, run_dir: Path, parent_id: str | None,
                 steps: list[dict] | None = None) -> str | None:
-        """One run with params, finite metrics, per-epoch metrics (step = epoch) and the folder."""
+        """One run with params, finite metrics, per-epoch metrics (`epoch_<name>`, step = epoch) and the folder."""
         if not self.enabled:
             return self.error
         mlflow = self.mlflow
@@ -151,7 +151,8 @@ class MlflowLogger:
                 mlflow.log_metrics(finite)
                 for step in steps or []:
                     epoch = int(step["epoch"])
-                    mlflow.log_metrics({k: float(v) for k, v in step.items()
+                    # prefixed: the run-level figure of the same name stays the run's summary
+                    mlflow.log_metrics({f"epoch_{k}": float(v) for k, v in step.items()
                                         if k != "epoch" and isinstance(v, (int, float)) and math.isfinite(v)},
                                        step=epoch)
                 mlflow.log_artifacts(str(run_dir))
