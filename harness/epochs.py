@@ -68,18 +68,24 @@ def plan_step(adjuster: Adjuster, router, stats: EpochStats) -> Step:
 
 
 def epoch_row(epoch: int, n_events: int, worker_stats: dict[int, dict], route_s: float, n_dispatchers: int,
-              n_workers: int) -> dict:
+              n_workers: int, unit_tables: list[pa.Table] | None = None) -> dict:
     """Per-epoch series: throughput (events / bottleneck, the migration stall included) and balance."""
     table = workers_frame(worker_stats, n_workers)
     busy = (table["busy_s"] + table["pause_s"]).to_numpy()
     bottleneck = max(route_s / n_dispatchers, float(busy.max()) if len(busy) else 0.0, 1e-12)
     loads = table["load"].to_numpy()
-    return {
+    row = {
         "epoch": epoch, "events": n_events, "throughput_eps": n_events / bottleneck,
         "load_max_min": float(loads.max() / loads.min()) if loads.min() > 0 else float("inf"),
         "load_max_mean": float(loads.max() / loads.mean()) if loads.mean() > 0 else float("nan"),
         "busy_max_s": float(busy.max()), "pause_max_s": float(table["pause_s"].max()),
     }
+    if unit_tables:  # the balance of the monitor's unit loads, what SSTD's detection compares
+        units = units_frame(unit_tables)
+        per_worker = np.bincount(units["worker"].to_numpy(), weights=units["load"].to_numpy(), minlength=n_workers)
+        row["unit_load_max_min"] = (float(per_worker.max() / per_worker.min()) if per_worker.min() > 0
+                                    else float("inf"))
+    return row
 
 
 def stall(res, pause: dict[int, float]) -> None:

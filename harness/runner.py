@@ -169,7 +169,8 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
             state, pause = nxt, {}
             if epoch == 0:
                 continue
-            row = epoch_row(epoch, res.n_events, res.worker_stats, res.route_ns / 1e9, cfg.dispatchers, cfg.workers)
+            row = epoch_row(epoch, res.n_events, res.worker_stats, res.route_ns / 1e9, cfg.dispatchers, cfg.workers,
+                            res.units)
             row.update(results=res.result_count, migrated_queries=0, migrated_bytes=0, select_s=0.0,
                        migration_s=0.0, **res.timings)
             if adjuster is not None and epoch < last:

@@ -103,7 +103,7 @@ def simulate(events: Events, warmup: int, strategy: str, n_workers: int, epoch_e
         pause = {}
         if epoch == 0:
             continue
-        row = epoch_row(epoch, hi - lo, worker_stats, 0.0, 1, n_workers)
+        row = epoch_row(epoch, hi - lo, worker_stats, 0.0, 1, n_workers, tables if adjuster.name != "none" else None)
         row.update(migrated_queries=0, migrated_bytes=0, select_s=0.0, migration_s=0.0)
         if adjuster.name != "none" and hi < len(events):
             step = plan_step(adjuster, router, epoch_stats(epoch, tables, worker_stats, events, lo, hi, n_workers))
