@@ -101,7 +101,15 @@ def stall(res, pause: dict[int, float]) -> None:
 
 
 def migration_pause(step, mig) -> dict[int, float]:
-    """Per worker stall of a migration: its own moving work, plus the plan selection time for every
-    worker the plan involves (the load is not handed over until the plan exists)."""
-    involved = set(step.plan.dst.tolist()) | {w for w in step.plan.src.tolist() if w >= 0} | set(mig.pause_s)
-    return {w: mig.pause_s.get(w, 0.0) + step.select_s for w in sorted(involved)}
+    """Per worker stall of a migration: its own moving work (sending or receiving), plus the plan
+    selection time on the workers the load leaves (PS2Stream: the overloaded worker selects the
+    cells it gives away; a plan gathering from several workers stalls them all)."""
+    sources = {w for w in step.plan.src.tolist() if w >= 0}
+    if (step.plan.src < 0).any():
+        sources |= set(mig.pause_s)
+    pause = dict(mig.pause_s)
+    for w in sources:
+        pause[w] = pause.get(w, 0.0) + step.select_s
+    return dict(sorted(pause.items()))
+
+

@@ -128,13 +128,29 @@ def validate_plan(plan: MigrationPlan, old_router, live: Events, n_workers: int)
     return Placement(old, new, moved)
 
 
-def split_state(state: Events, router, worker: int) -> tuple[dict[int, Events], float, int]:
+def split_state(state: Events, router, worker: int, old_router=None) -> tuple[dict[int, Events], float, int]:
     """A worker's stored subscriptions by destination under `router`; the seconds spent cutting
-    out the subscriptions that leave (they are what the migration costs this worker) and how
-    many leave."""
+    out the copies that leave (what the migration costs this worker) and how many leave.
+
+    With `old_router` (where the subscriptions were), a copy is sent only to a destination that
+    did not hold it, and only by one of its holders (the lowest-numbered), so nothing travels
+    twice and the counts are the migration's; without it every destination gets a copy (the
+    destination de-duplicates)."""
     if len(state) == 0:
         return {}, 0.0, 0
-    r, w = router.route_queries(state, np.arange(len(state), dtype=np.int64))
+    rows = np.arange(len(state), dtype=np.int64)
+    r, w = router.route_queries(state, rows)
+    stays = w == worker
+    if old_router is not None:
+        ro, wo = old_router.route_queries(state, rows)
+        n = router.n_workers
+        held = np.zeros(len(state) * n, bool)
+        held[ro * n + wo] = True
+        first = np.full(len(state), n, np.int64)
+        np.minimum.at(first, ro, wo)
+        sender = (first == worker) | ~held[rows * n + worker]  # inconsistent holders send too
+        keep = stays | (~held[r * n + w] & sender[r])
+        r, w = r[keep], w[keep]
     order = np.lexsort((r, w))
     r, w = r[order], w[order]
     cuts = np.flatnonzero(np.diff(w)) + 1
@@ -177,13 +193,13 @@ def gather_state(worker: int, kept: Events | None, incoming: list[Events], index
 
 # -- on Spark -----------------------------------------------------------------------------------
 
-def _split_task(batches, router_bc, state_in: str):
+def _split_task(batches, routers_bc, state_in: str):
     from harness.pipeline import BLOCK_SCHEMA, _read_state, _row, to_ipc
 
-    router = router_bc.value
+    router, old_router = routers_bc.value
     for batch in batches:
         for w in batch.column("worker").to_numpy().tolist():
-            parts, out_s, leaving = split_state(_read_state(state_in, w), router, w)
+            parts, out_s, leaving = split_state(_read_state(state_in, w), router, w, old_router)
             for dest, part in parts.items():
                 t0 = time.perf_counter()
                 blob = to_ipc(part.to_arrow())
@@ -237,26 +253,28 @@ class MigrationResult:
         return max(self.pause_s.values(), default=0.0)
 
 
-def migrate_state(spark, state_in: Path, state_out: Path, router, n_workers: int, index_factory) -> MigrationResult:
-    """Move the workers' stored subscriptions to where `router` places them (one Spark job)."""
+def migrate_state(spark, state_in: Path, state_out: Path, router, n_workers: int, index_factory,
+                  old_router=None) -> MigrationResult:
+    """Move the workers' stored subscriptions from where `old_router` placed them to where `router`
+    places them (one Spark job)."""
     from harness.pipeline import BLOCK_SCHEMA, _fresh_dir, _spark_schema
 
     sc = spark.sparkContext
     parts = max(2, min(n_workers, 2 * sc.defaultParallelism))
     out_dir = _fresh_dir(Path(state_out))
     t0 = time.perf_counter()
-    router_bc = sc.broadcast(router)
+    routers_bc = sc.broadcast((router, old_router))
     workers = spark.createDataFrame([(w, None, None) for w in range(n_workers)], _spark_schema(BLOCK_SCHEMA))
     rows = (
         workers.repartition(parts, "worker")
-        .mapInArrow(lambda it: _split_task(it, router_bc, str(state_in)), _spark_schema(BLOCK_SCHEMA))
+        .mapInArrow(lambda it: _split_task(it, routers_bc, str(state_in)), _spark_schema(BLOCK_SCHEMA))
         .unionByName(workers)
         .repartition(parts, "worker")
         .mapInArrow(lambda it: _gather_task(it, index_factory, out_dir), "info string")
         .toArrow()
     )
     job_s = time.perf_counter() - t0
-    router_bc.unpersist()
+    routers_bc.unpersist()
     infos = [json.loads(v) for v in rows.column("info").to_pylist()]
     return summarise(infos, n_workers, job_s)
 

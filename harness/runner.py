@@ -179,7 +179,8 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
                 row["select_s"] = step.select_s
                 if step.plan is not None:
                     moved_dir = run_dir / "state" / f"epoch={epoch}-migrated"
-                    mig = migrate_state(spark, state, moved_dir, step.plan.router, cfg.workers, index_factory)
+                    mig = migrate_state(spark, state, moved_dir, step.plan.router, cfg.workers, index_factory,
+                                        old_router=router)
                     state, router = moved_dir, step.plan.router
                     pause = migration_pause(step, mig)
                     row.update(migrated_queries=mig.moved_queries, migrated_bytes=mig.moved_bytes,

@@ -44,13 +44,14 @@ def default_context(events: Events, seed: int = 0) -> FitContext:
                       seed)
 
 
-def migrate_in_process(states: dict[int, Events], router, n_workers: int, index_factory):
-    """Move stored subscriptions to where `router` places them; returns the new states and the result."""
+def migrate_in_process(states: dict[int, Events], router, n_workers: int, index_factory, old_router=None):
+    """Move stored subscriptions from where `old_router` put them to where `router` places them;
+    returns the new states and the result."""
     kept: dict[int, Events] = {}
     incoming: dict[int, list[Events]] = {w: [] for w in range(n_workers)}
     infos = []
     for w in range(n_workers):
-        parts, out_s, leaving = split_state(states.get(w, Events.empty()), router, w)
+        parts, out_s, leaving = split_state(states.get(w, Events.empty()), router, w, old_router)
         infos.append({"src": w, "out_s": out_s, "leaving": leaving})
         for dest, part in parts.items():
             if dest == w:
@@ -109,7 +110,7 @@ def simulate(events: Events, warmup: int, strategy: str, n_workers: int, epoch_e
             step = plan_step(adjuster, router, epoch_stats(epoch, tables, worker_stats, events, lo, hi, n_workers))
             row["select_s"] = step.select_s
             if step.plan is not None:
-                states, moved = migrate_in_process(states, step.plan.router, n_workers, index_factory)
+                states, moved = migrate_in_process(states, step.plan.router, n_workers, index_factory, router)
                 router = step.plan.router
                 result.plans.append(step.plan)
                 pause = migration_pause(step, moved)
