@@ -2,7 +2,8 @@
 
 Epoch 0 is the warm-up (the strategies' fitting sample). The measured stream is cut by event
 count (`epochs.by=count`, `epochs.size` events each) or by event time (`epochs.by=time`,
-`epochs.size` seconds of `ts` each); size 0 keeps it one epoch, the static experiment. After
+`epochs.size` seconds of `ts` each; a count remainder under half an epoch joins the last one);
+size 0 keeps it one epoch, the static experiment. After
 each measured epoch but the last, the adjuster sees the monitor's statistics and may return a
 plan; `plan_step` times its selection and checks the plan before anything moves. Shared by the
 Spark runner and the in-process simulator.
@@ -31,8 +32,11 @@ def epoch_bounds(events: Events, warmup: int, by: str = "count", size: float = 0
         raise ValueError(f"epochs.by={by!r} is invalid; allowed: {', '.join(EPOCH_BY)}")
     if size <= 0 or n <= warmup:
         cuts = [warmup, n]
-    elif by == "count":
-        cuts = list(range(warmup, n, int(size))) + [n]
+    elif by == "count":  # a remainder shorter than half an epoch joins the last one
+        cuts = list(range(warmup, n, int(size)))
+        if len(cuts) > 1 and n - cuts[-1] < size / 2:
+            cuts.pop()
+        cuts.append(n)
     else:
         ts = events.ts[warmup:]
         edges = np.arange(ts[0], ts[-1], float(size))[1:]

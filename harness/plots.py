@@ -74,6 +74,8 @@ def epoch_series(epochs: pd.DataFrame, title: str, by: str | None = None):
                 ax.plot(g["epoch"], y, marker="o", ms=3, label=name)
         ax.set_xlabel("epoch")
         ax.set_ylabel(label)
+        if col == "load_max_min":
+            ax.set_yscale("log")
         ax.grid(alpha=0.3)
     if by:
         axes[0].legend(fontsize=7)
