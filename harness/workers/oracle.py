@@ -8,7 +8,9 @@ WorkerIndex interface, so tests can run it per worker like any index.
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
@@ -25,7 +27,7 @@ def _has(vals, lo, hi, t):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _brute_force_match(o_seq, o_id, o_x, o_y, o_off, o_val, q_id, q_xmin, q_ymin, q_xmax, q_ymax, q_op, q_off,
                        q_val, q_ins, q_del, o_work):
     out = np.empty(1024, np.int64)
@@ -69,8 +71,13 @@ def oracle_keys(stream: Events) -> np.ndarray:
     objects = stream.take(np.flatnonzero(stream.kind == OBJECT))
     q_rows = np.flatnonzero((stream.kind == INSERT) & (stream.family == RANGE))
     queries = stream.take(q_rows)
-    keys, _ = _match(objects, queries, queries.seq.copy(), deletion_seqs(queries.id, stream)[0])
-    return sorted_unique(keys)
+    ins, dele = queries.seq.copy(), deletion_seqs(queries.id, stream)[0]
+    # the brute force is embarrassingly parallel over objects: one chunk per core (numba drops the GIL)
+    n_chunks = max(1, min(os.cpu_count() or 1, len(objects) // 2000))
+    chunks = [objects.take(c) for c in np.array_split(np.arange(len(objects)), n_chunks)]
+    with ThreadPoolExecutor(n_chunks) as pool:
+        parts = list(pool.map(lambda o: _match(o, queries, ins, dele)[0], chunks))
+    return sorted_unique(np.concatenate(parts) if parts else np.zeros(0, np.int64))
 
 
 class BruteForceRangeIndex(WorkerIndex):
