@@ -90,3 +90,23 @@ def test_state_export_and_restore_is_seamless(seed):
     b.restore(a.export_state())
     k2 = b.process(second).keys
     np.testing.assert_array_equal(sorted_unique(np.concatenate([k1, k2])), oracle_keys(ev))
+
+
+def test_compile_time_is_measured_and_kept_out_of_busy_time():
+    from numba import njit
+
+    from harness.workers.base import CompileClock
+
+    @njit
+    def inner(x):
+        return x * 2
+
+    @njit
+    def outer(x):
+        return inner(x).sum()
+
+    with CompileClock() as first:
+        outer(np.arange(5.0))
+    with CompileClock() as again:
+        outer(np.arange(5.0))
+    assert first.seconds > 0 and again.seconds == 0
