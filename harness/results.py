@@ -24,7 +24,7 @@ RUNS_TABLE_COLUMNS = [
     "latency_p95_ms", "latency_p99_ms", "load_max_min", "load_max_mean", "load_sum", "obj_replication",
     "query_replication", "messages_routed", "dispatcher_bytes", "worker_index_bytes_max", "build_s", "wall_s",
     "result_count", "result_digest", "oracle_ok", "partitions_actual", "epochs", "adjust", "adjustments",
-    "migrated_queries", "migrated_bytes", "select_s", "migration_s", "latency_share_lt_100ms",
+    "migrated_queries", "migrated_bytes", "select_s", "select_cells_s", "migration_s", "latency_share_lt_100ms",
     "latency_share_100ms_1s", "latency_share_gt_1s", "run_dir",
 ]
 

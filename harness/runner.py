@@ -183,7 +183,8 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
                                         old_router=router)
                     state, router = moved_dir, step.plan.router
                     pause = migration_pause(step, mig)
-                    row.update(migrated_queries=mig.moved_queries, migrated_bytes=mig.moved_bytes,
+                    row.update(select_cells_s=float(step.plan.info.get("select_cells_s", step.select_s)),
+                               migrated_queries=mig.moved_queries, migrated_bytes=mig.moved_bytes,
                                migration_s=mig.migration_s, migration_job_s=mig.job_s,
                                operation=str(step.plan.info.get("operation", cfg.adjust.name)))
             series.append(row)
@@ -200,8 +201,8 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
                                             merged_service(measured))
         metrics.update(latency_model.summarise(lat))
         metrics["latency_rate_eps"] = rate
-        for key in ("migrated_queries", "migrated_bytes", "select_s", "migration_s"):
-            metrics[key] = float(sum(r[key] for r in series))
+        for key in ("migrated_queries", "migrated_bytes", "select_s", "migration_s", "select_cells_s"):
+            metrics[key] = float(sum(r.get(key, 0.0) for r in series))
         metrics["adjustments"] = float(sum(1 for r in series if "operation" in r))
         lat_sample = pd.DataFrame({"latency_ms": np.sort(lat)[:: max(1, len(lat) // 20000)] * 1000.0})
         epochs_df = pd.DataFrame(series)

@@ -31,6 +31,8 @@ DP refuses (SelectionRefused) when its n x P table would exceed `max_table_bytes
 
 from __future__ import annotations
 
+import time
+
 import copy
 from dataclasses import dataclass
 from typing import Any
@@ -430,7 +432,9 @@ class Ps2Adjuster(Adjuster):
         chosen = EMPTY
         if model.ratio() > p.sigma and tau > 0:  # Phase II while the constraint is still violated
             cand = mine[~np.isin(mine, touched)] if len(touched) else mine
+            t_select = time.perf_counter()
             chosen = cand[self.select(unit_load[cand], unit_size[cand], tau)]
+            info["select_cells_s"] = time.perf_counter() - t_select  # Figs. 12a/13: the selection alone
             moved = float(unit_load[chosen].sum())
             if model.overshoots(moved, moved):  # only swaps the roles (cells too coarse for tau)
                 info["phase2_skipped"] = {"cells": len(chosen), "load": moved}
