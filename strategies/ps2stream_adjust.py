@@ -312,9 +312,9 @@ def _h2_terms(router: GridtRouter, cell: int) -> tuple[np.ndarray, np.ndarray]:
 
 def text_split(router: GridtRouter, cell: int, prof: CellProfile, w_o: int, w_l: int):
     """Cut a space cell's terms (those its subscriptions are indexed under, H2) in two by LPT on
-    their loads; the part with fewer subscriptions becomes slot 1, on w_l. Returns (router, (load
-    before, load of the kept part, load of the moved part), 1), or None when the cell has fewer
-    than two terms."""
+    their loads; the part with fewer subscriptions becomes slot 1, on w_l. Returns (a function
+    building the new router, (load before, load of the kept part, load of the moved part), 1), or
+    None when the cell has fewer than two terms. The router is built only for an accepted split."""
     terms, seqs = _h2_terms(router, cell)
     if len(terms) < 2:
         return None
@@ -326,13 +326,13 @@ def text_split(router: GridtRouter, cell: int, prof: CellProfile, w_o: int, w_l:
     arrays, j = _append_map(router, terms, slots, seqs, [w_o, w_l], unit)
     cell_worker, cell_tmap = router.cell_worker.copy(), router.cell_tmap.copy()
     cell_worker[cell], cell_tmap[cell] = -1, j
-    new = router.with_layout(cell_worker, cell_tmap, **arrays)
-    return new, (prof.load(terms)[0], parts[1 - move][0], parts[move][0]), 1
+    build = lambda: router.with_layout(cell_worker, cell_tmap, **arrays)  # noqa: E731 - only if accepted
+    return build, (prof.load(terms)[0], parts[1 - move][0], parts[move][0]), 1
 
 
 def text_merge(router: GridtRouter, cell: int, slot: int, into: int, prof: CellProfile):
-    """Merge text part `slot` of a cell into its part `into` (on w_l). Returns (router, (L_a, L_b,
-    L_merged), the merged part's slot in the new router)."""
+    """Merge text part `slot` of a cell into its part `into` (on w_l). Returns (a function building
+    the new router, (L_a, L_b, L_merged), the merged part's slot in the new router)."""
     j = int(router.cell_tmap[cell])
     lo, hi = router.tm_ptr[j], router.tm_ptr[j + 1]
     terms, slots, seqs = router.tm_key[lo:hi] & TERM_MASK, router.tm_slot[lo:hi], router.tm_seq[lo:hi]
@@ -347,12 +347,11 @@ def text_merge(router: GridtRouter, cell: int, slot: int, into: int, prof: CellP
     cell_worker, cell_tmap = router.cell_worker.copy(), router.cell_tmap.copy()
     if len(keep) == 1:  # one part left: the cell is a space cell again
         cell_worker[cell], cell_tmap[cell] = keep[0], -1
-        new = router.with_layout(cell_worker, cell_tmap, router.tm_key, router.tm_slot, router.tm_seq,
-                                 router.tmc_ptr, router.tmc_worker, router.tm_unit)
-        return new, loads, 0
+        return (lambda: router.with_layout(cell_worker, cell_tmap, router.tm_key, router.tm_slot, router.tm_seq,
+                                           router.tmc_ptr, router.tmc_worker, router.tm_unit)), loads, 0
     arrays, jn = _append_map(router, terms, new_slots, seqs, keep, float(router.tm_unit[j]))
     cell_tmap[cell] = jn
-    return router.with_layout(cell_worker, cell_tmap, **arrays), loads, target
+    return (lambda: router.with_layout(cell_worker, cell_tmap, **arrays)), loads, target
 
 
 # --- the adjusters ------------------------------------------------------------------------------
@@ -498,7 +497,7 @@ class Ps2Adjuster(Adjuster):
                                    "drop_o": d_o, "gain_l": d_l})
             if not ok:
                 continue
-            new = cand
+            new = cand()
             touched.append(c)
             moves.append((c, slot, src))
             model.apply(d_o, d_l)
