@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+
+from harness import results
 import yaml
 
 from harness.results import PROJECT_ROOT
@@ -40,13 +42,10 @@ def load_claims(path: Path = CLAIMS_FILE) -> list[dict]:
 def latest(table: pd.DataFrame) -> pd.DataFrame:
     """The newest successful run per (variant, dataset, workload, workers), leaving out runs that
     changed a workload knob (an experiment's swept `x` or `facet`, e.g. sstd_crq's query sides)."""
-    ok = table[table["status"] == "ok"].copy()
+    ok = results.labelled(table[table["status"] == "ok"])
     for col in ("x", "facet"):
         if col in ok:
             ok = ok[ok[col].isna()]
-    if "variant" not in ok:
-        ok["variant"] = ok["strategy"]
-    ok["variant"] = ok["variant"].fillna(ok["strategy"])
     return ok.sort_values("started_at").groupby(["variant", *KEYS]).tail(1)
 
 

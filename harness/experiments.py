@@ -20,13 +20,7 @@ from harness.plots import plt, save_figure
 
 
 def _label(runs: pd.DataFrame) -> pd.DataFrame:
-    runs = runs.copy()
-    if "variant" not in runs:
-        runs["variant"] = runs["strategy"]
-    runs["variant"] = runs["variant"].fillna(runs["strategy"])
-    if "adjust" in runs:  # adjustment experiments compare adjusters on one strategy
-        adjusted = runs["adjust"].notna() & (runs["adjust"] != "none")
-        runs.loc[adjusted, "variant"] = runs.loc[adjusted, "variant"] + " + " + runs.loc[adjusted, "adjust"]
+    runs = results.labelled(runs)
     runs["scenario"] = runs["workload"] + " / " + runs["dataset"]
     return runs
 

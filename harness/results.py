@@ -83,6 +83,19 @@ def append_runs_table(root: Path, row: dict) -> Path:
     return path
 
 
+def labelled(table: pd.DataFrame) -> pd.DataFrame:
+    """The runs with `variant` filled (a labelled variant, else the strategy) and, for adjusted
+    runs, the adjuster appended ("kdt + gr"): what plots, reports and claims call a run."""
+    table = table.copy()
+    if "variant" not in table:
+        table["variant"] = table["strategy"]
+    table["variant"] = table["variant"].fillna(table["strategy"])
+    if "adjust" in table:
+        adjusted = table["adjust"].notna() & (table["adjust"] != "none")
+        table.loc[adjusted, "variant"] = table.loc[adjusted, "variant"] + " + " + table.loc[adjusted, "adjust"]
+    return table
+
+
 def read_runs_table(root: Path) -> pd.DataFrame:
     path = root / "runs.parquet"
     if not path.exists():

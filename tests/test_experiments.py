@@ -16,6 +16,7 @@ from harness import claims
 from harness.config import ConfigError, register_configs, validate
 from harness.results import PROJECT_ROOT, RUNS_TABLE_COLUMNS, read_runs_table
 from strategies import registry
+from strategies.adjust_base import adjuster_names
 
 register_configs()
 PRESETS = sorted(p.stem for p in (PROJECT_ROOT / "conf" / "experiment").glob("*.yaml"))
@@ -93,7 +94,9 @@ def test_claims_name_registered_strategies_and_runs_table_metrics():
         assert c["paper"] in {"ps2stream", "sstd", "tornado", "dkmsks"}, c["id"]
         assert chk["metric"] in RUNS_TABLE_COLUMNS, c["id"]
         for s in [chk["subject"], *(chk.get("others") or [])]:
-            assert s in registry.names() or s in variant_labels, (c["id"], s)
+            name, _, adjuster = s.partition(" + ")  # adjusted runs: "<strategy> + <adjuster>"
+            assert name in registry.names() or name in variant_labels, (c["id"], s)
+            assert not adjuster or adjuster in adjuster_names(), (c["id"], s)
 
 
 def _row(variant, value, workers=8, workload="sts_q1", started="2026-01-01", **extra):
@@ -147,3 +150,16 @@ def test_a_tiny_experiment_end_to_end(tmp_path):
     report = (tmp_path / "report.md").read_text()
     assert "agrid_nosummary" in report and "| claim | paper |" in report
     assert report.count("\n| ") > len(claims.load_claims())  # every claim has its row
+
+
+def test_adjusted_runs_are_claimed_under_strategy_plus_adjuster():
+    table = pd.DataFrame([
+        _row("kdt", 100.0, workload="sts_q3_drift", adjust="none"),
+        _row("kdt", 150.0, workload="sts_q3_drift", adjust="gr"),
+    ])
+    claim = {"id": "t", "claim": "gr helps", "check": {
+        "kind": "ratio_at_least", "metric": "throughput_eps", "higher_is_better": True, "subject": "kdt + gr",
+        "others": ["kdt"], "where": {"workload": ["sts_q3_drift"], "workers": [8]}, "value": 1.26}}
+    assert claims.evaluate(claim, table).verdict == "holds"
+    claim["check"]["value"] = 1.6
+    assert claims.evaluate(claim, table).verdict == "does not hold"
