@@ -87,17 +87,25 @@ def epoch_series(epochs: pd.DataFrame, title: str, by: str | None = None):
 def summary_plots(root: Path, table: pd.DataFrame | None = None) -> list[Path]:
     """The sweep's figures from results/runs.parquet into results/plots/."""
     runs = results.read_runs_table(root) if table is None else table
-    runs = runs[runs["status"] == "ok"].copy()
-    runs["strategy"] = runs["variant"].fillna(runs["strategy"]) if "variant" in runs else runs["strategy"]
+    runs = results.labelled(runs[runs["status"] == "ok"])
+    runs["strategy"] = runs["variant"]
+    for col in ("x", "facet"):  # runs that changed a swept knob belong to their experiment's figures
+        if col in runs:
+            runs = runs[runs[col].isna()]
     out_dir = root / "plots"
     out: list[Path] = []
-    if runs.empty:
-        return out
-    # latest run per (dataset, workload, strategy, workers)
+    # latest run per (dataset, workload, strategy, workers); a panel needs two worker counts
     runs = runs.sort_values("started_at").groupby(["dataset", "workload", "strategy", "workers"]).tail(1)
-    groups = list(runs.groupby(["dataset", "workload"]))
-    fig, axes = plt.subplots(1, len(groups), figsize=(4.5 * len(groups), 3.6), squeeze=False)
-    for ax, ((dataset, workload), g) in zip(axes[0], groups):
+    groups = [(k, g) for k, g in runs.groupby(["dataset", "workload"]) if g["workers"].nunique() > 1]
+    if not groups:
+        return out
+    cols = min(3, len(groups))
+    rows = -(-len(groups) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
+    for ax in axes.flat[len(groups):]:
+        ax.set_visible(False)
+    for ax, ((dataset, workload), g) in zip(axes.flat, groups):
+        ax.set_prop_cycle(color=plt.cm.tab20.colors)  # up to 20 strategies, each its own colour
         for strategy, s in g.groupby("strategy"):
             s = s.sort_values("workers")
             ax.plot(s["workers"], s["throughput_eps"], marker="o", label=strategy)
@@ -106,11 +114,11 @@ def summary_plots(root: Path, table: pd.DataFrame | None = None) -> list[Path]:
         ax.set_ylabel("throughput (events/s)")
         ax.set_title(f"{workload} on {dataset}", fontsize=10)
         ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=8)
+    axes.flat[0].legend(fontsize=7, ncol=2)
     out.append(save_figure(fig, out_dir / "throughput_vs_workers.png"))
 
-    # per-worker load of the largest worker count per strategy (first dataset/workload)
-    (dataset, workload), g = groups[0]
+    # per-worker load of the largest worker count per strategy (the scenario with most runs)
+    (dataset, workload), g = max(groups, key=lambda kg: len(kg[1]))
     w = g["workers"].max()
     g = g[g["workers"] == w]
     fig, axes = plt.subplots(1, len(g), figsize=(3.2 * len(g), 3), squeeze=False)
