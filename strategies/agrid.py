@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from harness.events import AND, INSERT, OBJECT, RANGE, Events, csr_take
+from harness.events import AND, INSERT, RANGE, Events, csr_take
 from strategies import kernels
 from strategies.base import FitContext, Pairs, Router, Strategy
 from strategies.kernels import axis_cell
@@ -508,11 +508,7 @@ class AGridRouter(Router):
 
     def units(self, ev: Events, rows: np.ndarray) -> Pairs:
         """Fine cells: an object's cell, every cell a rectangle overlaps (the paper migrates cells)."""
-        rows = np.asarray(rows, np.int64)
-        is_obj = ev.kind[rows] == OBJECT
-        objs, qs = rows[is_obj], rows[~is_obj]
-        r, c = kernels.rect_cells(qs, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args)
-        return np.concatenate([objs, r]), np.concatenate([self.grid.cells_of(ev.x[objs], ev.y[objs]), c])
+        return self.grid.units(ev, rows)
 
     def unit_owner(self) -> np.ndarray:
         return self.part_worker[self.cell_part]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.events import OBJECT, Events
+from harness.events import Events
 from strategies import kernels
 from strategies.base import FitContext, Pairs, Router, Strategy
 from strategies.load import sample_parts, unit_load
@@ -39,11 +39,7 @@ class CellMapRouter(Router):
 
     def units(self, ev: Events, rows: np.ndarray) -> Pairs:
         """Grid cells: an object's cell, every cell a rectangle overlaps."""
-        rows = np.asarray(rows, np.int64)
-        is_obj = ev.kind[rows] == OBJECT
-        objs, qs = rows[is_obj], rows[~is_obj]
-        r, c = kernels.rect_cells(qs, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args)
-        return np.concatenate([objs, r]), np.concatenate([self.grid.cells_of(ev.x[objs], ev.y[objs]), c])
+        return self.grid.units(ev, rows)
 
     def unit_owner(self) -> np.ndarray:
         return self.cell_worker.copy()

@@ -43,6 +43,17 @@ class UniformGrid:
         f = lambda a: np.asarray(a, np.float64)  # noqa: E731
         return kernels.rects_to_cell_ranges(f(xmin), f(ymin), f(xmax), f(ymax), *self.args)
 
+    def units(self, ev, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(row, cell) migration units of grid-shaped routers: an object's cell, every cell a
+        rectangle overlaps."""
+        from harness.events import OBJECT
+
+        rows = np.asarray(rows, np.int64)
+        is_obj = ev.kind[rows] == OBJECT
+        objs, qs = rows[is_obj], rows[~is_obj]
+        r, c = kernels.rect_cells(qs, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.args)
+        return np.concatenate([objs, r]), np.concatenate([self.cells_of(ev.x[objs], ev.y[objs]), c])
+
     def object_counts(self, x, y) -> np.ndarray:
         return np.bincount(self.cells_of(x, y), minlength=self.n_cells).astype(np.float64)
 

@@ -39,17 +39,53 @@ def random_stream(seed: int, n_objects: int = 60, n_queries: int = 25, vocab: in
             kinds.append(OBJECT), ids.append(o_next), xs.append(x), ys.append(y)
             rects.append((np.nan,) * 4), terms.append(t), ops.append(AND)
             o_next += 1
+    return events_from_lists(kinds, ids, np.column_stack([xs, ys]) if kinds else np.zeros((0, 2)), rects, terms, ops)
+
+
+def events_from_lists(kinds, ids, xy, rects, terms, ops) -> Events:
+    """A stream from per-event lists (seq = ts = position): kinds, ids, (x, y) points, query
+    rectangles (NaN for objects), sorted term lists and operators."""
     n = len(kinds)
     rect = np.array(rects, dtype=np.float64).reshape(n, 4)
     kind = np.array(kinds, np.int8)
+    xy = np.array(xy, np.float64).reshape(n, 2)
     cols = {
         "seq": np.arange(n, dtype=np.int64), "ts": np.arange(n, dtype=np.float64), "kind": kind,
         "family": np.where(kind == OBJECT, -1, RANGE).astype(np.int8), "id": np.array(ids, np.int64),
-        "x": np.array(xs, np.float64), "y": np.array(ys, np.float64),
+        "x": xy[:, 0], "y": xy[:, 1],
         "xmin": rect[:, 0], "ymin": rect[:, 1], "xmax": rect[:, 2], "ymax": rect[:, 3],
         "op": np.array(ops, np.int8), "k": np.zeros(n, np.int32), "alpha": np.zeros(n, np.float32),
     }
-    offsets = np.zeros(n + 1, np.int64)
+    return _with_terms(cols, terms)
+
+
+def item_events(items, seq0: int = 0) -> Events:
+    """Events from ("o", x, y, terms) / ("q", rect, terms, op[, kind, id]) tuples; seq = seq0 +
+    position, which is also an object's id and a query's default id."""
+    n = len(items)
+    cols = {k: np.zeros(n, t) for k, t in [("ts", np.float64), ("kind", np.int8), ("family", np.int8),
+                                             ("id", np.int64), ("x", np.float64), ("y", np.float64),
+                                             ("op", np.int8), ("k", np.int32), ("alpha", np.float32)]}
+    for k in ("xmin", "ymin", "xmax", "ymax"):
+        cols[k] = np.full(n, np.nan)
+    cols["seq"] = np.arange(seq0, seq0 + n, dtype=np.int64)
+    terms = []
+    for i, it in enumerate(items):
+        if it[0] == "o":
+            _, x, y, t = it
+            cols["kind"][i], cols["family"][i], cols["id"][i] = OBJECT, -1, seq0 + i
+            cols["x"][i], cols["y"][i] = x, y
+        else:
+            _, rect, t, op, *rest = it
+            kind, qid = (list(rest) + [INSERT, seq0 + i])[:2] if rest else (INSERT, seq0 + i)
+            cols["kind"][i], cols["family"][i], cols["id"][i], cols["op"][i] = kind, RANGE, qid, op
+            cols["xmin"][i], cols["ymin"][i], cols["xmax"][i], cols["ymax"][i] = rect
+            cols["x"][i], cols["y"][i] = (rect[0] + rect[2]) / 2, (rect[1] + rect[3]) / 2
+        terms.append(sorted(set(t)))
+    return _with_terms(cols, terms)
+
+
+def _with_terms(cols: dict, terms: list) -> Events:
+    offsets = np.zeros(len(terms) + 1, np.int64)
     np.cumsum([len(t) for t in terms], out=offsets[1:])
-    values = np.array([v for t in terms for v in t], np.int32)
-    return Events(cols, offsets, values)
+    return Events(cols, offsets, np.array([v for t in terms for v in t], np.int32))

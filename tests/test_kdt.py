@@ -9,7 +9,7 @@ from itertools import product
 import numpy as np
 import pytest
 
-from harness.events import AND, DELETE, INSERT, OBJECT, OR, RANGE, Events
+from harness.events import AND, DELETE, INSERT, OBJECT, OR, Events
 from harness.workers.oracle import oracle_keys
 from strategies.base import FitContext, route_stream
 from strategies.gridt import GridtRouter
@@ -27,41 +27,13 @@ from strategies.kdt import (
 )
 from strategies.load import routing_terms
 from strategies.spatial import UniformGrid
-from tests.streams import random_stream
+from tests.streams import item_events, random_stream
 
 EXTENT = (0.0, 0.0, 100.0, 100.0)
 
 
-def make_events(items) -> Events:
-    """Events from ("o", x, y, terms) / ("q", rect, terms, op[, kind, id]) tuples, seq = position."""
-    n = len(items)
-    cols = {k: np.zeros(n, t) for k, t in [("seq", np.int64), ("ts", np.float64), ("kind", np.int8),
-                                             ("family", np.int8), ("id", np.int64), ("x", np.float64),
-                                             ("y", np.float64), ("op", np.int8), ("k", np.int32),
-                                             ("alpha", np.float32)]}
-    for k in ("xmin", "ymin", "xmax", "ymax"):
-        cols[k] = np.full(n, np.nan)
-    cols["seq"] = np.arange(n)
-    terms = []
-    for i, it in enumerate(items):
-        if it[0] == "o":
-            _, x, y, t = it
-            cols["kind"][i], cols["family"][i], cols["id"][i] = OBJECT, -1, i
-            cols["x"][i], cols["y"][i] = x, y
-        else:
-            _, rect, t, op, *rest = it
-            kind, qid = (rest + [INSERT, i])[:2] if rest else (INSERT, i)
-            cols["kind"][i], cols["family"][i], cols["id"][i], cols["op"][i] = kind, RANGE, qid, op
-            cols["xmin"][i], cols["ymin"][i], cols["xmax"][i], cols["ymax"][i] = rect
-            cols["x"][i], cols["y"][i] = (rect[0] + rect[2]) / 2, (rect[1] + rect[3]) / 2
-        terms.append(sorted(set(t)))
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum([len(t) for t in terms], out=offsets[1:])
-    return Events(cols, offsets, np.array([v for t in terms for v in t], np.int32))
-
-
 def sample_of(items, cells=8) -> Sample:
-    return Sample.of(make_events(items), UniformGrid.over(EXTENT, cells))
+    return Sample.of(item_events(items), UniformGrid.over(EXTENT, cells))
 
 
 def root(s: Sample, label="s") -> Node:
@@ -266,7 +238,7 @@ def routes(router, ev):
 
 def test_gridt_routes_queries_by_least_frequent_keyword_per_conjunct():
     right = (60, 10, 90, 20)
-    ev = make_events([
+    ev = item_events([
         ("q", right, [1, 2], AND),  # least frequent keyword 2 -> worker 2 only
         ("q", right, [1, 2], OR),  # each keyword a conjunct -> workers 1 and 2
         ("q", (10, 10, 90, 20), [1], AND),  # both cells: worker 0 (space) and worker 1
@@ -281,7 +253,7 @@ def test_gridt_routes_queries_by_least_frequent_keyword_per_conjunct():
 
 def test_new_terms_are_assigned_on_insertion_to_the_least_loaded_text_worker():
     right = (60, 10, 90, 20)
-    ev = make_events([
+    ev = item_events([
         ("o", 70, 15, [7]),  # before any query indexed under 7: dropped
         ("q", right, [7], AND, INSERT, 100),  # unseen term: to worker 2 (load 3 < 5)
         ("o", 70, 15, [7]),  # now routed by the new entry

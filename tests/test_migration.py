@@ -12,7 +12,6 @@ from harness.migration import InvalidPlanError, live_queries, validate_plan
 from harness.simulate import default_context, simulate
 from strategies import registry
 from strategies.adjust_base import Adjuster, MigrationPlan, reassignment
-from strategies.base import FitContext
 from tests.streams import random_stream
 
 

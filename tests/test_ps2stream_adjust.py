@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from harness.events import AND, DELETE, INSERT, OBJECT, OR, RANGE, Events
+from harness.events import AND, DELETE, INSERT, OBJECT, OR, Events
 from harness.migration import live_queries, validate_plan
 from strategies.adjust_base import UNIT_COLUMNS, EpochStats, get_adjuster
 from strategies.base import FitContext, route_stream
@@ -33,7 +33,7 @@ from strategies.ps2stream_adjust import (
     select_si,
 )
 from strategies.spatial import UniformGrid
-from tests.streams import random_stream
+from tests.streams import events_from_lists, item_events, random_stream
 
 ROOT = Path(__file__).resolve().parents[1]
 EXTENT = (0.0, 0.0, 100.0, 100.0)
@@ -130,33 +130,6 @@ def test_dp_buckets_sizes_and_refuses_a_table_over_budget():
 
 # --- gridt units ---------------------------------------------------------------------------------
 
-def make_events(items, seq0=0) -> Events:
-    """Events from ("o", x, y, terms) / ("q", rect, terms, op[, kind, id]) tuples, seq = position."""
-    n = len(items)
-    cols = {k: np.zeros(n, t) for k, t in [("ts", np.float64), ("kind", np.int8), ("family", np.int8),
-                                             ("id", np.int64), ("x", np.float64), ("y", np.float64),
-                                             ("op", np.int8), ("k", np.int32), ("alpha", np.float32)]}
-    for k in ("xmin", "ymin", "xmax", "ymax"):
-        cols[k] = np.full(n, np.nan)
-    cols["seq"] = np.arange(seq0, seq0 + n, dtype=np.int64)
-    terms = []
-    for i, it in enumerate(items):
-        if it[0] == "o":
-            _, x, y, t = it
-            cols["kind"][i], cols["family"][i], cols["id"][i] = OBJECT, -1, 10_000 + seq0 + i
-            cols["x"][i], cols["y"][i] = x, y
-        else:
-            _, rect, t, op, *rest = it
-            kind, qid = (list(rest) + [INSERT, seq0 + i])[:2] if rest else (INSERT, seq0 + i)
-            cols["kind"][i], cols["family"][i], cols["id"][i], cols["op"][i] = kind, RANGE, qid, op
-            cols["xmin"][i], cols["ymin"][i], cols["xmax"][i], cols["ymax"][i] = rect
-            cols["x"][i], cols["y"][i] = (rect[0] + rect[2]) / 2, (rect[1] + rect[3]) / 2
-        terms.append(sorted(set(t)))
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum([len(t) for t in terms], out=offsets[1:])
-    return Events(cols, offsets, np.array([v for t in terms for v in t], np.int32))
-
-
 def three_cells(n_workers=3) -> GridtRouter:
     """Cells 0, 1, 2 along x: cell 0 a space cell of worker 0; cells 1 and 2 text cells sharing one
     term map (term 1 -> worker 1, term 2 -> worker 2)."""
@@ -188,7 +161,7 @@ def test_gridt_units_name_space_cells_and_text_slots():
     cell, slot = r.unit_cells()
     assert cell.tolist() == [0, 1, 2, 1, 2] and slot.tolist() == [0, 0, 0, 1, 1]
     assert r.unit_of(cell, slot).tolist() == list(range(5))
-    ev = make_events([
+    ev = item_events([
         ("q", (10, 10, 90, 20), [1], AND),  # all cells: unit 0, term 1 -> slot 0 of cells 1, 2
         ("q", (40, 10, 50, 20), [1, 2], OR),  # cell 1 only, both slots
         ("q", (40, 10, 50, 20), [1, 2], AND),  # least frequent keyword 2: slot 1
@@ -204,7 +177,7 @@ def test_gridt_units_name_space_cells_and_text_slots():
 
 def test_reassigning_one_text_slot_gives_its_cell_its_own_map_and_moves_h2():
     r = three_cells()
-    ev = make_events([("q", (40, 10, 90, 20), [1, 2], OR), ("o", 45, 15, [2]), ("o", 80, 15, [2])])
+    ev = item_events([("q", (40, 10, 90, 20), [1, 2], OR), ("o", 45, 15, [2]), ("o", 80, 15, [2])])
     r.observe_inserts(ev, np.flatnonzero(ev.kind == INSERT))
     owner = r.unit_owner()
     owner[3] = 0  # cell 1's term-2 part moves to worker 0; cell 2 keeps its part on worker 2
@@ -336,7 +309,7 @@ def two_cell_gridt(cell_worker, cell_tmap, maps, n_workers=2):
 
 
 def epoch_of(router, items):
-    ev = make_events(items)
+    ev = item_events(items)
     router.observe_inserts(ev, np.flatnonzero(ev.kind == INSERT))
     return ev
 
@@ -360,7 +333,7 @@ def test_phase1_text_splits_a_hot_space_cell_when_that_lowers_the_load():
     assert new.unit_owner().tolist() == [0, 1, 1]  # ... with its second part (unit 2) on worker 1
     assert plan.unit.tolist()[0] == 2 and plan.src.tolist()[0] == 0 and plan.dst.tolist()[0] == 1
     validate_plan(plan, router, live, 2)  # the harness accepts it (declared moves, nothing lost)
-    moved = make_events([("q", left, [2], AND), ("o", 20, 20, [2]), ("o", 20, 20, [1])], seq0=len(ev))
+    moved = item_events([("q", left, [2], AND), ("o", 20, 20, [2]), ("o", 20, 20, [1])], seq0=len(ev))
     new.observe_inserts(moved, np.array([0]))
     assert per_row(route_stream(new, moved), 3) == [{1}, {1}, {0}]  # the part with fewer queries moved
     assert_units_route(new, Events.concat([ev, moved]))
@@ -397,7 +370,7 @@ def test_phase1_merges_text_parts_whose_objects_overlap():
 
 def test_dual_router_routes_old_subscriptions_by_the_old_router_and_objects_by_both():
     old, new = grid_router([0, 0, 1, 1], 2), grid_router([1, 1, 0, 0], 2)
-    ev = make_events([("q", (5, 5, 20, 20), [1], AND, INSERT, 7), ("q", (5, 5, 20, 20), [1], AND, INSERT, 8),
+    ev = item_events([("q", (5, 5, 20, 20), [1], AND, INSERT, 7), ("q", (5, 5, 20, 20), [1], AND, INSERT, 8),
                       ("o", 10, 10, [1]), ("q", (5, 5, 20, 20), [1], AND, DELETE, 7)])
     dual = DualRouter(old, new, np.array([7]))
     assert per_row(route_stream(dual, ev), len(ev)) == [{0}, {1}, {0, 1}, {0}]
@@ -439,16 +412,7 @@ def drift_stream(seed=0, n=4500, warmup=1200, extent=100.0, vocab=16) -> Events:
             terms.append(sorted(set(rng.integers(0, vocab, int(rng.integers(1, 5))).tolist())))
             ops.append(AND)
             on += 1
-    m = len(kinds)
-    rect, kind, xy = np.array(rects, np.float64), np.array(kinds, np.int8), np.array(xy, np.float64)
-    cols = {"seq": np.arange(m, dtype=np.int64), "ts": np.arange(m, dtype=np.float64), "kind": kind,
-            "family": np.where(kind == OBJECT, -1, RANGE).astype(np.int8), "id": np.array(ids, np.int64),
-            "x": xy[:, 0], "y": xy[:, 1], "xmin": rect[:, 0], "ymin": rect[:, 1], "xmax": rect[:, 2],
-            "ymax": rect[:, 3], "op": np.array(ops, np.int8), "k": np.zeros(m, np.int32),
-            "alpha": np.zeros(m, np.float32)}
-    offsets = np.zeros(m + 1, np.int64)
-    np.cumsum([len(t) for t in terms], out=offsets[1:])
-    return Events(cols, offsets, np.array([v for t in terms for v in t], np.int32))
+    return events_from_lists(kinds, ids, xy, rects, terms, ops)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from harness.events import AND, DELETE, INSERT, OBJECT, OR, RANGE, Events
+from harness.events import AND, DELETE, INSERT, OBJECT, OR, Events
 from strategies.adjust_base import UNIT_COLUMNS, EpochStats, get_adjuster
 from strategies.agrid import AGridRouter, AGridStrategy, kd_partition
 from strategies.base import FitContext
@@ -27,7 +27,7 @@ from strategies.tornado_adjust import (
     shifted_rects,
     split_rect,
 )
-from tests.streams import random_stream
+from tests.streams import events_from_lists, random_stream
 
 ROOT = Path(__file__).resolve().parents[1]
 CTX = FitContext((0.0, 0.0, 100.0, 100.0), np.ones(16), 0)
@@ -343,16 +343,7 @@ def drift_stream(seed=0, n=3500, warmup=1000, scale=0.5, extent=100.0, vocab=8) 
             terms.append(sorted(set(rng.integers(0, vocab, int(rng.integers(1, 5))).tolist())))
             ops.append(AND)
             on += 1
-    m = len(kinds)
-    rect, kind, xy = np.array(rects, np.float64), np.array(kinds, np.int8), np.array(xy, np.float64)
-    cols = {"seq": np.arange(m, dtype=np.int64), "ts": np.arange(m, dtype=np.float64), "kind": kind,
-            "family": np.where(kind == OBJECT, -1, RANGE).astype(np.int8), "id": np.array(ids, np.int64),
-            "x": xy[:, 0], "y": xy[:, 1], "xmin": rect[:, 0], "ymin": rect[:, 1], "xmax": rect[:, 2],
-            "ymax": rect[:, 3], "op": np.array(ops, np.int8), "k": np.zeros(m, np.int32),
-            "alpha": np.zeros(m, np.float32)}
-    offsets = np.zeros(m + 1, np.int64)
-    np.cumsum([len(t) for t in terms], out=offsets[1:])
-    return Events(cols, offsets, np.array([v for t in terms for v in t], np.int32))
+    return events_from_lists(kinds, ids, xy, rects, terms, ops)
 
 
 @pytest.mark.parametrize("summaries", [True, False])
