@@ -256,15 +256,20 @@ def validate(cfg) -> list[RunSpec]:
 def adjustable_runs(cfg, runs: list[RunSpec]) -> list[RunSpec]:
     """With an adjuster, the runs it can adjust: an explicitly named strategy it cannot adjust is
     an error; `strategy=all` keeps those it can (and says which it dropped)."""
+    import numpy as np
+
     from strategies import registry
     from strategies.adjust_base import get_adjuster
+    from strategies.base import FitContext
 
     if cfg.adjust.name == "none":
         return runs
     try:
         adj = get_adjuster(cfg.adjust.name)
-        adj.make_params(dict(cfg.adjust.params))
-    except ValueError as exc:
+        params = adj.make_params(dict(cfg.adjust.params))
+        # an adjuster checks its parameter values when built: build one now, before Spark starts
+        adj(params, cfg.workers, FitContext((0.0, 0.0, 1.0, 1.0), np.ones(1)), runs[0].name)
+    except (TypeError, ValueError) as exc:
         raise ConfigError(str(exc)) from None
     if cfg.epochs.size <= 0:
         raise ConfigError(f"adjust={cfg.adjust.name} adjusts between epochs, but epochs.size=0 makes the measured "

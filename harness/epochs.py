@@ -1,12 +1,11 @@
 """A run as a sequence of epochs, and the adjustment step between two of them.
 
 Epoch 0 is the warm-up (the strategies' fitting sample). The measured stream is cut by event
-count (`epochs.by=count`, `epochs.size` events each) or by event time (`epochs.by=time`,
-`epochs.size` seconds of `ts` each; a count remainder under half an epoch joins the last one);
-size 0 keeps it one epoch, the static experiment. After
-each measured epoch but the last, the adjuster sees the monitor's statistics and may return a
-plan; `plan_step` times its selection and checks the plan before anything moves. Shared by the
-Spark runner and the in-process simulator.
+count (`epochs.by=count`, `epochs.size` events each; a remainder under half an epoch joins the
+last one) or by event time (`epochs.by=time`, `epochs.size` seconds of `ts` each); size 0 keeps
+it one epoch, the static experiment. After each measured epoch but the last, the adjuster sees
+the monitor's statistics and may return a plan; `plan_step` times its selection and checks the
+plan before anything moves. Shared by the Spark runner and the in-process simulator.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from harness.events import Events
-from harness.migration import Placement, live_queries, validate_plan
+from harness.migration import live_queries, validate_plan
 from harness.monitor import units_frame, workers_frame
 from strategies.adjust_base import Adjuster, EpochStats, MigrationPlan
 
@@ -58,7 +57,6 @@ def epoch_stats(epoch: int, unit_tables: list[pa.Table], worker_stats: dict[int,
 class Step:
     plan: MigrationPlan | None
     select_s: float
-    placement: Placement | None = None
 
 
 def plan_step(adjuster: Adjuster, router, stats: EpochStats) -> Step:
@@ -68,7 +66,8 @@ def plan_step(adjuster: Adjuster, router, stats: EpochStats) -> Step:
     select_s = time.perf_counter() - t0
     if plan is None:
         return Step(None, select_s)
-    return Step(plan, select_s, validate_plan(plan, router, stats.live, stats.n_workers))
+    validate_plan(plan, router, stats.live, stats.n_workers)  # raises InvalidPlanError
+    return Step(plan, select_s)
 
 
 def epoch_row(epoch: int, n_events: int, worker_stats: dict[int, dict], route_s: float, n_dispatchers: int,

@@ -85,10 +85,10 @@ def validate_plan(plan: MigrationPlan, old_router, live: Events, n_workers: int)
     new_owner = None
     if len(unit):
         new_owner = plan.router.unit_owner()
-        out = np.flatnonzero(unit >= len(new_owner)) if new_owner is not None else []
-        if len(out) or np.any(unit < 0):
-            raise InvalidPlanError(f"plan names unit {unit[out[0]] if len(out) else unit[unit < 0][0]}, "
-                                   f"but the new router has units 0..{len(new_owner) - 1}")
+        out = np.flatnonzero((unit < 0) | (unit >= len(new_owner)))
+        if len(out):
+            raise InvalidPlanError(f"plan names unit {unit[out[0]]}, but the new router has units "
+                                   f"0..{len(new_owner) - 1}")
         wrong = np.flatnonzero(new_owner[unit] != dst)
         if len(wrong):
             i = wrong[0]

@@ -100,11 +100,12 @@ def simulate(events: Events, warmup: int, strategy: str, n_workers: int, epoch_e
             states[w] = index.export_state()
             worker_stats[w] = {**out.counters, "busy_s": out.busy_s, "restored": len(start),
                                "pause_s": pause.get(w, 0.0), "events": len(sub)}
-            tables.append(unit_stats(router, w, sub, out.work, out.busy_s, start, states[w]))
+            if adjuster.name != "none":  # the monitor runs only for an adjuster, as on Spark
+                tables.append(unit_stats(router, w, sub, out.work, out.busy_s, start, states[w]))
         pause = {}
         if epoch == 0:
             continue
-        row = epoch_row(epoch, hi - lo, worker_stats, 0.0, 1, n_workers, tables if adjuster.name != "none" else None)
+        row = epoch_row(epoch, hi - lo, worker_stats, 0.0, 1, n_workers, tables)
         row.update(migrated_queries=0, migrated_bytes=0, select_s=0.0, migration_s=0.0)
         if adjuster.name != "none" and hi < len(events):
             step = plan_step(adjuster, router, epoch_stats(epoch, tables, worker_stats, events, lo, hi, n_workers))

@@ -16,12 +16,8 @@ makes results stay exact across a migration whatever the adjuster did.
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -142,24 +138,10 @@ class NoAdjustment(Adjuster):
         return None
 
 
-_NOT_ADJUSTER_MODULES = {"base", "registry", "kernels", "spatial", "load", "textpart"}
-
-
-@lru_cache(maxsize=1)
 def _discover() -> dict[str, type[Adjuster]]:
-    import strategies
+    from strategies.registry import discover
 
-    found: dict[str, type[Adjuster]] = {}
-    for info in pkgutil.iter_modules(strategies.__path__):
-        if info.name in _NOT_ADJUSTER_MODULES or info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"strategies.{info.name}")
-        for _, obj in inspect.getmembers(module, inspect.isclass):
-            if issubclass(obj, Adjuster) and obj.__module__ == module.__name__ and getattr(obj, "name", None):
-                if obj.name in found and found[obj.name] is not obj:
-                    raise RuntimeError(f"two adjusters named {obj.name!r}: {found[obj.name]} and {obj}")
-                found[obj.name] = obj
-    return dict(sorted(found.items()))
+    return discover(Adjuster)
 
 
 def adjuster_names() -> list[str]:

@@ -14,24 +14,30 @@ from functools import lru_cache
 import strategies
 from strategies.base import Strategy
 
-_NOT_STRATEGY_MODULES = {"base", "registry", "kernels", "spatial", "load", "textpart"}
+_NOT_PLUGIN_MODULES = {"base", "registry", "kernels", "spatial", "load", "textpart"}
 
 
-@lru_cache(maxsize=1)
-def _discover() -> dict[str, type[Strategy]]:
-    found: dict[str, type[Strategy]] = {}
+@lru_cache(maxsize=None)
+def discover(base: type) -> dict[str, type]:
+    """Every subclass of `base` with a `name`, defined in a module of strategies/ (strategies and
+    adjusters are found alike), by name."""
+    found: dict[str, type] = {}
     for info in pkgutil.iter_modules(strategies.__path__):
-        if info.name in _NOT_STRATEGY_MODULES or info.name.startswith("_"):
+        if info.name in _NOT_PLUGIN_MODULES or info.name.startswith("_"):
             continue
         module = importlib.import_module(f"strategies.{info.name}")
         for _, obj in inspect.getmembers(module, inspect.isclass):
-            if issubclass(obj, Strategy) and obj is not Strategy and getattr(obj, "name", None):
+            if issubclass(obj, base) and obj is not base and getattr(obj, "name", None):
                 if obj.__module__ != module.__name__:
                     continue
                 if obj.name in found and found[obj.name] is not obj:
-                    raise RuntimeError(f"two strategies named {obj.name!r}: {found[obj.name]} and {obj}")
+                    raise RuntimeError(f"two {base.__name__} classes named {obj.name!r}: {found[obj.name]} and {obj}")
                 found[obj.name] = obj
     return dict(sorted(found.items()))
+
+
+def _discover() -> dict[str, type[Strategy]]:
+    return discover(Strategy)
 
 
 def names() -> list[str]:

@@ -83,6 +83,8 @@ def test_per_epoch_series_in_the_run_folder_runs_table_and_mlflow(adjusted):
     (["adjust=fg"], "cannot adjust grid"),
     (["adjust=tornado"], "strategies it adjusts: agrid"),
     (["adjust=gr", "+adjust.params.sigmaa=2"], "valid parameters"),
+    (["adjust=gr", "adjust.params.sigma=0.5"], "sigma must be >= 1"),
+    (["adjust=tornado", "strategy=agrid", "adjust.params.beta=-1"], "beta must be >= 0"),
     (["epochs.by=day"], "count, time"),
 ])
 def test_bad_adjustment_configs_are_rejected_before_spark(tmp_path, overrides, message):
