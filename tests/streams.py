@@ -8,8 +8,9 @@ from harness.events import AND, DELETE, INSERT, OBJECT, OR, RANGE, Events
 
 
 def random_stream(seed: int, n_objects: int = 60, n_queries: int = 25, vocab: int = 12, extent: float = 100.0,
-                  delete_fraction: float = 0.4) -> Events:
-    """Objects and range subscriptions over a small square and vocabulary, so matches are common."""
+                  delete_fraction: float = 0.4, max_query_terms: int = 3) -> Events:
+    """Objects and range subscriptions over a small square and vocabulary, so matches are common;
+    queries draw 1..max_query_terms keywords (STS queries have at most 3)."""
     rng = np.random.default_rng(seed)
     kinds, ids, xs, ys, rects, terms, ops = [], [], [], [], [], [], []
     live = []
@@ -26,7 +27,7 @@ def random_stream(seed: int, n_objects: int = 60, n_queries: int = 25, vocab: in
             cx, cy = rng.uniform(0, extent, 2)
             hw, hh = rng.uniform(1, extent / 3, 2)
             rect = (cx - hw, cy - hh, cx + hw, cy + hh)
-            t = sorted(set(rng.integers(0, vocab, int(rng.integers(1, 4))).tolist()))
+            t = sorted(set(rng.integers(0, vocab, int(rng.integers(1, max_query_terms + 1))).tolist()))
             op = OR if (len(t) > 1 and rng.random() < 0.5) else AND
             q = (q_next, cx, cy, rect, t, op)
             live.append(q)

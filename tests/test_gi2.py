@@ -30,6 +30,18 @@ def test_gi2_equals_oracle_on_random_streams(seed, cells):
     np.testing.assert_array_equal(got, expected)
 
 
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("vocab_size", [12, 2**31])
+def test_queries_whose_keywords_do_not_fit_the_posting_row_match_exactly(seed, vocab_size):
+    """A posting row carries at most two other keywords of ids below 2^30; longer queries, or a
+    larger vocabulary, are checked against the query arrays instead. Both paths must agree."""
+    ev = random_stream(seed, n_objects=80, n_queries=30, vocab=8, max_query_terms=6)
+    assert np.diff(ev.offsets)[ev.kind == INSERT].max() > 3
+    idx = GI2Index(IndexContext(CTX.extent, vocab_size))
+    idx.restore(Events.empty())
+    np.testing.assert_array_equal(sorted_unique(idx.process(ev).keys), oracle_keys(ev))
+
+
 def test_gi2_emits_each_pair_once_per_worker():
     ev = random_stream(3, n_objects=200, n_queries=40, vocab=4)
     idx = GI2Index(CTX)
@@ -90,6 +102,18 @@ def test_state_export_and_restore_is_seamless(seed):
     b.restore(a.export_state())
     k2 = b.process(second).keys
     np.testing.assert_array_equal(sorted_unique(np.concatenate([k1, k2])), oracle_keys(ev))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_several_batches_in_one_epoch_keep_every_insert(seed):
+    """process may be called more than once between restores: queries inserted by an earlier
+    call stay matchable."""
+    ev = random_stream(seed, n_objects=120, n_queries=50)
+    idx = GI2Index(CTX)
+    idx.restore(Events.empty())
+    parts = np.array_split(np.arange(len(ev)), 3)
+    keys = np.concatenate([idx.process(ev.take(rows)).keys for rows in parts])
+    np.testing.assert_array_equal(sorted_unique(keys), oracle_keys(ev))
 
 
 def test_compile_time_is_measured_and_kept_out_of_busy_time():

@@ -25,13 +25,28 @@ from numba import njit
 
 from harness.events import AND, DELETE, INSERT, OBJECT, Events
 from harness.workers.base import NEVER, CompileClock, IndexContext, WorkerIndex, WorkerOutput, deletion_seqs
-from strategies.kernels import axis_cell
+from strategies.kernels import axis_cell, lower_bound
 from strategies.spatial import UniformGrid
 
 
+# A posting is one 64-byte row (one cache line) holding everything a candidate check reads, so
+# scanning a posting list touches memory only sequentially; the rectangle columns are read
+# through a float64 view of the same buffer. Columns:
+INS, DEL, XMIN, YMIN, XMAX, YMAX, QID, KW = range(8)
+# KW packs the query's keywords other than the posting's own term (at most two: STS queries have
+# 1-3): bit 0 AND, bits 1-2 how many (0-2), bits 3-32 and 33-62 the keywords. A query with more
+# keywords, or a vocabulary past 2^30, spills: count 3 and the query's position in bits 3-62,
+# and its keywords are read from the query arrays instead.
+_KW_BITS = 30
+_KW_MASK = (1 << _KW_BITS) - 1
+_SPILL = 3
+
+
 @njit(cache=True)
-def build_postings(q_pos, xmin, ymin, xmax, ymax, op, offsets, values, x0, y0, icw, ich, nx, ny, vocab):
-    """Postings of the given queries: sorted distinct keys, their start offsets, query positions."""
+def build_postings(q_pos, xmin, ymin, xmax, ymax, op, offsets, values, ids, ins, dele,
+                   x0, y0, icw, ich, nx, ny, vocab):
+    """Postings of the given queries: sorted distinct keys (cell * vocab + term), their start
+    offsets, the query position of each posting and its packed row (see the column layout)."""
     total = 0
     for p in q_pos:
         cells = (axis_cell(xmax[p], x0, icw, nx) - axis_cell(xmin[p], x0, icw, nx) + 1) * (
@@ -70,13 +85,47 @@ def build_postings(q_pos, xmin, ymin, xmax, ymax, op, offsets, values, x0, y0, i
             starts[u] = i
             u += 1
     starts[n_unique] = total
-    return ukeys, starts, post
+    rows = _aligned_rows(total)
+    frows = rows.view(np.float64)
+    inline = vocab <= _KW_MASK + 1
+    for e in range(total):
+        p = post[e]
+        rows[e, INS] = ins[p]
+        rows[e, DEL] = dele[p]
+        frows[e, XMIN] = xmin[p]
+        frows[e, YMIN] = ymin[p]
+        frows[e, XMAX] = xmax[p]
+        frows[e, YMAX] = ymax[p]
+        rows[e, QID] = ids[p]
+        term = keys[e] % vocab
+        meta = 1 if op[p] == AND else 0
+        if inline and offsets[p + 1] - offsets[p] <= 3:
+            n_other = 0
+            for j in range(offsets[p], offsets[p + 1]):
+                if values[j] != term:
+                    meta |= np.int64(values[j]) << (3 + _KW_BITS * n_other)
+                    n_other += 1
+            meta |= n_other << 1
+        else:
+            meta |= (_SPILL << 1) | (p << 3)
+        rows[e, KW] = meta
+    return ukeys, starts, post, rows
+
+
+@njit(cache=True)
+def _aligned_rows(n):
+    """An (n, 8) int64 array whose rows start on 64-byte boundaries."""
+    raw = np.empty(n * 8 + 8, np.int64)
+    skip = (-(raw.ctypes.data % 64) % 64) // 8
+    return raw[skip:skip + n * 8].reshape(n, 8)
 
 
 @njit(cache=True)
 def cell_pointers(ukeys, n_cells, vocab):
     """Where each cell's run of keys starts in ukeys (keys are cell * vocab + term, sorted), so a
-    lookup binary-searches only the few terms of one cell instead of every key."""
+    lookup binary-searches only the terms of one cell. (An open-addressing hash table over all
+    keys measured slower here: its random probes evict the posting rows that objects of the same
+    cell, matched one after another, would reuse.)"""
     ptr = np.empty(n_cells + 1, np.int64)
     k = 0
     for c in range(n_cells + 1):
@@ -88,14 +137,12 @@ def cell_pointers(ukeys, n_cells, vocab):
 
 
 @njit(cache=True, inline="always")
-def _lower_bound(arr, key, lo, hi):
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if arr[mid] < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+def _has(vals, lo, hi, w):
+    """w is in the sorted run vals[lo:hi]."""
+    for j in range(lo, hi):
+        if vals[j] >= w:
+            return vals[j] == w
+    return False
 
 
 @njit(cache=True, inline="always")
@@ -124,63 +171,120 @@ def _all_in(a, a_lo, a_hi, b, b_lo, b_hi):
     return True
 
 
-@njit(cache=True, inline="always")
-def _scan(key, cell, term, s, oid, ox, oy, o_vals, o_lo, o_hi, ukeys, starts, post, cell_ptr, rect, life,
-          q_id, q_op, q_off, q_val, out, n):
-    """Scan one posting list; returns (out, n, candidates checked). Each posting carries its
-    query's rectangle and lifetime, so the scan reads memory sequentially and touches the query's
-    keywords only when place and time already match."""
-    hi = cell_ptr[cell + 1]
-    u = _lower_bound(ukeys, key, cell_ptr[cell], hi)
-    if u == hi or ukeys[u] != key:
-        return out, n, 0
-    for e in range(starts[u], starts[u + 1]):
-        if life[e, 0] >= s or life[e, 1] <= s:
-            continue
-        if ox < rect[e, 0] or oy < rect[e, 1] or ox > rect[e, 2] or oy > rect[e, 3]:
-            continue
-        p = post[e]
-        if q_op[p] == AND:
-            ok = _all_in(q_val, q_off[p], q_off[p + 1], o_vals, o_lo, o_hi)
-        else:
-            ok = _first_common(q_val, q_off[p], q_off[p + 1], o_vals, o_lo, o_hi) == term
-        if ok:
-            if n == len(out):
-                bigger = np.empty(2 * len(out) + 16, np.int64)
-                bigger[:n] = out[:n]
-                out = bigger
-            out[n] = (q_id[p] << 32) | oid
-            n += 1
-    return out, n, starts[u + 1] - starts[u]
+@njit(cache=True)
+def _spilled_match(p, term, o_vals, o_lo, o_hi, q_op, q_off, q_val):
+    """Keyword check of a spilled posting (query position p) against the object's sorted terms."""
+    if q_op[p] == AND:
+        return _all_in(q_val, q_off[p], q_off[p + 1], o_vals, o_lo, o_hi)
+    return _first_common(q_val, q_off[p], q_off[p + 1], o_vals, o_lo, o_hi) == term
 
 
 @njit(cache=True)
-def match_objects(rows, seq, ids, x, y, offsets, values, x0, y0, icw, ich, nx, ny, vocab,
-                  a_keys, a_starts, a_post, a_ptr, a_rect, a_life, b_keys, b_starts, b_post, b_ptr, b_rect, b_life,
-                  q_id, q_op, q_off, q_val, work):
-    """Match each object row against both indexes; fills work[row]; returns result keys."""
+def match_objects(order, seq, ids, x, y, offsets, values, x0, y0, icw, ich, nx, ny, vocab,
+                  a_keys, a_ptr, a_starts, a_rows, b_keys, b_ptr, b_starts, b_rows, q_op, q_off, q_val, work):
+    """Match each object row (in the given order) against the base (a), then the delta (b)
+    postings; adds the candidates checked to work[row]; returns the result keys.
+
+    Written as one loop nest on purpose (each variant was measured on 100k queries): the store
+    is chosen outside the object loop, so its arrays stay loop invariant (choosing it per object
+    cost 30%, a helper function per store 45%, the keyword check as an inlined function 20%);
+    the output array is rebound only when full, between objects, which are then matched again
+    from their first result (rebinding it inside the candidate loop costs reference counting per
+    candidate: 40%)."""
     out = np.empty(1024, np.int64)
     n = 0
-    for r in rows:
-        cell = axis_cell(y[r], y0, ich, ny) * nx + axis_cell(x[r], x0, icw, nx)
-        checks = 0
-        lo, hi = offsets[r], offsets[r + 1]
-        for j in range(lo, hi):
-            t = values[j]
-            key = cell * vocab + t
-            out, n, c = _scan(key, cell, t, seq[r], ids[r], x[r], y[r], values, lo, hi, a_keys, a_starts, a_post,
-                              a_ptr, a_rect, a_life, q_id, q_op, q_off, q_val, out, n)
-            checks += c
-            out, n, c = _scan(key, cell, t, seq[r], ids[r], x[r], y[r], values, lo, hi, b_keys, b_starts, b_post,
-                              b_ptr, b_rect, b_life, q_id, q_op, q_off, q_val, out, n)
-            checks += c
-        work[r] = 1 + checks
+    for which in range(2):
+        if which == 0:
+            ukeys, ptr, starts, rows = a_keys, a_ptr, a_starts, a_rows
+        else:
+            ukeys, ptr, starts, rows = b_keys, b_ptr, b_starts, b_rows
+        frows = rows.view(np.float64)
+        for r in order:
+            cell = axis_cell(y[r], y0, ich, ny) * nx + axis_cell(x[r], x0, icw, nx)
+            s, ox, oy = seq[r], x[r], y[r]
+            lo, hi = offsets[r], offsets[r + 1]
+            k_lo, k_hi = ptr[cell], ptr[cell + 1]
+            while True:
+                m = n
+                full = False
+                checks = 0
+                for j in range(lo, hi):
+                    term = values[j]
+                    key = cell * vocab + term
+                    u = lower_bound(ukeys, k_lo, k_hi, key)
+                    if u == k_hi or ukeys[u] != key:
+                        continue
+                    checks += starts[u + 1] - starts[u]
+                    for e in range(starts[u], starts[u + 1]):
+                        if rows[e, INS] >= s or rows[e, DEL] <= s:
+                            continue
+                        if ox < frows[e, XMIN] or oy < frows[e, YMIN] or ox > frows[e, XMAX] or oy > frows[e, YMAX]:
+                            continue
+                        # keywords: AND needs every other keyword; OR needs no smaller one held,
+                        # so the pair is reported from one posting only
+                        meta = rows[e, KW]
+                        n_other = (meta >> 1) & 3
+                        ok = True
+                        if n_other == _SPILL:
+                            ok = _spilled_match(meta >> 3, term, values, lo, hi, q_op, q_off, q_val)
+                        elif meta & 1:
+                            if n_other >= 1 and not _has(values, lo, hi, (meta >> 3) & _KW_MASK):
+                                ok = False
+                            elif n_other == 2 and not _has(values, lo, hi, (meta >> (3 + _KW_BITS)) & _KW_MASK):
+                                ok = False
+                        else:
+                            if n_other >= 1:
+                                w = (meta >> 3) & _KW_MASK
+                                if w < term and _has(values, lo, hi, w):
+                                    ok = False
+                            if ok and n_other == 2:
+                                w = (meta >> (3 + _KW_BITS)) & _KW_MASK
+                                if w < term and _has(values, lo, hi, w):
+                                    ok = False
+                        if ok:
+                            if m == len(out):
+                                full = True
+                                break
+                            out[m] = (rows[e, QID] << 32) | ids[r]
+                            m += 1
+                    if full:
+                        break
+                if not full:
+                    break
+                bigger = np.empty(2 * len(out), np.int64)
+                bigger[:n] = out[:n]
+                out = bigger
+            n = m
+            work[r] += checks
     return out[:n]
 
 
-def _empty_postings(n_cells: int):
-    return (np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(n_cells + 1, np.int64),
-            np.zeros((0, 4), np.float64))
+@njit(cache=True)
+def refresh_deletions(rows, post, dele):
+    """Copy the queries' deletion seqs into their postings."""
+    for e in range(len(post)):
+        rows[e, DEL] = dele[post[e]]
+
+
+class Postings:
+    """One posting store: sorted distinct keys with per-cell pointers into them, each key's list
+    start, and per posting the query's position and its packed row."""
+
+    def __init__(self, ukeys, starts, post, rows, n_cells: int, vocab: int):
+        self.ukeys, self.ptr = ukeys, cell_pointers(ukeys, n_cells, vocab)
+        self.starts, self.post, self.rows = starts, post, rows
+
+    @classmethod
+    def empty(cls, n_cells: int) -> "Postings":
+        return cls(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros((0, 8), np.int64),
+                   n_cells, 1)
+
+    @property
+    def args(self) -> tuple:
+        return self.ukeys, self.ptr, self.starts, self.rows
+
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.ukeys, self.ptr, self.starts, self.post, self.rows))
 
 
 class GI2Index(WorkerIndex):
@@ -193,20 +297,15 @@ class GI2Index(WorkerIndex):
         self.queries = Events.empty()
         self.ins = np.zeros(0, np.int64)
         self.dele = np.zeros(0, np.int64)
-        self.base = _empty_postings(self.grid.n_cells)
-        self.delta = _empty_postings(self.grid.n_cells)
+        self.n_base = 0  # queries[:n_base] are posted in base, the rest in delta
+        self.base = Postings.empty(self.grid.n_cells)
+        self.delta = Postings.empty(self.grid.n_cells)
 
-    def _post(self, positions: np.ndarray):
+    def _post(self, positions: np.ndarray) -> Postings:
         q = self.queries
-        ukeys, starts, post = build_postings(positions, q.xmin, q.ymin, q.xmax, q.ymax, q.op, q.offsets, q.values,
-                                             *self.grid.args, self.vocab)
-        rect = np.stack([q.xmin[post], q.ymin[post], q.xmax[post], q.ymax[post]], axis=1)
-        return ukeys, starts, post, cell_pointers(ukeys, self.grid.n_cells, self.vocab), rect
-
-    def _life(self, postings) -> np.ndarray:
-        """(insertion seq, deletion seq) per posting, gathered after this epoch's deletions."""
-        post = postings[2]
-        return np.stack([self.ins[post], self.dele[post]], axis=1)
+        return Postings(*build_postings(positions, q.xmin, q.ymin, q.xmax, q.ymax, q.op, q.offsets, q.values, q.id,
+                                        self.ins, self.dele, *self.grid.args, self.vocab),
+                        self.grid.n_cells, self.vocab)
 
     def restore(self, state: Events) -> float:
         with CompileClock() as compiling:
@@ -218,8 +317,9 @@ class GI2Index(WorkerIndex):
         self.queries = state
         self.ins = np.full(len(state), -1, np.int64)
         self.dele = np.full(len(state), NEVER, np.int64)
+        self.n_base = len(state)
         self.base = self._post(np.arange(len(state), dtype=np.int64))
-        self.delta = _empty_postings(self.grid.n_cells)
+        self.delta = Postings.empty(self.grid.n_cells)
         return time.process_time() - t0
 
     def process(self, ev: Events) -> WorkerOutput:
@@ -234,30 +334,32 @@ class GI2Index(WorkerIndex):
         kind = ev.kind
         work = np.ones(len(ev), np.int64)
         ins_rows = np.flatnonzero(kind == INSERT)
+        del_rows = np.flatnonzero(kind == DELETE)
         n_old = len(self.queries)
         if len(ins_rows):
             self.queries = Events.concat([self.queries, ev.take(ins_rows)])
             self.ins = np.concatenate([self.ins, ev.seq[ins_rows]])
             self.dele = np.concatenate([self.dele, np.full(len(ins_rows), NEVER, np.int64)])
-            new_pos = np.arange(n_old, len(self.queries), dtype=np.int64)
-            self.delta = self._post(new_pos)
+        dele, orphan = deletion_seqs(self.queries.id, ev)
+        np.minimum(self.dele, dele, out=self.dele)
+        if len(ins_rows):
+            # every query since the restore goes to delta, also those of an earlier call
+            self.delta = self._post(np.arange(self.n_base, len(self.queries), dtype=np.int64))
             q = self.queries
+            new_pos = np.arange(n_old, len(q), dtype=np.int64)
             ncells = self.grid.cell_ranges(q.xmin[new_pos], q.ymin[new_pos], q.xmax[new_pos], q.ymax[new_pos])
             n_terms = np.where(q.op[new_pos] == AND, 1, np.diff(q.offsets)[new_pos])
             work[ins_rows] = (ncells[:, 1] - ncells[:, 0] + 1) * (ncells[:, 3] - ncells[:, 2] + 1) * n_terms
-        del_rows = np.flatnonzero(kind == DELETE)
-        dele, orphan = deletion_seqs(self.queries.id, ev)
-        np.minimum(self.dele, dele, out=self.dele)
+        if len(del_rows):
+            refresh_deletions(self.base.rows, self.base.post, self.dele)
+            refresh_deletions(self.delta.rows, self.delta.post, self.dele)
         obj_rows = np.flatnonzero(kind == OBJECT)
         q = self.queries
         # objects in cell order: consecutive objects then scan the same posting lists while they
         # are in cache (results are per object, so the order changes nothing else)
         by_cell = obj_rows[np.argsort(self.grid.cells_of(ev.x[obj_rows], ev.y[obj_rows]), kind="stable")]
-        keys = match_objects(
-            by_cell, ev.seq, ev.id, ev.x, ev.y, ev.offsets, ev.values, *self.grid.args, self.vocab,
-            *self.base, self._life(self.base), *self.delta, self._life(self.delta), q.id, q.op, q.offsets,
-            q.values, work,
-        )
+        keys = match_objects(by_cell, ev.seq, ev.id, ev.x, ev.y, ev.offsets, ev.values, *self.grid.args, self.vocab,
+                             *self.base.args, *self.delta.args, q.op, q.offsets, q.values, work)
         busy = time.process_time() - t0
         counters = {
             "objects": len(obj_rows),
@@ -266,7 +368,7 @@ class GI2Index(WorkerIndex):
             "orphan_deletes": orphan,
             "candidates": int(work[obj_rows].sum() - len(obj_rows)),
             "results": len(keys),
-            "postings": int(len(self.base[2]) + len(self.delta[2])),
+            "postings": int(len(self.base.post) + len(self.delta.post)),
         }
         return WorkerOutput(keys=keys, work=work, counters=counters, busy_s=busy)
 
@@ -275,6 +377,5 @@ class GI2Index(WorkerIndex):
         return self.queries.take(live)
 
     def size_bytes(self) -> int:
-        arrays = [*self.base, *self.delta, self.ins, self.dele, self.queries.offsets, self.queries.values]
-        arrays += list(self.queries.cols.values())
-        return int(sum(a.nbytes for a in arrays))
+        arrays = [self.ins, self.dele, self.queries.offsets, self.queries.values, *self.queries.cols.values()]
+        return int(self.base.nbytes() + self.delta.nbytes() + sum(a.nbytes for a in arrays))
