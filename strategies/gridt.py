@@ -15,7 +15,9 @@ Queries are indexed under the least frequent keyword of each conjunct: an AND qu
 largest term id, an OR query under each keyword. Both maps are flat sorted int64 keys (owner << 32
 | term, owner = cell for H2, term map for H1) with CSR pointers per owner, searched by binary
 search in numba; objects test the 64 most frequent term ids in a dense per-cell seq table first
-(most object terms are frequent; a binary search per term would dominate routing).
+(most object terms are frequent; a binary search per term would dominate routing). A per-cell
+filter comes before both: a bit per frequent term, and 512 bits for the others (term mod 512),
+so that a term the cell has no query for, the common case, costs one bit test in a small table.
 
 Growth with subscriptions (`observe_inserts`): each (cell, routing term) pair that a new query
 brings enters H2 with the seq of the first query that brought it; an object at seq s uses only
@@ -44,17 +46,20 @@ from strategies.spatial import UniformGrid
 # --- kernels --------------------------------------------------------------------------------------
 
 LOW_TERMS = 64  # dense per-cell H2 seq table over the most frequent term ids (ids are frequency ranks)
+# per-cell filter words: word 0 has bit t set when term t < LOW_TERMS is in the cell's H2, words
+# 1..8 filter the other terms (bit = term mod 512); far smaller than the seq table, so it stays cached
+FILTER_WORDS = 9
 NEVER = np.iinfo(np.int64).max
 
 
 @njit(cache=True)
 def route_points_h2(rows, seq, x, y, offsets, values, x0, y0, inv_cw, inv_ch, nx, ny, cell_worker, h2_ptr, h2_key,
-                    h2_worker, h2_seq, low_seq, n_workers):
+                    h2_worker, h2_seq, low_seq, term_filter, n_workers):
     """Each object to the H2 workers of its terms in its cell (entries older than the object).
 
     A frequent term (id < LOW_TERMS) is tested in the dense table low_seq[cell, term] (the seq of
-    its H2 entry, NEVER when absent) instead of a binary search; in a space cell the first hit
-    settles the object."""
+    its H2 entry, NEVER when absent) instead of a binary search, any other term first in the
+    cell's term_filter bits; in a space cell the first hit settles the object."""
     stamp = np.full(n_workers, -1, np.int64)
     bound = 0  # an upper bound of the pairs, so one pass fills the output (no reallocation in the loop)
     for i in range(len(rows)):
@@ -75,19 +80,28 @@ def route_points_h2(rows, seq, x, y, offsets, values, x0, y0, inv_cw, inv_ch, nx
         for j in range(offsets[r], offsets[r + 1]):
             t = values[j]
             if t < LOW_TERMS:
-                if low_seq[c * LOW_TERMS + t] >= s:
+                if (term_filter[c * FILTER_WORDS] >> t) & 1 == 0 or low_seq[c * LOW_TERMS + t] >= s:
                     continue
-                if space:
-                    total = _emit(True, i, r, cell_worker[c], stamp, out_r, out_w, total)
+                if space:  # one pair, no duplicate to stamp out (stamping here doubled the kernel's time)
+                    out_r[total] = r
+                    out_w[total] = cell_worker[c]
+                    total += 1
                     break
+            else:
+                b = t & 511
+                if (term_filter[c * FILTER_WORDS + 1 + (b >> 6)] >> (b & 63)) & 1 == 0:
+                    continue
             k = _lower_bound(h2_key, lo, hi, base | t)
             if k == hi:
                 break  # terms ascend: no later term is in this cell's H2 either
             lo = k
             if h2_key[k] == (base | t) and h2_seq[k] < s:
-                total = _emit(True, i, r, h2_worker[k], stamp, out_r, out_w, total)
                 if space:
+                    out_r[total] = r
+                    out_w[total] = h2_worker[k]
+                    total += 1
                     break
+                total = _emit(True, i, r, h2_worker[k], stamp, out_r, out_w, total)
     return out_r[:total], out_w[:total]
 
 
@@ -278,17 +292,22 @@ def assign_new_terms(tmap, tmc_ptr, tmc_worker, worker_load, tm_unit):
 
 
 @njit(cache=True)
-def low_table(h2_ptr, h2_key, h2_seq):
-    """Dense seq of each cell's H2 entries for terms below LOW_TERMS (NEVER when absent)."""
+def object_tables(h2_ptr, h2_key, h2_seq):
+    """The object fast path's per-cell tables: the dense seq of the H2 entries of terms below
+    LOW_TERMS (NEVER when absent), and the filter bits of the other H2 terms."""
     n_cells = len(h2_ptr) - 1
-    out = np.full(n_cells * LOW_TERMS, NEVER, np.int64)
+    low = np.full(n_cells * LOW_TERMS, NEVER, np.int64)
+    bits = np.zeros(n_cells * FILTER_WORDS, np.int64)
     for c in range(n_cells):
         for k in range(h2_ptr[c], h2_ptr[c + 1]):
             t = h2_key[k] & 0xFFFFFFFF
-            if t >= LOW_TERMS:
-                break
-            out[c * LOW_TERMS + t] = h2_seq[k]
-    return out
+            if t < LOW_TERMS:
+                low[c * LOW_TERMS + t] = h2_seq[k]
+                bits[c * FILTER_WORDS] |= np.int64(1) << t
+            else:
+                b = t & 511
+                bits[c * FILTER_WORDS + 1 + (b >> 6)] |= np.int64(1) << (b & 63)
+    return low, bits
 
 
 # --- helpers --------------------------------------------------------------------------------------
@@ -352,8 +371,8 @@ class GridtRouter(Router):
     maps (text cells; `tmc_*` lists each map's workers). H1 of text cells is `tm_key` = term map
     << 32 | term (sorted) -> `tm_worker`, with the seq each entry appeared at (`tm_seq`; fit-time
     entries: the minimum int64); H2 is `h2_key` = cell << 32 | term (sorted) -> `h2_worker`, with
-    `h2_seq`. `tm_ptr` / `h2_ptr` are their per-owner CSR pointers, `h2_low` the dense seq table of
-    the object fast path. `plan` holds the kdt-tree leaves the router was built from (for describe and
+    `h2_seq`. `tm_ptr` / `h2_ptr` are their per-owner CSR pointers, `h2_low` and `h2_filter` the
+    tables of the object fast path. `plan` holds the kdt-tree leaves the router was built from (for describe and
     adjusters), not dispatcher state. `tm_slot` gives each H1 entry's position in its map's worker
     list (its slot): the migration units are space cells and the slots of text cells (see units).
     """
@@ -404,7 +423,7 @@ class GridtRouter(Router):
 
     def _index_h2(self) -> None:
         self.h2_ptr = owner_ptr(self.h2_key, self.grid.n_cells)
-        self.h2_low = low_table(self.h2_ptr, self.h2_key, self.h2_seq)
+        self.h2_low, self.h2_filter = object_tables(self.h2_ptr, self.h2_key, self.h2_seq)
         self.__dict__.setdefault("_unit_cache", {}).pop("h2_unit", None)
 
     # -- growth ------------------------------------------------------------------------------------
@@ -455,7 +474,7 @@ class GridtRouter(Router):
     def route_objects(self, ev: Events, rows: np.ndarray) -> Pairs:
         return route_points_h2(np.asarray(rows, np.int64), ev.seq, ev.x, ev.y, ev.offsets, ev.values, *self.grid.args,
                                self.cell_worker, self.h2_ptr, self.h2_key, self.h2_worker, self.h2_seq, self.h2_low,
-                               self.n_workers)
+                               self.h2_filter, self.n_workers)
 
     def route_range(self, ev: Events, rows: np.ndarray) -> Pairs:
         return route_rects_h1(np.asarray(rows, np.int64), ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax,
@@ -540,7 +559,8 @@ class GridtRouter(Router):
         n_units = self.unit_layout()[2]
         cell_unit = np.where(self.cell_worker >= 0, np.arange(self.grid.n_cells, dtype=np.int64), -1)
         ro, uo = route_points_h2(rows[is_obj], ev.seq, ev.x, ev.y, ev.offsets, ev.values, *self.grid.args, cell_unit,
-                                 self.h2_ptr, self.h2_key, self._h2_unit(), self.h2_seq, self.h2_low, n_units)
+                                 self.h2_ptr, self.h2_key, self._h2_unit(), self.h2_seq, self.h2_low, self.h2_filter,
+                                 n_units)
         qs = rows[~is_obj]
         qs = qs[ev.family[qs] == RANGE]
         rq, uq = rect_units(qs, ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args,
