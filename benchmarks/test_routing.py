@@ -133,7 +133,7 @@ def test_route_stream(benchmark, stream_setup, record, name):
 
     route_stream(fitted(), measured.take(np.arange(min(100, len(measured)))))  # numba warm-up
     best = float("inf")
-    for _ in range(3):
+    for _ in range(7):  # best of 7: this figure is a few milliseconds, and shared machines are noisy
         router = fitted()
         secs, (r, w) = cpu_timer(lambda: route_stream(router, measured), rounds=1)
         best = min(best, secs)

@@ -597,16 +597,21 @@ class QTTreeRouter(Router):
         self.regions = np.asarray(regions, np.float64).reshape(-1, 4)  # per node (for plots)
         self.leaf_cost = np.asarray(leaf_cost, np.float64)
         self.has_text = bool((self.kind == TEXT).any())
+        self._pairs_per_row: dict[bool, float] = {}  # by row kind (objects: True), for _route's buffer
         # Derived from leaf_worker (recomputed when leaves move): the worker of each exit-table
         # entry whose exit is a leaf, so all-leaf runs route like a term -> worker map.
         exits = self.exit_table.astype(np.int64)
         self.exit_worker = np.where(self.kind[exits] == LEAF, self.leaf_worker[self.node_leaf[exits]], -1).astype(np.int32)
 
     def _route(self, rows, points, xmin, ymin, xmax, ymax, ev, last_only, per_row: float) -> Pairs:
+        """Pairs of the rows; the buffer starts at the pairs per row seen last time for this kind
+        of row (objects reach several text leaves each: a fixed guess meant several resumptions
+        and a concatenation per batch)."""
         rows = np.asarray(rows, np.int64)
         parts_r, parts_w = [], []
         begin = 0
-        cap = int(per_row * len(rows)) + self.n_workers + 64
+        rates = self._pairs_per_row
+        cap = int(max(per_row, 1.1 * rates.get(points, 0.0)) * len(rows)) + self.n_workers + 64
         while True:
             out_r = np.empty(cap, np.int64)
             out_w = np.empty(cap, np.int64)
@@ -622,6 +627,9 @@ class QTTreeRouter(Router):
             rate = total / max(nxt - begin, 1)  # pairs per row so far: size the next buffer by it
             begin = nxt
             cap = int(max(rate, 1.0) * 1.25 * (len(rows) - begin)) + self.n_workers + 64
+        n_pairs = sum(len(p) for p in parts_r)
+        if len(rows):
+            rates[points] = n_pairs / len(rows)
         if len(parts_r) == 1:
             return parts_r[0], parts_w[0]
         return np.concatenate(parts_r), np.concatenate(parts_w)

@@ -21,10 +21,14 @@ def composed(*overrides):
         return compose(config_name="config", overrides=list(overrides))
 
 
-def test_defaults_compose_to_every_range_strategy():
+def test_defaults_compose_to_the_baselines_and_all_to_every_range_strategy():
     cfg = composed()
     assert cfg.workers == 8 and cfg.dataset.name == "synthetic" and cfg.workload.name == "sts_q1"
-    assert [r.label for r in validate(cfg)] == registry.supporting("range")
+    assert [r.label for r in validate(cfg)] == [n for n in registry.supporting("range")
+                                                if n in ("grid", "kdtree", "text_frequency", "hash")]
+    assert [r.label for r in validate(composed("strategy=all"))] == registry.supporting("range")
+    grand = composed("experiment=grand_range")
+    assert [r.name for r in validate(grand)][:len(registry.supporting("range"))] == registry.supporting("range")
 
 
 def test_any_value_is_overridable():

@@ -36,7 +36,7 @@ def shared_results(tmp_path_factory):
 # 4 partitions of local[2] put one worker alone in some partitions and two together in another.
 @pytest.mark.parametrize("workers", [5])
 def test_every_strategy_matches_the_oracle_on_spark(spark, shared_results, workers):
-    rows = run_experiment(config(shared_results, f"workers={workers}"))
+    rows = run_experiment(config(shared_results, f"workers={workers}", "strategy=all"))
     assert [r["strategy"] for r in rows] == registry.supporting("range")
     for r in rows:
         assert r["status"] == "ok", r.get("traceback")
