@@ -52,6 +52,15 @@ FILTER_WORDS = 9
 NEVER = np.iinfo(np.int64).max
 
 
+@njit(cache=True, inline="always")
+def _maybe_in_h2(term_filter, c, t):
+    """False when cell c's H2 certainly lacks term t (its filter bit is clear)."""
+    if t < LOW_TERMS:
+        return (term_filter[c * FILTER_WORDS] >> t) & 1 == 1
+    b = t & 511
+    return (term_filter[c * FILTER_WORDS + 1 + (b >> 6)] >> (b & 63)) & 1 == 1
+
+
 @njit(cache=True)
 def route_points_h2(rows, seq, x, y, offsets, values, x0, y0, inv_cw, inv_ch, nx, ny, cell_worker, h2_ptr, h2_key,
                     h2_worker, h2_seq, low_seq, term_filter, n_workers):
@@ -79,18 +88,16 @@ def route_points_h2(rows, seq, x, y, offsets, values, x0, y0, inv_cw, inv_ch, nx
         base = c << 32
         for j in range(offsets[r], offsets[r + 1]):
             t = values[j]
+            if not _maybe_in_h2(term_filter, c, t):
+                continue
             if t < LOW_TERMS:
-                if (term_filter[c * FILTER_WORDS] >> t) & 1 == 0 or low_seq[c * LOW_TERMS + t] >= s:
+                if low_seq[c * LOW_TERMS + t] >= s:
                     continue
                 if space:  # one pair, no duplicate to stamp out (stamping here doubled the kernel's time)
                     out_r[total] = r
                     out_w[total] = cell_worker[c]
                     total += 1
                     break
-            else:
-                b = t & 511
-                if (term_filter[c * FILTER_WORDS + 1 + (b >> 6)] >> (b & 63)) & 1 == 0:
-                    continue
             k = _lower_bound(h2_key, lo, hi, base | t)
             if k == hi:
                 break  # terms ascend: no later term is in this cell's H2 either
@@ -108,53 +115,68 @@ def route_points_h2(rows, seq, x, y, offsets, values, x0, y0, inv_cw, inv_ch, nx
 @njit(cache=True)
 def route_rects_h1(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, cell_worker,
                    cell_tmap, tm_ptr, tm_key, tm_worker, tmc_ptr, tmc_worker, n_workers):
-    """Each query to the H1 workers of its routing terms in every cell its rectangle overlaps."""
+    """Each query to the H1 workers of its routing terms in every cell its rectangle overlaps.
+    One pass into arrays sized by an upper bound (a query reaches at most min(cells x routing
+    terms, workers) workers); a count-then-fill pass measured twice as slow."""
+    bound = 0
+    for i in range(len(rows)):
+        r = rows[i]
+        a = offsets[r]
+        b = offsets[r + 1]
+        if a < b and op[r] == AND:
+            a = b - 1
+        cells = (axis_cell(xmax[r], x0, inv_cw, nx) - axis_cell(xmin[r], x0, inv_cw, nx) + 1) * (
+            axis_cell(ymax[r], y0, inv_ch, ny) - axis_cell(ymin[r], y0, inv_ch, ny) + 1)
+        bound += min(cells * (b - a), n_workers)
+    out_r = np.empty(bound, np.int64)
+    out_w = np.empty(bound, np.int64)
     stamp = np.full(n_workers, -1, np.int64)
     seen = np.full(max(len(tm_ptr) - 1, 1), -1, np.int64)  # term maps already looked up for row i
     total = 0
-    for p in range(2):
-        if p == 1:
-            out_r = np.empty(total, np.int64)
-            out_w = np.empty(total, np.int64)
-            stamp[:] = -1
-            seen[:] = -1
-            total = 0
-        for i in range(len(rows)):
-            r = rows[i]
-            a = offsets[r]
-            b = offsets[r + 1]
-            if a == b:
-                continue  # no keyword: matches nothing
-            if op[r] == AND:
-                a = b - 1  # one conjunct: its least frequent keyword (largest id)
-            ix0 = axis_cell(xmin[r], x0, inv_cw, nx)
-            ix1 = axis_cell(xmax[r], x0, inv_cw, nx)
-            iy0 = axis_cell(ymin[r], y0, inv_ch, ny)
-            iy1 = axis_cell(ymax[r], y0, inv_ch, ny)
-            for iy in range(iy0, iy1 + 1):
-                for ix in range(ix0, ix1 + 1):
-                    c = iy * nx + ix
-                    w = cell_worker[c]
-                    if w >= 0:
-                        total = _emit(p == 1, i, r, w, stamp, out_r, out_w, total)
-                        continue
-                    jm = cell_tmap[c]
-                    if seen[jm] == i:
-                        continue
-                    seen[jm] = i
-                    lo = tm_ptr[jm]
-                    hi = tm_ptr[jm + 1]
-                    for q in range(a, b):
-                        t = values[q]
-                        key = (jm << 32) | t
-                        k = _lower_bound(tm_key, lo, hi, key)
-                        if k < hi and tm_key[k] == key:
-                            w = tm_worker[k]
-                        else:
-                            n = tmc_ptr[jm + 1] - tmc_ptr[jm]
-                            w = tmc_worker[tmc_ptr[jm] + t % n]
-                        total = _emit(p == 1, i, r, w, stamp, out_r, out_w, total)
-    return out_r, out_w
+    for i in range(len(rows)):
+        r = rows[i]
+        a = offsets[r]
+        b = offsets[r + 1]
+        if a == b:
+            continue  # no keyword: matches nothing
+        if op[r] == AND:
+            a = b - 1  # one conjunct: its least frequent keyword (largest id)
+        ix0 = axis_cell(xmin[r], x0, inv_cw, nx)
+        ix1 = axis_cell(xmax[r], x0, inv_cw, nx)
+        iy0 = axis_cell(ymin[r], y0, inv_ch, ny)
+        iy1 = axis_cell(ymax[r], y0, inv_ch, ny)
+        for iy in range(iy0, iy1 + 1):
+            for ix in range(ix0, ix1 + 1):
+                c = iy * nx + ix
+                w = cell_worker[c]
+                if w >= 0:
+                    if stamp[w] != i:
+                        stamp[w] = i
+                        out_r[total] = r
+                        out_w[total] = w
+                        total += 1
+                    continue
+                jm = cell_tmap[c]
+                if seen[jm] == i:
+                    continue
+                seen[jm] = i
+                lo = tm_ptr[jm]
+                hi = tm_ptr[jm + 1]
+                for q in range(a, b):
+                    t = values[q]
+                    key = (jm << 32) | t
+                    k = _lower_bound(tm_key, lo, hi, key)
+                    if k < hi and tm_key[k] == key:
+                        w = tm_worker[k]
+                    else:
+                        n = tmc_ptr[jm + 1] - tmc_ptr[jm]
+                        w = tmc_worker[tmc_ptr[jm] + t % n]
+                    if stamp[w] != i:
+                        stamp[w] = i
+                        out_r[total] = r
+                        out_w[total] = w
+                        total += 1
+    return out_r[:total], out_w[:total]
 
 
 @njit(cache=True)
@@ -241,12 +263,16 @@ def expand_query_cells(rows, seq, op, offsets, values, xmin, ymin, xmax, ymax, x
 
 
 @njit(cache=True)
-def probe_h2(keys, seqs, h2_ptr, h2_key, h2_seq):
+def probe_h2(keys, seqs, h2_ptr, h2_key, h2_seq, term_filter):
     """Mark the (cell << 32 | term) keys H2 lacks; for those it has, lower the recorded seq when a
-    key arrives earlier than recorded (events observed out of order). Updates h2_seq in place."""
+    key arrives earlier than recorded (events observed out of order). Updates h2_seq in place.
+    The cell's term filter settles most new keys without a binary search."""
     new = np.zeros(len(keys), np.bool_)
     for i in range(len(keys)):
         c = keys[i] >> 32
+        if not _maybe_in_h2(term_filter, c, keys[i] & 0xFFFFFFFF):
+            new[i] = True
+            continue
         hi = h2_ptr[c + 1]
         k = _lower_bound(h2_key, h2_ptr[c], hi, keys[i])
         if k < hi and h2_key[k] == keys[i]:
@@ -317,16 +343,14 @@ TERM_MASK = np.int64(0xFFFFFFFF)
 
 
 def first_per_key(keys: np.ndarray, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct keys (sorted) with the smallest seq of each."""
+    """Distinct keys (sorted) with the smallest seq of each. (An unstable sort plus a grouped
+    minimum: a stable argsort measured 2.5x slower.)"""
     if len(keys) == 0:
         return keys, seqs
-    order = np.argsort(keys, kind="stable")
-    if np.any(np.diff(seqs) < 0):
-        order = np.lexsort((seqs, keys))
+    order = np.argsort(keys)
     k, s = keys[order], seqs[order]
-    keep = np.ones(len(k), bool)
-    keep[1:] = k[1:] != k[:-1]
-    return k[keep], s[keep]
+    start = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))
+    return k[start], np.minimum.reduceat(s, start)
 
 
 def sorted_find(keys: np.ndarray, probe: np.ndarray) -> np.ndarray:
@@ -436,7 +460,7 @@ class GridtRouter(Router):
         rows = rows[np.argsort(ev.seq[rows], kind="stable")]
         keys, seqs = expand_query_cells(rows, ev.seq, ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax,
                                         ev.ymax, *self.grid.args)
-        new = probe_h2(keys, seqs, self.h2_ptr, self.h2_key, self.h2_seq)
+        new = probe_h2(keys, seqs, self.h2_ptr, self.h2_key, self.h2_seq, self.h2_filter)
         keys, seqs = first_per_key(keys[new], seqs[new])
         if len(keys):
             cells = keys >> TERM_BITS
