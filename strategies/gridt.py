@@ -108,7 +108,12 @@ def route_points_h2(rows, seq, x, y, offsets, values, x0, y0, inv_cw, inv_ch, nx
                     out_w[total] = h2_worker[k]
                     total += 1
                     break
-                total = _emit(True, i, r, h2_worker[k], stamp, out_r, out_w, total)
+                w = h2_worker[k]
+                if stamp[w] != i:  # written out: kernels._emit measured 2x slower here
+                    stamp[w] = i
+                    out_r[total] = r
+                    out_w[total] = w
+                    total += 1
     return out_r[:total], out_w[:total]
 
 
