@@ -40,7 +40,7 @@ from numba import njit
 
 from harness.events import AND, INSERT, OBJECT, RANGE, Events
 from strategies.base import Pairs, Router
-from strategies.kernels import _emit, axis_cell, lower_bound as _lower_bound
+from strategies.kernels import axis_cell, lower_bound as _lower_bound
 from strategies.spatial import UniformGrid
 
 # --- kernels --------------------------------------------------------------------------------------
@@ -109,7 +109,7 @@ def route_points_h2(rows, seq, x, y, offsets, values, x0, y0, inv_cw, inv_ch, nx
                     total += 1
                     break
                 w = h2_worker[k]
-                if stamp[w] != i:  # written out: kernels._emit measured 2x slower here
+                if stamp[w] != i:  # written out: a numba-inlined helper measured 2x slower
                     stamp[w] = i
                     out_r[total] = r
                     out_w[total] = w
@@ -118,11 +118,17 @@ def route_points_h2(rows, seq, x, y, offsets, values, x0, y0, inv_cw, inv_ch, nx
 
 
 @njit(cache=True)
-def route_rects_h1(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, cell_worker,
-                   cell_tmap, tm_ptr, tm_key, tm_worker, tmc_ptr, tmc_worker, n_workers):
-    """Each query to the H1 workers of its routing terms in every cell its rectangle overlaps.
+def route_rects_h1(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, cell_target,
+                   cell_tmap, tm_ptr, tm_key, tm_slot, tmc_ptr, tmc_worker, unit_base, units, n_out):
+    """Each query to what H1 gives for its routing terms in every cell its rectangle overlaps: a
+    space cell's `cell_target` (its worker, or its unit id), and in a text cell the slot of each
+    routing term (its map entry's, else the hash fallback) as that slot's worker, or with
+    `units` as the slot's unit id (slot 0 = the cell, slot k = unit_base[cell] + k - 1). One
+    kernel for both, so routing is exactly the owners of the units.
+
     One pass into arrays sized by an upper bound (a query reaches at most min(cells x routing
-    terms, workers) workers); a count-then-fill pass measured twice as slow."""
+    terms, n_out) targets); a count-then-fill pass measured twice as slow. When routing, a term
+    map already looked up for the row is skipped (its cells give the same workers)."""
     bound = 0
     for i in range(len(rows)):
         r = rows[i]
@@ -132,10 +138,10 @@ def route_rects_h1(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, in
             a = b - 1
         cells = (axis_cell(xmax[r], x0, inv_cw, nx) - axis_cell(xmin[r], x0, inv_cw, nx) + 1) * (
             axis_cell(ymax[r], y0, inv_ch, ny) - axis_cell(ymin[r], y0, inv_ch, ny) + 1)
-        bound += min(cells * (b - a), n_workers)
+        bound += min(cells * (b - a), n_out)
     out_r = np.empty(bound, np.int64)
     out_w = np.empty(bound, np.int64)
-    stamp = np.full(n_workers, -1, np.int64)
+    stamp = np.full(n_out, -1, np.int64)
     seen = np.full(max(len(tm_ptr) - 1, 1), -1, np.int64)  # term maps already looked up for row i
     total = 0
     for i in range(len(rows)):
@@ -153,18 +159,19 @@ def route_rects_h1(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, in
         for iy in range(iy0, iy1 + 1):
             for ix in range(ix0, ix1 + 1):
                 c = iy * nx + ix
-                w = cell_worker[c]
-                if w >= 0:
-                    if stamp[w] != i:
+                jm = cell_tmap[c]
+                if jm < 0:
+                    w = cell_target[c]
+                    if stamp[w] != i:  # written out: a numba-inlined helper measured 2x slower
                         stamp[w] = i
                         out_r[total] = r
                         out_w[total] = w
                         total += 1
                     continue
-                jm = cell_tmap[c]
-                if seen[jm] == i:
-                    continue
-                seen[jm] = i
+                if not units:
+                    if seen[jm] == i:
+                        continue
+                    seen[jm] = i
                 lo = tm_ptr[jm]
                 hi = tm_ptr[jm + 1]
                 for q in range(a, b):
@@ -172,64 +179,19 @@ def route_rects_h1(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, in
                     key = (jm << 32) | t
                     k = _lower_bound(tm_key, lo, hi, key)
                     if k < hi and tm_key[k] == key:
-                        w = tm_worker[k]
+                        slot = tm_slot[k]
                     else:
-                        n = tmc_ptr[jm + 1] - tmc_ptr[jm]
-                        w = tmc_worker[tmc_ptr[jm] + t % n]
+                        slot = t % (tmc_ptr[jm + 1] - tmc_ptr[jm])
+                    if units:
+                        w = c if slot == 0 else unit_base[c] + slot - 1
+                    else:
+                        w = tmc_worker[tmc_ptr[jm] + slot]
                     if stamp[w] != i:
                         stamp[w] = i
                         out_r[total] = r
                         out_w[total] = w
                         total += 1
     return out_r[:total], out_w[:total]
-
-
-@njit(cache=True)
-def rect_units(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, cell_tmap, tm_ptr,
-               tm_key, tm_slot, tmc_ptr, unit_base, n_units):
-    """The migration units of each query, mirroring route_rects_h1 cell by cell: a space cell's
-    unit, or in a text cell the unit of each routing term's slot (its map entry, else the hash
-    fallback slot)."""
-    stamp = np.full(n_units, -1, np.int64)
-    total = 0
-    for p in range(2):
-        if p == 1:
-            out_r = np.empty(total, np.int64)
-            out_u = np.empty(total, np.int64)
-            stamp[:] = -1
-            total = 0
-        for i in range(len(rows)):
-            r = rows[i]
-            a = offsets[r]
-            b = offsets[r + 1]
-            if a == b:
-                continue
-            if op[r] == AND:
-                a = b - 1
-            ix0 = axis_cell(xmin[r], x0, inv_cw, nx)
-            ix1 = axis_cell(xmax[r], x0, inv_cw, nx)
-            iy0 = axis_cell(ymin[r], y0, inv_ch, ny)
-            iy1 = axis_cell(ymax[r], y0, inv_ch, ny)
-            for iy in range(iy0, iy1 + 1):
-                for ix in range(ix0, ix1 + 1):
-                    c = iy * nx + ix
-                    jm = cell_tmap[c]
-                    if jm < 0:
-                        total = _emit(p == 1, i, r, c, stamp, out_r, out_u, total)
-                        continue
-                    lo = tm_ptr[jm]
-                    hi = tm_ptr[jm + 1]
-                    for q in range(a, b):
-                        t = values[q]
-                        key = (jm << 32) | t
-                        k = _lower_bound(tm_key, lo, hi, key)
-                        if k < hi and tm_key[k] == key:
-                            slot = tm_slot[k]
-                        else:
-                            slot = t % (tmc_ptr[jm + 1] - tmc_ptr[jm])
-                        u = c if slot == 0 else unit_base[c] + slot - 1
-                        total = _emit(p == 1, i, r, u, stamp, out_r, out_u, total)
-    return out_r, out_u
 
 
 @njit(cache=True)
@@ -417,8 +379,8 @@ class GridtRouter(Router):
         self.grid = grid
         self.cell_worker = i64(cell_worker)
         self.cell_tmap = i64(cell_tmap)
-        if np.any((self.cell_worker < 0) & (self.cell_tmap < 0)):
-            raise ValueError("gridt: every cell needs a worker or a term map")
+        if np.any((self.cell_worker < 0) == (self.cell_tmap < 0)):
+            raise ValueError("gridt: every cell needs a worker or a term map, not both")
         tm_ptr = i64(tm_ptr)
         n_maps = len(tm_ptr) - 1
         owner = np.repeat(np.arange(n_maps, dtype=np.int64), np.diff(tm_ptr))
@@ -506,9 +468,18 @@ class GridtRouter(Router):
                                self.h2_filter, self.n_workers)
 
     def route_range(self, ev: Events, rows: np.ndarray) -> Pairs:
-        return route_rects_h1(np.asarray(rows, np.int64), ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax,
-                              ev.ymax, *self.grid.args, self.cell_worker, self.cell_tmap, self.tm_ptr, self.tm_key,
-                              self.tm_worker, self.tmc_ptr, self.tmc_worker, self.n_workers)
+        return self._rect_targets(ev, np.asarray(rows, np.int64), False)
+
+    def _rect_targets(self, ev: Events, rows: np.ndarray, units: bool) -> Pairs:
+        """route_rects_h1 over this router: (row, worker) pairs, or with `units` (row, unit)."""
+        if units:
+            _, unit_base, n_out = self.unit_layout()
+            target = np.where(self.cell_tmap < 0, np.arange(self.grid.n_cells, dtype=np.int64), -1)
+        else:
+            unit_base, n_out, target = self.cell_tmap, self.n_workers, self.cell_worker  # unit_base unread
+        return route_rects_h1(rows, ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args,
+                              target, self.cell_tmap, self.tm_ptr, self.tm_key, self.tm_slot, self.tmc_ptr,
+                              self.tmc_worker, unit_base, units, n_out)
 
     # -- migration units (strategies/adjust_base.py) ------------------------------------------------
     #
@@ -582,7 +553,7 @@ class GridtRouter(Router):
 
     def units(self, ev: Events, rows: np.ndarray) -> Pairs:
         """Objects: the units route_points_h2 would deliver them for (the same kernel, run on unit
-        ids); queries: rect_units. So route == owners(units) exactly, objects included."""
+        ids); queries: route_rects_h1 in its units mode. So route == owners(units) exactly, objects included."""
         rows = np.asarray(rows, np.int64)
         is_obj = ev.kind[rows] == OBJECT
         n_units = self.unit_layout()[2]
@@ -592,9 +563,7 @@ class GridtRouter(Router):
                                  n_units)
         qs = rows[~is_obj]
         qs = qs[ev.family[qs] == RANGE]
-        rq, uq = rect_units(qs, ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args,
-                            self.cell_tmap, self.tm_ptr, self.tm_key, self.tm_slot, self.tmc_ptr,
-                            self.unit_layout()[1], n_units)
+        rq, uq = self._rect_targets(ev, qs, True)
         return np.concatenate([ro, rq]), np.concatenate([uo, uq])
 
     def with_unit_owner(self, owner: np.ndarray) -> GridtRouter:

@@ -109,18 +109,6 @@ def _pair_buffers(n_rows, n_workers):
     return np.empty(cap, np.int64), np.empty(cap, np.int64), np.full(n_workers, -1, np.int64)
 
 
-@njit(cache=True, inline="always")
-def _emit(fill, i, r, w, stamp, out_r, out_w, total):
-    """Count (first pass) or write (second pass) the pair (r, w) unless row i already has w."""
-    if stamp[w] != i:
-        stamp[w] = i
-        if fill:
-            out_r[total] = r
-            out_w[total] = w
-        total += 1
-    return total
-
-
 @njit(cache=True)
 def route_rects_cellmap(rows, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, cell_worker, n_workers):
     """Each rectangle to the distinct workers owning the cells it overlaps."""
