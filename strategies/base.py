@@ -71,15 +71,23 @@ class Router(ABC):
             return empty_pairs()
         parts = []
         fam = ev.family[rows]
+        for code, name in self.check_families(fam):
+            sub = rows[fam == code]
+            parts.append(getattr(self, f"route_{name}")(ev, sub))
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+    def check_families(self, fam: np.ndarray) -> list[tuple[int, str]]:
+        """(code, name) of each query family present in `fam`; a family this router does not route
+        is an UnsupportedFamilyError naming the ones it does."""
+        present = []
         for code in np.unique(fam):
             name = FAMILY_NAMES.get(int(code), str(code))
             if name not in self.families:
                 raise UnsupportedFamilyError(
                     f"{type(self).__name__} cannot route {name!r} queries; it supports {sorted(self.families)}"
                 )
-            sub = rows[fam == code]
-            parts.append(getattr(self, f"route_{name}")(ev, sub))
-        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+            present.append((int(code), name))
+        return present
 
     def describe(self) -> dict[str, Any]:
         """What plots and reports show about the partitioning (override to add boundaries)."""

@@ -30,6 +30,7 @@ from strategies.base import FitContext, Router, Strategy
 from strategies.dkm_cost import (
     ObjectStats,
     RegionIndex,
+    RegionTerms,
     SubscriptionTableRouter,
     assign_members,
     eq5_numerators,
@@ -47,12 +48,13 @@ DESCRIBE_SUBSETS = 2000  # subsets listed by describe() (the costliest), for plo
 class DkmRouter(SubscriptionTableRouter):
     cost_model = "DkM-SKS Eq. (4)-(6), new subscriptions by Eq. (7)"
 
-    def __init__(self, n_workers: int, stats: ObjectStats, index: RegionIndex, subset_cost, subset_size, splits,
-                 cost_floor: float = 0.0, **state):
+    def __init__(self, n_workers: int, stats: ObjectStats, index: RegionIndex, terms: RegionTerms, subset_cost,
+                 subset_size, splits, cost_floor: float = 0.0, **state):
         super().__init__(n_workers, **state)
         self.cost_floor = float(cost_floor)
         self.stats = stats
         self.index = index  # the subsets' rectangles R, for Eq. (7)
+        self.terms = terms  # O_init's terms inside each R, for Eq. (5) under R*
         self.subset_cost = np.asarray(subset_cost, np.float64)
         self.subset_size = np.asarray(subset_size, np.int64)
         self.splits = dict(splits)
@@ -60,9 +62,13 @@ class DkmRouter(SubscriptionTableRouter):
     def new_costs(self, ev: Events, rows: np.ndarray) -> np.ndarray:
         own = regions(ev, rows)
         best = self.index.best_overlap(own)
-        r_star = np.where((best >= 0)[:, None], self.index.rects[np.maximum(best, 0)], own)
         off, val = csr_take(ev.offsets, ev.values, rows)
-        return np.maximum(self.stats.p(eq5_numerators(self.stats, r_star, off, val)), self.cost_floor)
+        num, done = self.terms.counts(best, off, val)  # R* with a term list: scanned
+        rest = np.flatnonzero(~done)  # the others (and s_n's own region when none overlaps): strips
+        if len(rest):
+            r_star = np.where((best[rest] >= 0)[:, None], self.index.rects[np.maximum(best[rest], 0)], own[rest])
+            num[rest] = eq5_numerators(self.stats, r_star, *csr_take(off, val, rest))
+        return np.maximum(self.stats.p(num), self.cost_floor)
 
     def describe(self) -> dict:
         top = np.argsort(-self.subset_cost, kind="stable")[:DESCRIBE_SUBSETS]
@@ -92,7 +98,8 @@ class DkmSksStrategy(Strategy):
 
     def fit(self, sample: Events, n_workers: int, params: Params, context: FitContext) -> Router:
         objs, qs = sample_parts(sample)
-        stats = ObjectStats.from_events(sample, objs)
+        obj_off, obj_val = csr_take(sample.offsets, sample.values, objs)
+        stats = ObjectStats(sample.x[objs], sample.y[objs], obj_off, obj_val)
         rects = regions(sample, qs)
         cx, cy = locations(sample, qs)
         off, val = csr_take(sample.offsets, sample.values, qs)
@@ -103,7 +110,8 @@ class DkmSksStrategy(Strategy):
         part = replace(part, member_cost=np.maximum(part.member_cost, floor))
         worker, _ = assign_members(part, n_workers)
         router = DkmRouter(
-            n_workers, stats, RegionIndex(part.rects), stats.p(part.cost),
+            n_workers, stats, RegionIndex(part.rects), RegionTerms(stats, part.rects, obj_off, obj_val),
+            stats.p(part.cost),
             np.bincount(part.subset_of, minlength=len(part.cost)), part.splits,
             cost_floor=float(stats.p(np.array([floor]))[0]),
             **sample_state(sample, qs, worker, stats.p(part.member_cost), n_workers),

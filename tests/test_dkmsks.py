@@ -13,6 +13,7 @@ from strategies.base import FitContext, route_stream
 from strategies.dkm_cost import (
     ObjectStats,
     RegionIndex,
+    RegionTerms,
     SubsetPartition,
     _lpt4_grouped,
     assign_members,
@@ -220,6 +221,75 @@ def test_eq7_best_overlap_matches_brute_force():
     expect = np.where(area.max(1) > 0, area.argmax(1), -1)
     np.testing.assert_array_equal(got, expect)
     assert (got >= 0).sum() > 50 and (got < 0).sum() > 0
+
+
+def test_eq7_reference_cells_score_each_region_once_on_a_grid_aligned_layout():
+    # regions and queries on a lattice: shared edges, equal areas (ties to the lower index), regions
+    # spanning many cells of the index, and queries beyond the regions' bounding box
+    rng = np.random.default_rng(3)
+    lo = rng.integers(0, 20, (200, 2)).astype(float)
+    subsets = np.column_stack([lo, lo + rng.integers(1, 8, (200, 2))])
+    ql = rng.integers(-3, 22, (300, 2)).astype(float)
+    queries = np.column_stack([ql, ql + rng.integers(0, 6, (300, 2))])
+    index = RegionIndex(subsets)
+    assert index.g > 4
+    w = np.clip(np.minimum(queries[:, None, 2], subsets[None, :, 2]) - np.maximum(queries[:, None, 0], subsets[None, :, 0]), 0, None)
+    h = np.clip(np.minimum(queries[:, None, 3], subsets[None, :, 3]) - np.maximum(queries[:, None, 1], subsets[None, :, 1]), 0, None)
+    area = w * h
+    expect = np.where(area.max(1) > 0, area.argmax(1), -1)  # argmax: the first (lowest) index of a tie
+    np.testing.assert_array_equal(index.best_overlap(queries), expect)
+    assert ((area == area.max(1, keepdims=True)) & (area > 0)).sum(1).max() > 1  # ties occurred
+
+
+def brute_eq5(x, y, terms, rects, region, kw_lists):
+    out = []
+    for b, kws in zip(region, kw_lists):
+        r = rects[b]
+        inside = (x >= r[0]) & (x <= r[2]) & (y >= r[1]) & (y <= r[3])
+        out.append(sum(sum(lam in terms[i] for i in np.flatnonzero(inside)) for lam in kws))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("budget", [1 << 21, 40])
+def test_region_term_lists_count_eq5_exactly_and_leave_the_rest_to_the_strips(budget, monkeypatch):
+    monkeypatch.setattr(RegionTerms, "BUDGET", budget)
+    monkeypatch.setattr(RegionTerms, "MAX_OBJECTS", 25)
+    rng = np.random.default_rng(8)
+    n = 600
+    x, y = rng.uniform(0, 100, n), rng.uniform(0, 100, n)
+    terms = [sorted(set(rng.integers(0, 9, rng.integers(1, 4)).tolist())) for _ in range(n)]
+    st = ObjectStats(x, y, *csr(terms))
+    lo = rng.uniform(0, 90, (80, 2))
+    rects = np.column_stack([lo, lo + rng.uniform(0.5, 30, (80, 2))])  # some hold more than 25 objects
+    table = RegionTerms(st, rects, *csr(terms))
+    n_in = st.rect_counts(rects)
+    assert (n_in > 25).any() and (n_in <= 25).sum() > 10
+    if budget > 1000:
+        np.testing.assert_array_equal(table.listed, n_in <= 25)
+    else:  # the budget stops the listing: a prefix of the small regions, within it
+        assert 0 < table.listed.sum() < (n_in <= 25).sum() and table.t_ptr[-1] <= budget
+    region = rng.integers(-1, 80, 300)
+    kw_lists = [sorted(set(rng.integers(0, 11, rng.integers(1, 4)).tolist())) for _ in range(300)]
+    off, vals = csr(kw_lists)
+    num, done = table.counts(region, off, vals)
+    np.testing.assert_array_equal(done, (region >= 0) & table.listed[np.maximum(region, 0)])
+    np.testing.assert_array_equal(num[done], brute_eq5(x, y, terms, rects, region[done],
+                                                       [kw_lists[i] for i in np.flatnonzero(done)]))
+    assert (num[~done] == 0).all() and num[done].max() > 0
+
+
+def test_dkmsks_new_subscription_costs_equal_eq5_under_the_best_overlapping_subset():
+    ev = random_stream(11, n_objects=300, n_queries=120, delete_fraction=0.0)
+    router = fit("dkmsks", ev, len(ev) // 2, 4)
+    ev = Events.concat([ev, one_event(INSERT, 9999, int(ev.seq.max()) + 1, 500, 500, 1, [1])])  # overlaps none
+    rows = np.flatnonzero(ev.kind == INSERT)
+    own = np.column_stack([ev.xmin[rows], ev.ymin[rows], ev.xmax[rows], ev.ymax[rows]])
+    best = router.index.best_overlap(own)
+    r_star = np.where((best >= 0)[:, None], router.index.rects[np.maximum(best, 0)], own)
+    lists = [ev.values[ev.offsets[r]:ev.offsets[r + 1]].tolist() for r in rows]
+    expect = eq5_numerators(router.stats, r_star, *csr(lists))
+    np.testing.assert_allclose(router.new_costs(ev, rows), np.maximum(router.stats.p(expect), router.cost_floor))
+    assert router.terms.listed.any() and (best < 0).any()  # both the listed and the strip path ran
 
 
 def fit(name, ev, cut, n_workers):
