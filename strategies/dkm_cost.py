@@ -477,24 +477,25 @@ def _register(ranges, g):
 
 
 @njit(cache=True)
-def _best_overlap(qx0, qy0, qx1, qy1, offsets, items, item_rects, gx0, gy0, gx1, gy1, icw, ich, g):
-    """Per query, the region of largest positive overlap area (ties: lower index; -1 if none).
+def _best_overlap(rows, qx0, qy0, qx1, qy1, offsets, items, item_rects, gx0, gy0, gx1, gy1, icw, ich, g):
+    """Per query (rectangle rows[i] of the q columns), the region of largest positive overlap area
+    (ties: lower index; -1 if none).
     Each region is scored once, in the first cell (column cx0, row cy0) of the cell ranges it shares
     with the query (the reference-point rule): in a cell past the query's first column only regions
     that start in that column, past its first row only those that start in that row. That cuts the
     candidates read about threefold against scanning every registration of every cell.
     item_rects[j] is the rectangle of items[j], so a cell's candidates are read sequentially."""
-    out = np.full(len(qx0), -1, np.int64)
-    for i in range(len(qx0)):
-        a = max(qx0[i], gx0)
-        b = max(qy0[i], gy0)
-        c = min(qx1[i], gx1)
-        d = min(qy1[i], gy1)
+    out = np.full(len(rows), -1, np.int64)
+    for i in range(len(rows)):
+        x0, y0, x1, y1 = qx0[rows[i]], qy0[rows[i]], qx1[rows[i]], qy1[rows[i]]
+        a = max(x0, gx0)
+        b = max(y0, gy0)
+        c = min(x1, gx1)
+        d = min(y1, gy1)
         if not (a <= c and b <= d):
             continue
         best = -1
         best_area = 0.0
-        x0, y0, x1, y1 = qx0[i], qy0[i], qx1[i], qy1[i]
         cx0 = kernels.axis_cell(a, gx0, icw, g)
         cy0 = kernels.axis_cell(b, gy0, ich, g)
         for cy in range(cy0, kernels.axis_cell(d, gy0, ich, g) + 1):
@@ -518,6 +519,26 @@ def _best_overlap(qx0, qy0, qx1, qy1, offsets, items, item_rects, gx0, gy0, gx1,
                             best = r
         out[i] = best
     return out
+
+
+@njit(cache=True)
+def _cell_order(rows, xmin, ymin, xmax, ymax, gx0, gy0, icw, ich, g):
+    """The rows sorted (stably) by the grid cell of their rectangles' centres: a counting sort."""
+    cell = np.empty(len(rows), np.int64)
+    start = np.zeros(g * g + 1, np.int64)
+    for i in range(len(rows)):
+        r = rows[i]
+        c = (kernels.axis_cell((ymin[r] + ymax[r]) / 2, gy0, ich, g) * g
+             + kernels.axis_cell((xmin[r] + xmax[r]) / 2, gx0, icw, g))
+        cell[i] = c
+        start[c + 1] += 1
+    for c in range(g * g):
+        start[c + 1] += start[c]
+    order = np.empty(len(rows), np.int64)
+    for i in range(len(rows)):
+        order[start[cell[i]]] = i
+        start[cell[i]] += 1
+    return order
 
 
 class RegionIndex:
@@ -547,25 +568,30 @@ class RegionIndex:
         self.item_rects = rects[self.items]  # each registration's rectangle, in cell order
 
     def best_overlap(self, rects: np.ndarray) -> np.ndarray:
-        """Queries are answered in the order of their centres' cells, so neighbours reuse the same
-        candidates from cache (measured 20% faster on 10k STS-Q1 rectangles)."""
-        rects = np.asarray(rects, np.float64).reshape(-1, 4)
-        x0, y0, _, _ = self.bbox
-        cell = kernels.points_to_cells((rects[:, 0] + rects[:, 2]) / 2, (rects[:, 1] + rects[:, 3]) / 2, x0, y0,
-                                       self.icw, self.ich, self.g, self.g)
-        order = np.argsort(cell, kind="stable")
-        out = np.empty(len(rects), np.int64)
-        out[order] = _best_overlap(*_cols(rects[order]), self.offsets, self.items, self.item_rects, *self.bbox,
-                                   self.icw, self.ich, self.g)
+        return self.best_overlap_rows(*_cols(rects), np.arange(len(rects), dtype=np.int64))
+
+    def best_overlap_rows(self, xmin, ymin, xmax, ymax, rows: np.ndarray) -> np.ndarray:
+        """Eq. (7) for rectangles rows of the columns (an event batch's). Queries are answered in
+        the order of their centres' cells, so neighbours reuse the same candidates from cache
+        (measured 20% faster on 10k STS-Q1 rectangles), from columns gathered in that order
+        (reading them in place measured 30% slower)."""
+        rows = np.asarray(rows, np.int64)
+        order = _cell_order(rows, xmin, ymin, xmax, ymax, *self.bbox[:2], self.icw, self.ich, self.g)
+        rows = rows[order]
+        out = np.empty(len(rows), np.int64)
+        out[order] = _best_overlap(np.arange(len(rows), dtype=np.int64), xmin[rows], ymin[rows], xmax[rows],
+                                   ymax[rows], self.offsets, self.items, self.item_rects, *self.bbox, self.icw,
+                                   self.ich, self.g)
         return out
 
 
 # --- Eq. (5) under a subset's R, for new subscriptions --------------------------------------------
 
 @njit(cache=True)
-def _listed_counts(region, kw_off, kw_val, listed, t_ptr, t_terms, t_count):
-    """Eq. (5) numerators of subscriptions placed under listed regions: per keyword, a binary
-    search in the region's sorted distinct terms. Returns (numerators, whether each row was listed)."""
+def _listed_counts(region, rows, kw_off, kw_val, listed, t_ptr, t_key):
+    """Eq. (5) numerators of subscriptions (keywords of rows[i] in the CSR kw_off, kw_val) placed
+    under listed regions: per keyword, a binary search in the region's sorted keys term << 8 | count.
+    Returns (numerators, whether each row was listed)."""
     out = np.zeros(len(region), np.int64)
     done = np.zeros(len(region), np.bool_)
     for i in range(len(region)):
@@ -574,24 +600,26 @@ def _listed_counts(region, kw_off, kw_val, listed, t_ptr, t_terms, t_count):
             continue
         lo, hi = t_ptr[b], t_ptr[b + 1]
         total = 0
-        for k in range(kw_off[i], kw_off[i + 1]):
-            j = _lower(t_terms, lo, hi, kw_val[k])
-            if j < hi and t_terms[j] == kw_val[k]:
-                total += t_count[j]
+        for k in range(kw_off[rows[i]], kw_off[rows[i] + 1]):
+            lam = np.int64(kw_val[k])
+            j = _lower(t_key, lo, hi, lam << 8)
+            if j < hi and (np.int64(t_key[j]) >> 8) == lam:
+                total += t_key[j] & 255
         out[i] = total
         done[i] = True
     return out, done
 
 
 class RegionTerms:
-    """|O_{R,lambda}| for every term of O_init's objects inside each subset's R, as sorted
-    (term, count) runs per R, so that Eq. (5) of a subscription placed under that R* costs one
-    binary search per keyword instead of a strip count (measured ~3x faster on STS-Q1). A subset
-    is listed when its R holds at most MAX_OBJECTS objects and the entries so far stay within
-    BUDGET (a memory bound, in subset order); the others are counted by the strips."""
+    """|O_{R,lambda}| for every term of O_init's objects inside each subset's R, as sorted runs of
+    keys term << 8 | count per R (one int32 each while terms stay below 2^23), so that Eq. (5) of
+    a subscription placed under that R* costs one binary search per keyword instead of a strip
+    count (measured ~4x faster on STS-Q1). A subset is listed when its R holds at most MAX_OBJECTS
+    objects (so a count fits the low byte) and the entries so far stay within BUDGET (a memory
+    bound, in subset order); the others are counted by the strips."""
 
-    MAX_OBJECTS = 128
-    BUDGET = 1 << 21  # (term, count) entries: 16 MiB at most
+    MAX_OBJECTS = 255
+    BUDGET = 1 << 21  # entries: 8 MiB as int32
 
     def __init__(self, stats: ObjectStats, rects: np.ndarray, obj_offsets: np.ndarray, obj_values: np.ndarray):
         rects = np.asarray(rects, np.float64).reshape(-1, 4)
@@ -611,14 +639,16 @@ class RegionTerms:
         per_region[small[keep]] = per_small[keep]
         self.t_ptr = np.zeros(len(rects) + 1, np.int64)
         np.cumsum(per_region, out=self.t_ptr[1:])
-        self.t_terms = (keys[:n_keep] % width).astype(np.int32 if width <= 2**31 else np.int64)
-        self.t_count = count[:n_keep].astype(np.int32)  # at most MAX_OBJECTS
+        self.t_key = ((keys[:n_keep] % width) << 8 | count[:n_keep]).astype(np.int32 if width <= 2**23 else np.int64)
 
-    def counts(self, region: np.ndarray, kw_off: np.ndarray, kw_val: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def counts(self, region: np.ndarray, kw_off: np.ndarray, kw_val: np.ndarray,
+               rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(Eq. 5 numerators, done): per subscription under subset `region` (-1: none), the sum
-        over its keywords of |O_{R,lambda}|; rows whose region is not listed are left undone."""
-        return _listed_counts(np.asarray(region, np.int64), np.asarray(kw_off, np.int64), np.asarray(kw_val, np.int64),
-                              self.listed, self.t_ptr, self.t_terms, self.t_count)
+        over its keywords (rows of the CSR kw_off, kw_val; all by default) of |O_{R,lambda}|;
+        subscriptions whose region is not listed are left undone."""
+        region = np.asarray(region, np.int64)
+        rows = np.arange(len(region), dtype=np.int64) if rows is None else np.asarray(rows, np.int64)
+        return _listed_counts(region, rows, np.asarray(kw_off, np.int64), kw_val, self.listed, self.t_ptr, self.t_key)
 
 
 # --- the shared router: one worker per subscription, objects broadcast ---------------------------
@@ -637,33 +667,36 @@ def regions(ev: Events, rows: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, inline="always")
-def _find(q, s, strict, e_qid, e_seq, q_base, q_last):
-    """The entry of qid q with the largest insert seq <= s (< s when strict), or -1. Entries are
-    sorted by (qid, seq); `q_last[q - q_base]` names a qid's last entry when qids are dense,
-    otherwise (empty q_last) a binary search finds it."""
-    if len(q_last):
+def _find(q, s, strict, e_seq, e_prev, q_base, q_last, d_qid):
+    """The entry of qid q with the largest insert seq <= s (< s when strict), or -1. The table is
+    a log in seq order; q_last names each qid's last entry (slot q - q_base when qids are dense,
+    d_qid holding none; otherwise the qid's position in the sorted d_qid) and e_prev the entry
+    before it of the same qid."""
+    if len(d_qid) == 0:
         k = q - q_base
         j = q_last[k] if 0 <= k < len(q_last) else -1
     else:
-        j = _upper(e_qid, 0, len(e_qid), q) - 1
-    while j >= 0 and e_qid[j] == q:
+        k = _lower(d_qid, 0, len(d_qid), q)
+        j = q_last[k] if k < len(d_qid) and d_qid[k] == q else -1
+    while j >= 0:
         if e_seq[j] < s or (not strict and e_seq[j] == s):
             return j
-        j -= 1
+        j = e_prev[j]
     return -1
 
 
 @njit(cache=True)
-def _lookup(qid, seq, strict, e_qid, e_seq, q_base, q_last):
-    out = np.empty(len(qid), np.int64)
-    for i in range(len(qid)):
-        out[i] = _find(qid[i], seq[i], strict, e_qid, e_seq, q_base, q_last)
-    return out
+def _link(slot, q_last, e_prev):
+    """Chain each entry to the previous one of its directory slot (entries in seq order)."""
+    q_last[:] = -1
+    for j in range(len(slot)):
+        e_prev[j] = q_last[slot[j]]
+        q_last[slot[j]] = j
 
 
 @njit(cache=True)
-def _route_rows(rows, kind, family, ids, seqs, routable, e_qid, e_seq, q_base, q_last, e_worker, n_workers, out_r,
-                out_w):
+def _route_rows(rows, kind, family, ids, seqs, routable, e_seq, e_prev, q_base, q_last, d_qid, e_worker, n_workers,
+                out_r, out_w):
     """One pass over the rows, writing the output once: an object to every worker, a subscription
     event to the worker of its table entry (-1 when its qid was never observed). The output is
     allocated by the caller: numpy's large allocations measured 2-4x faster to fill than numba's.
@@ -681,7 +714,7 @@ def _route_rows(rows, kind, family, ids, seqs, routable, e_qid, e_seq, q_base, q
             f = family[r]
             if f < 0 or f >= len(routable) or not routable[f]:
                 return n_miss, r
-            j = _find(ids[r], seqs[r], False, e_qid, e_seq, q_base, q_last)
+            j = _find(ids[r], seqs[r], False, e_seq, e_prev, q_base, q_last, d_qid)
             out_r[k] = r
             out_w[k] = e_worker[j] if j >= 0 else -1
             n_miss += j < 0
@@ -690,40 +723,21 @@ def _route_rows(rows, kind, family, ids, seqs, routable, e_qid, e_seq, q_base, q
 
 
 @njit(cache=True)
-def _merge_positions(a_qid, a_seq, b_qid, b_seq):
-    """Where each entry of two (qid, seq)-sorted tables lands in their merge (ties: a first), so
-    that a batch of new subscriptions joins the table in O(n) instead of a re-sort."""
-    at_a = np.empty(len(a_qid), np.int64)
-    at_b = np.empty(len(b_qid), np.int64)
-    i = j = 0
-    while i < len(a_qid) or j < len(b_qid):
-        if j == len(b_qid) or (i < len(a_qid) and (a_qid[i] < b_qid[j] or (a_qid[i] == b_qid[j]
-                                                                          and a_seq[i] <= b_seq[j]))):
-            at_a[i] = i + j
-            i += 1
-        else:
-            at_b[j] = i + j
-            j += 1
-    return at_a, at_b
-
-
-def _merged(old: np.ndarray, new: np.ndarray, at_old: np.ndarray, at_new: np.ndarray) -> np.ndarray:
-    out = np.empty(len(old) + len(new), old.dtype)
-    out[at_old] = old
-    out[at_new] = new
-    return out
-
-
-@njit(cache=True)
-def _online(is_insert, ref, cost, worker, live, loads):
-    """The main server's rule in seq order: an insertion goes to argmin C(w) (ties: lowest id), a
-    deletion subtracts its subscription's cost from its worker."""
+def _replay(order, kind, seqs, ids, family, routable, entry, seq_lo, seq_hi, e_seq, e_prev, q_base, q_last, d_qid,
+            cost, worker, live, loads):
+    """The main server's rule over the events with seq_lo < seq <= seq_hi, in seq order (`order`):
+    an insertion with a new table entry (`entry` per row, -1 none) goes to argmin C(w) (ties:
+    lowest id), a deletion subtracts its subscription's cost from its worker."""
     n_workers = len(loads)
-    for i in range(len(ref)):
-        e = ref[i]
-        if e < 0:
+    for i in range(len(order)):
+        r = order[i]
+        if seqs[r] <= seq_lo or seqs[r] > seq_hi:
             continue
-        if is_insert[i]:
+        f = family[r]
+        if f < 0 or f >= len(routable) or not routable[f]:
+            continue
+        if kind[r] == INSERT and entry[r] >= 0:
+            e = entry[r]
             best = 0
             for w in range(1, n_workers):
                 if loads[w] < loads[best]:
@@ -731,9 +745,18 @@ def _online(is_insert, ref, cost, worker, live, loads):
             worker[e] = best
             loads[best] += cost[e]
             live[e] = True
-        elif live[e] and worker[e] >= 0:
-            loads[worker[e]] -= cost[e]
-            live[e] = False
+        elif kind[r] == DELETE:
+            e = _find(ids[r], seqs[r], True, e_seq, e_prev, q_base, q_last, d_qid)
+            if e >= 0 and live[e] and worker[e] >= 0:
+                loads[worker[e]] -= cost[e]
+                live[e] = False
+
+
+def _seq_order(ev: Events) -> np.ndarray:
+    """The batch's rows in seq order (batches normally arrive in it: no sort then)."""
+    if len(ev) < 2 or bool(np.all(ev.seq[1:] >= ev.seq[:-1])):
+        return np.arange(len(ev), dtype=np.int64)
+    return np.argsort(ev.seq, kind="stable").astype(np.int64)
 
 
 def _nbytes(obj: Any, seen: set | None = None) -> int:
@@ -750,19 +773,21 @@ def _nbytes(obj: Any, seen: set | None = None) -> int:
 
 class SubscriptionTableRouter(Router):
     """Every object to every worker (the paper's main server broadcasts objects); every
-    subscription to exactly one worker, recorded per (qid, insert seq) in sorted arrays: the unit ->
-    worker map an adjuster can move. The fit fills the table for the sample's subscriptions;
-    `observe_inserts` places later ones online, in seq order, on argmin C(w) with the cost the
-    subclass estimates (`new_costs`), and subtracts deleted subscriptions' costs. An event routes
-    on the entry of its qid with the largest insert seq <= its own seq, so an INSERT and its DELETE
-    always reach the same single worker; a qid never observed falls back to a hash of its id."""
+    subscription to exactly one worker, recorded per (qid, insert seq) in a log kept in seq order:
+    the unit -> worker map an adjuster can move. The fit fills the log for the sample's
+    subscriptions; `observe_inserts` appends later ones and places them online, in seq order, on
+    argmin C(w) with the cost the subclass estimates (`new_costs`), and subtracts deleted
+    subscriptions' costs. An event routes on the entry of its qid with the largest insert seq <= its
+    own seq, so an INSERT and its DELETE always reach the same single worker; a qid never observed
+    falls back to a hash of its id. Appending (instead of keeping the table sorted by qid) measured
+    about 2 ms less per 10k insertions."""
 
     families = frozenset({"range"})
     cost_model = ""
 
     def __init__(self, n_workers: int, qid, seq, worker, cost, live, loads, seen_seq: int):
         super().__init__(n_workers)
-        order = np.lexsort((np.asarray(seq, np.int64), np.asarray(qid, np.int64)))
+        order = np.argsort(np.asarray(seq, np.int64), kind="stable")
         self.e_qid = np.asarray(qid, np.int64)[order]
         self.e_seq = np.asarray(seq, np.int64)[order]
         self.e_worker = np.asarray(worker, np.int64)[order]
@@ -773,20 +798,24 @@ class SubscriptionTableRouter(Router):
         self._reindex()
 
     def _reindex(self) -> None:
-        """A dense qid -> last entry table when qids are dense enough (the harness numbers them
-        0..n-1), so routing looks a qid up in O(1); otherwise routing binary-searches e_qid."""
+        """Link the log: a dense qid -> last entry table when qids are dense enough (the harness
+        numbers them 0..n-1), so routing looks a qid up in O(1); otherwise a sorted directory of
+        the qids (d_qid) that routing binary-searches."""
         n = len(self.e_qid)
-        self.q_base = int(self.e_qid[0]) if n else 0
-        span = int(self.e_qid[-1]) - self.q_base + 1 if n else 0
-        if n and span <= 4 * n + 1024:
-            self.q_last = np.full(span, -1, np.int64)
-            last = np.flatnonzero(np.append(self.e_qid[1:] != self.e_qid[:-1], True))  # a qid's last entry
-            self.q_last[self.e_qid[last] - self.q_base] = last
+        self.q_base = int(self.e_qid.min()) if n else 0
+        span = int(self.e_qid.max()) - self.q_base + 1 if n else 0
+        if span <= 4 * n + 1024:
+            self.d_qid = np.zeros(0, np.int64)
+            slot = self.e_qid - self.q_base
         else:
-            self.q_last = np.zeros(0, np.int64)
+            self.d_qid = np.unique(self.e_qid)
+            slot = np.searchsorted(self.d_qid, self.e_qid)
+        self.q_last = np.empty(span if len(self.d_qid) == 0 else len(self.d_qid), np.int64)
+        self.e_prev = np.empty(n, np.int64)
+        _link(slot, self.q_last, self.e_prev)
 
     def _index(self):
-        return self.e_qid, self.e_seq, self.q_base, self.q_last
+        return self.e_seq, self.e_prev, self.q_base, self.q_last, self.d_qid
 
     @property
     def _routable(self) -> np.ndarray:
@@ -807,35 +836,32 @@ class SubscriptionTableRouter(Router):
             keep |= fam == FAMILY_IDS[f]
         return rows[keep]
 
-    def apply_deletes(self, ev: Events, rows: np.ndarray) -> None:
-        """Subtract deleted subscriptions' costs (used by the fit for deletions inside the sample)."""
-        rows = self._family_rows(ev, np.asarray(rows, np.int64))
-        ref = _lookup(ev.id[rows], ev.seq[rows], True, *self._index())
-        order = np.argsort(ev.seq[rows], kind="stable")
-        _online(np.zeros(len(rows), np.bool_), ref[order], self.e_cost, self.e_worker, self.e_live, self.loads)
+    def apply_deletes(self, ev: Events) -> None:
+        """Subtract the costs of subscriptions deleted within `ev` (the fit: deletions inside the sample)."""
+        self._replay(ev, np.full(len(ev), -1, np.int64), np.iinfo(np.int64).min, np.iinfo(np.int64).max)
+
+    def _replay(self, ev: Events, entry: np.ndarray, seq_lo: int, seq_hi: int) -> None:
+        _replay(_seq_order(ev), ev.kind, ev.seq, ev.id, ev.family, self._routable, entry, seq_lo, seq_hi,
+                *self._index(), self.e_cost, self.e_worker, self.e_live, self.loads)
 
     def observe_inserts(self, ev: Events, rows: np.ndarray) -> None:
         rows = np.asarray(rows, np.int64)
         rows = self._family_rows(ev, rows[(ev.kind[rows] == INSERT) & (ev.seq[rows] > self.seen_seq)])
         if len(rows) == 0:
             return
-        hi = int(ev.seq[rows].max())
-        dels = np.flatnonzero((ev.kind == DELETE) & (ev.seq > self.seen_seq) & (ev.seq <= hi))
-        dels = self._family_rows(ev, dels)
-        new_order = np.lexsort((ev.seq[rows], ev.id[rows]))  # the new entries sorted, then merged in
-        at_old, at_new = _merge_positions(self.e_qid, self.e_seq, ev.id[rows][new_order], ev.seq[rows][new_order])
-        pos = np.empty(len(rows), np.int64)
-        pos[new_order] = at_new
-        self.e_qid = _merged(self.e_qid, ev.id[rows], at_old, pos)
-        self.e_seq = _merged(self.e_seq, ev.seq[rows], at_old, pos)
-        self.e_worker = _merged(self.e_worker, np.full(len(rows), -1, np.int64), at_old, pos)
-        self.e_cost = _merged(self.e_cost, self.new_costs(ev, rows).astype(np.float64), at_old, pos)
-        self.e_live = _merged(self.e_live, np.zeros(len(rows), bool), at_old, pos)
+        rows = rows[np.argsort(ev.seq[rows], kind="stable")]  # the log stays in seq order
+        hi = int(ev.seq[rows[-1]])
+        start = len(self.e_qid)
+        cost = self.new_costs(ev, rows).astype(np.float64)
+        self.e_qid = np.concatenate([self.e_qid, ev.id[rows]])
+        self.e_seq = np.concatenate([self.e_seq, ev.seq[rows]])
+        self.e_worker = np.concatenate([self.e_worker, np.full(len(rows), -1, np.int64)])
+        self.e_cost = np.concatenate([self.e_cost, cost])
+        self.e_live = np.concatenate([self.e_live, np.zeros(len(rows), bool)])
         self._reindex()
-        ref = np.concatenate([pos, _lookup(ev.id[dels], ev.seq[dels], True, *self._index())])
-        is_ins = np.concatenate([np.ones(len(rows), np.bool_), np.zeros(len(dels), np.bool_)])
-        by_seq = np.argsort(np.concatenate([ev.seq[rows], ev.seq[dels]]), kind="stable")
-        _online(is_ins[by_seq], ref[by_seq], self.e_cost, self.e_worker, self.e_live, self.loads)
+        entry = np.full(len(ev), -1, np.int64)
+        entry[rows] = start + np.arange(len(rows))
+        self._replay(ev, entry, self.seen_seq, hi)
         self.seen_seq = hi
 
     def route(self, ev: Events) -> Pairs:
@@ -886,6 +912,6 @@ def sample_state(sample: Events, qs: np.ndarray, worker: np.ndarray, cost: np.nd
 
 
 def finish(router: SubscriptionTableRouter, sample: Events) -> SubscriptionTableRouter:
-    router.apply_deletes(sample, np.flatnonzero(sample.kind == DELETE))
+    router.apply_deletes(sample)
     return router
 

@@ -60,14 +60,13 @@ class DkmRouter(SubscriptionTableRouter):
         self.splits = dict(splits)
 
     def new_costs(self, ev: Events, rows: np.ndarray) -> np.ndarray:
-        own = regions(ev, rows)
-        best = self.index.best_overlap(own)
-        off, val = csr_take(ev.offsets, ev.values, rows)
-        num, done = self.terms.counts(best, off, val)  # R* with a term list: scanned
+        best = self.index.best_overlap_rows(ev.xmin, ev.ymin, ev.xmax, ev.ymax, rows)  # S* by Eq. (7)
+        num, done = self.terms.counts(best, ev.offsets, ev.values, rows)  # Eq. (5) where R* has a term list
         rest = np.flatnonzero(~done)  # the others (and s_n's own region when none overlaps): strips
         if len(rest):
-            r_star = np.where((best[rest] >= 0)[:, None], self.index.rects[np.maximum(best[rest], 0)], own[rest])
-            num[rest] = eq5_numerators(self.stats, r_star, *csr_take(off, val, rest))
+            own = regions(ev, rows[rest])
+            r_star = np.where((best[rest] >= 0)[:, None], self.index.rects[np.maximum(best[rest], 0)], own)
+            num[rest] = eq5_numerators(self.stats, r_star, *csr_take(ev.offsets, ev.values, rows[rest]))
         return np.maximum(self.stats.p(num), self.cost_floor)
 
     def describe(self) -> dict:

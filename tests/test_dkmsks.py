@@ -394,6 +394,6 @@ def test_sparse_qids_route_like_dense_ones(name):
     a, b = fit(name, ev, len(ev) // 3, 4), fit(name, sparse, len(ev) // 3, 4)
     ra, wa = route_stream(a, ev)
     rb, wb = route_stream(b, sparse)
-    assert len(a.q_last) > 0 and len(b.q_last) == 0  # both lookup paths are exercised
+    assert len(a.d_qid) == 0 and len(b.d_qid) > 0  # both lookup paths are exercised
     np.testing.assert_array_equal(ra, rb)
     np.testing.assert_array_equal(wa, wb)
