@@ -564,41 +564,48 @@ class RegionIndex:
                 break
             g = max(1, g // 2)
         self.g, self.icw, self.ich = g, icw, ich
-        self.offsets, self.items = _register(ranges, g)
-        self.item_rects = rects[self.items]  # each registration's rectangle, in cell order
+        offsets, items = _register(ranges, g)
+        small = np.int32 if max(len(items), k) < 2**31 else np.int64  # halves the index's cache footprint
+        self.offsets, self.items = offsets.astype(small), items.astype(small)
+        self.item_rects = rects[items]  # each registration's rectangle, in cell order
 
     def best_overlap(self, rects: np.ndarray) -> np.ndarray:
-        return self.best_overlap_rows(*_cols(rects), np.arange(len(rects), dtype=np.int64))
+        cols = _cols(rects)
+        rows = np.arange(len(cols[0]), dtype=np.int64)
+        order = self.cell_order(*cols, rows)
+        out = np.empty(len(rows), np.int64)
+        out[order] = self.best_overlap_rows(*cols, rows[order])
+        return out
+
+    def cell_order(self, xmin, ymin, xmax, ymax, rows: np.ndarray) -> np.ndarray:
+        """An order of the rows by the cell of their rectangles' centres: answered in it, neighbours
+        reuse the same candidates from cache (measured 20% faster on 10k STS-Q1 rectangles)."""
+        return _cell_order(np.asarray(rows, np.int64), xmin, ymin, xmax, ymax, *self.bbox[:2], self.icw, self.ich,
+                           self.g)
 
     def best_overlap_rows(self, xmin, ymin, xmax, ymax, rows: np.ndarray) -> np.ndarray:
-        """Eq. (7) for rectangles rows of the columns (an event batch's). Queries are answered in
-        the order of their centres' cells, so neighbours reuse the same candidates from cache
-        (measured 20% faster on 10k STS-Q1 rectangles), from columns gathered in that order
-        (reading them in place measured 30% slower)."""
+        """Eq. (7) for rectangles rows of the columns (an event batch's), from columns gathered in
+        row order (reading them in place measured 30% slower)."""
         rows = np.asarray(rows, np.int64)
-        order = _cell_order(rows, xmin, ymin, xmax, ymax, *self.bbox[:2], self.icw, self.ich, self.g)
-        rows = rows[order]
-        out = np.empty(len(rows), np.int64)
-        out[order] = _best_overlap(np.arange(len(rows), dtype=np.int64), xmin[rows], ymin[rows], xmax[rows],
-                                   ymax[rows], self.offsets, self.items, self.item_rects, *self.bbox, self.icw,
-                                   self.ich, self.g)
-        return out
+        return _best_overlap(np.arange(len(rows), dtype=np.int64), xmin[rows], ymin[rows], xmax[rows], ymax[rows],
+                             self.offsets, self.items, self.item_rects, *self.bbox, self.icw, self.ich, self.g)
 
 
 # --- Eq. (5) under a subset's R, for new subscriptions --------------------------------------------
 
 @njit(cache=True)
-def _listed_counts(region, rows, kw_off, kw_val, listed, t_ptr, t_key):
+def _listed_counts(region, rows, kw_off, kw_val, t_span, t_key):
     """Eq. (5) numerators of subscriptions (keywords of rows[i] in the CSR kw_off, kw_val) placed
-    under listed regions: per keyword, a binary search in the region's sorted keys term << 8 | count.
-    Returns (numerators, whether each row was listed)."""
+    under listed regions: per keyword, a binary search in the region's run t_key[lo:hi] of sorted
+    keys term << 8 | count (t_span[b] = lo, hi; lo -1 for a region not listed). Returns
+    (numerators, whether each row was counted)."""
     out = np.zeros(len(region), np.int64)
     done = np.zeros(len(region), np.bool_)
     for i in range(len(region)):
         b = region[i]
-        if b < 0 or not listed[b]:
+        if b < 0 or t_span[b, 0] < 0:
             continue
-        lo, hi = t_ptr[b], t_ptr[b + 1]
+        lo, hi = t_span[b, 0], t_span[b, 1]
         total = 0
         for k in range(kw_off[rows[i]], kw_off[rows[i] + 1]):
             lam = np.int64(kw_val[k])
@@ -614,16 +621,20 @@ class RegionTerms:
     """|O_{R,lambda}| for every term of O_init's objects inside each subset's R, as sorted runs of
     keys term << 8 | count per R (one int32 each while terms stay below 2^23), so that Eq. (5) of
     a subscription placed under that R* costs one binary search per keyword instead of a strip
-    count (measured ~4x faster on STS-Q1). A subset is listed when its R holds at most MAX_OBJECTS
-    objects (so a count fits the low byte) and the entries so far stay within BUDGET (a memory
-    bound, in subset order); the others are counted by the strips."""
+    count (measured ~4x faster on STS-Q1). The runs are laid out in `layout` order (the order in
+    which subscriptions will visit the subsets, e.g. by cell: neighbours then share cache lines).
+    A subset is listed when its R holds at most MAX_OBJECTS objects (so a count fits the low byte)
+    and the entries so far stay within BUDGET (a memory bound, in layout order); the others are
+    counted by the strips."""
 
     MAX_OBJECTS = 255
     BUDGET = 1 << 21  # entries: 8 MiB as int32
 
-    def __init__(self, stats: ObjectStats, rects: np.ndarray, obj_offsets: np.ndarray, obj_values: np.ndarray):
+    def __init__(self, stats: ObjectStats, rects: np.ndarray, obj_offsets: np.ndarray, obj_values: np.ndarray,
+                 layout: np.ndarray | None = None):
         rects = np.asarray(rects, np.float64).reshape(-1, 4)
-        small = np.flatnonzero(stats.rect_counts(rects) <= self.MAX_OBJECTS)
+        layout = np.arange(len(rects)) if layout is None else np.asarray(layout, np.int64)
+        small = layout[stats.rect_counts(rects[layout]) <= self.MAX_OBJECTS]  # in layout order
         ptr, objs = stats.objects_in(rects[small])
         lengths = np.diff(np.asarray(obj_offsets, np.int64))
         terms = csr_take(obj_offsets, obj_values, objs)[1]
@@ -631,15 +642,17 @@ class RegionTerms:
         width = int(terms.max()) + 1 if len(terms) else 1
         keys, count = np.unique(owner * width + terms, return_counts=True)
         per_small = np.bincount(keys // width, minlength=len(small))
-        keep = np.cumsum(per_small) <= self.BUDGET
-        n_keep = int(per_small[keep].sum())  # keep is a prefix: entries [0, n_keep)
-        self.listed = np.zeros(len(rects), np.bool_)
-        self.listed[small[keep]] = True
-        per_region = np.zeros(len(rects), np.int64)
-        per_region[small[keep]] = per_small[keep]
-        self.t_ptr = np.zeros(len(rects) + 1, np.int64)
-        np.cumsum(per_region, out=self.t_ptr[1:])
+        keep = np.cumsum(per_small) <= self.BUDGET  # a prefix
+        ends = np.cumsum(per_small[keep])
+        self.t_span = np.full((len(rects), 2), -1, np.int64)
+        self.t_span[small[keep], 0] = ends - per_small[keep]
+        self.t_span[small[keep], 1] = ends
+        n_keep = int(ends[-1]) if len(ends) else 0
         self.t_key = ((keys[:n_keep] % width) << 8 | count[:n_keep]).astype(np.int32 if width <= 2**23 else np.int64)
+
+    @property
+    def listed(self) -> np.ndarray:
+        return self.t_span[:, 0] >= 0
 
     def counts(self, region: np.ndarray, kw_off: np.ndarray, kw_val: np.ndarray,
                rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -648,7 +661,7 @@ class RegionTerms:
         subscriptions whose region is not listed are left undone."""
         region = np.asarray(region, np.int64)
         rows = np.arange(len(region), dtype=np.int64) if rows is None else np.asarray(rows, np.int64)
-        return _listed_counts(region, rows, np.asarray(kw_off, np.int64), kw_val, self.listed, self.t_ptr, self.t_key)
+        return _listed_counts(region, rows, np.asarray(kw_off, np.int64), kw_val, self.t_span, self.t_key)
 
 
 # --- the shared router: one worker per subscription, objects broadcast ---------------------------
@@ -697,14 +710,14 @@ def _link(slot, q_last, e_prev):
 @njit(cache=True)
 def _route_rows(rows, kind, family, ids, seqs, routable, e_seq, e_prev, q_base, q_last, d_qid, e_worker, n_workers,
                 out_r, out_w):
-    """One pass over the rows, writing the output once: an object to every worker, a subscription
-    event to the worker of its table entry (-1 when its qid was never observed). The output is
+    """One pass over the rows (every row when None), writing the output once: an object to every
+    worker, a subscription event to the worker of its table entry (-1 when never observed). The output is
     allocated by the caller: numpy's large allocations measured 2-4x faster to fill than numba's.
     Returns (unobserved subscriptions, row of the first query whose family is not `routable`, or -1)."""
     k = 0
     n_miss = 0
-    for i in range(len(rows)):
-        r = rows[i]
+    for i in range(len(kind) if rows is None else len(rows)):
+        r = i if rows is None else rows[i]
         if kind[r] == OBJECT:
             for w in range(n_workers):
                 out_r[k] = r
@@ -723,21 +736,16 @@ def _route_rows(rows, kind, family, ids, seqs, routable, e_seq, e_prev, q_base, 
 
 
 @njit(cache=True)
-def _replay(order, kind, seqs, ids, family, routable, entry, seq_lo, seq_hi, e_seq, e_prev, q_base, q_last, d_qid,
-            cost, worker, live, loads):
-    """The main server's rule over the events with seq_lo < seq <= seq_hi, in seq order (`order`):
-    an insertion with a new table entry (`entry` per row, -1 none) goes to argmin C(w) (ties:
-    lowest id), a deletion subtracts its subscription's cost from its worker."""
+def _replay(ins, first_entry, dels, seqs, ids, family, routable, e_seq, e_prev, q_base, q_last, d_qid, cost, worker,
+            live, loads):
+    """The main server's rule, in seq order over two seq-sorted row lists: insertion ins[i] (table
+    entry first_entry + i) goes to argmin C(w) (ties: lowest id); a deletion of a routable family
+    subtracts its subscription's cost from its worker."""
     n_workers = len(loads)
-    for i in range(len(order)):
-        r = order[i]
-        if seqs[r] <= seq_lo or seqs[r] > seq_hi:
-            continue
-        f = family[r]
-        if f < 0 or f >= len(routable) or not routable[f]:
-            continue
-        if kind[r] == INSERT and entry[r] >= 0:
-            e = entry[r]
+    i = j = 0
+    while i < len(ins) or j < len(dels):
+        if j == len(dels) or (i < len(ins) and seqs[ins[i]] <= seqs[dels[j]]):
+            e = first_entry + i
             best = 0
             for w in range(1, n_workers):
                 if loads[w] < loads[best]:
@@ -745,18 +753,25 @@ def _replay(order, kind, seqs, ids, family, routable, entry, seq_lo, seq_hi, e_s
             worker[e] = best
             loads[best] += cost[e]
             live[e] = True
-        elif kind[r] == DELETE:
+            i += 1
+        else:
+            r = dels[j]
+            j += 1
+            f = family[r]
+            if f < 0 or f >= len(routable) or not routable[f]:
+                continue
             e = _find(ids[r], seqs[r], True, e_seq, e_prev, q_base, q_last, d_qid)
             if e >= 0 and live[e] and worker[e] >= 0:
                 loads[worker[e]] -= cost[e]
                 live[e] = False
 
 
-def _seq_order(ev: Events) -> np.ndarray:
-    """The batch's rows in seq order (batches normally arrive in it: no sort then)."""
-    if len(ev) < 2 or bool(np.all(ev.seq[1:] >= ev.seq[:-1])):
-        return np.arange(len(ev), dtype=np.int64)
-    return np.argsort(ev.seq, kind="stable").astype(np.int64)
+def _by_seq(ev: Events, rows: np.ndarray) -> np.ndarray:
+    """The rows in seq order (batches normally arrive in it: no sort then)."""
+    s = ev.seq[rows]
+    if len(rows) < 2 or bool(np.all(s[1:] >= s[:-1])):
+        return rows
+    return rows[np.argsort(s, kind="stable")]
 
 
 def _nbytes(obj: Any, seen: set | None = None) -> int:
@@ -838,10 +853,11 @@ class SubscriptionTableRouter(Router):
 
     def apply_deletes(self, ev: Events) -> None:
         """Subtract the costs of subscriptions deleted within `ev` (the fit: deletions inside the sample)."""
-        self._replay(ev, np.full(len(ev), -1, np.int64), np.iinfo(np.int64).min, np.iinfo(np.int64).max)
+        self._replay(ev, np.zeros(0, np.int64), np.flatnonzero(ev.kind == DELETE))
 
-    def _replay(self, ev: Events, entry: np.ndarray, seq_lo: int, seq_hi: int) -> None:
-        _replay(_seq_order(ev), ev.kind, ev.seq, ev.id, ev.family, self._routable, entry, seq_lo, seq_hi,
+    def _replay(self, ev: Events, ins: np.ndarray, dels: np.ndarray) -> None:
+        """Apply insertions `ins` (the last len(ins) table entries, in seq order) and deletions."""
+        _replay(ins, len(self.e_qid) - len(ins), _by_seq(ev, dels), ev.seq, ev.id, ev.family, self._routable,
                 *self._index(), self.e_cost, self.e_worker, self.e_live, self.loads)
 
     def observe_inserts(self, ev: Events, rows: np.ndarray) -> None:
@@ -849,9 +865,8 @@ class SubscriptionTableRouter(Router):
         rows = self._family_rows(ev, rows[(ev.kind[rows] == INSERT) & (ev.seq[rows] > self.seen_seq)])
         if len(rows) == 0:
             return
-        rows = rows[np.argsort(ev.seq[rows], kind="stable")]  # the log stays in seq order
+        rows = _by_seq(ev, rows)  # the log stays in seq order
         hi = int(ev.seq[rows[-1]])
-        start = len(self.e_qid)
         cost = self.new_costs(ev, rows).astype(np.float64)
         self.e_qid = np.concatenate([self.e_qid, ev.id[rows]])
         self.e_seq = np.concatenate([self.e_seq, ev.seq[rows]])
@@ -859,19 +874,21 @@ class SubscriptionTableRouter(Router):
         self.e_cost = np.concatenate([self.e_cost, cost])
         self.e_live = np.concatenate([self.e_live, np.zeros(len(rows), bool)])
         self._reindex()
-        entry = np.full(len(ev), -1, np.int64)
-        entry[rows] = start + np.arange(len(rows))
-        self._replay(ev, entry, self.seen_seq, hi)
+        dels = np.flatnonzero(ev.kind == DELETE)
+        dels = dels[(ev.seq[dels] > self.seen_seq) & (ev.seq[dels] <= hi)]
+        self._replay(ev, rows, dels)
         self.seen_seq = hi
 
     def route(self, ev: Events) -> Pairs:
         """Every event in one pass (objects and subscriptions alike), the output written once."""
-        return self._by_table(ev, np.arange(len(ev), dtype=np.int64))
+        return self._by_table(ev, None)
 
-    def _by_table(self, ev: Events, rows: np.ndarray) -> Pairs:
-        rows = np.asarray(rows, np.int64)
-        n_obj = int(np.count_nonzero(ev.kind[rows] == OBJECT))
-        n_out = n_obj * self.n_workers + len(rows) - n_obj
+    def _by_table(self, ev: Events, rows: np.ndarray | None) -> Pairs:
+        """The rows' pairs (rows None: every row of the batch, without an index array)."""
+        rows = None if rows is None else np.asarray(rows, np.int64)
+        n_rows = len(ev) if rows is None else len(rows)
+        n_obj = int(np.count_nonzero((ev.kind if rows is None else ev.kind[rows]) == OBJECT))
+        n_out = n_obj * self.n_workers + n_rows - n_obj
         out_r, out_w = np.empty(n_out, np.int64), np.empty(n_out, np.int64)
         n_miss, bad = _route_rows(rows, ev.kind, ev.family, ev.id, ev.seq, self._routable, *self._index(),
                                   self.e_worker, self.n_workers, out_r, out_w)

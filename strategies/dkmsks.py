@@ -60,14 +60,19 @@ class DkmRouter(SubscriptionTableRouter):
         self.splits = dict(splits)
 
     def new_costs(self, ev: Events, rows: np.ndarray) -> np.ndarray:
-        best = self.index.best_overlap_rows(ev.xmin, ev.ymin, ev.xmax, ev.ymax, rows)  # S* by Eq. (7)
-        num, done = self.terms.counts(best, ev.offsets, ev.values, rows)  # Eq. (5) where R* has a term list
+        rows = np.asarray(rows, np.int64)
+        order = self.index.cell_order(ev.xmin, ev.ymin, ev.xmax, ev.ymax, rows)  # neighbours together:
+        by_cell = rows[order]  # both lookups below then reuse what the previous subscription read
+        best = self.index.best_overlap_rows(ev.xmin, ev.ymin, ev.xmax, ev.ymax, by_cell)  # S* by Eq. (7)
+        num, done = self.terms.counts(best, ev.offsets, ev.values, by_cell)  # Eq. (5) where R* has a term list
         rest = np.flatnonzero(~done)  # the others (and s_n's own region when none overlaps): strips
         if len(rest):
-            own = regions(ev, rows[rest])
+            own = regions(ev, by_cell[rest])
             r_star = np.where((best[rest] >= 0)[:, None], self.index.rects[np.maximum(best[rest], 0)], own)
-            num[rest] = eq5_numerators(self.stats, r_star, *csr_take(ev.offsets, ev.values, rows[rest]))
-        return np.maximum(self.stats.p(num), self.cost_floor)
+            num[rest] = eq5_numerators(self.stats, r_star, *csr_take(ev.offsets, ev.values, by_cell[rest]))
+        cost = np.empty(len(rows), np.float64)
+        cost[order] = np.maximum(self.stats.p(num), self.cost_floor)
+        return cost
 
     def describe(self) -> dict:
         top = np.argsort(-self.subset_cost, kind="stable")[:DESCRIBE_SUBSETS]
@@ -108,8 +113,10 @@ class DkmSksStrategy(Strategy):
         floor = params.min_cost_fraction * (float(positive.mean()) if len(positive) else 1.0)
         part = replace(part, member_cost=np.maximum(part.member_cost, floor))
         worker, _ = assign_members(part, n_workers)
+        index = RegionIndex(part.rects)
+        by_cell = index.cell_order(*[np.ascontiguousarray(c) for c in part.rects.T], np.arange(len(part.rects)))
         router = DkmRouter(
-            n_workers, stats, RegionIndex(part.rects), RegionTerms(stats, part.rects, obj_off, obj_val),
+            n_workers, stats, index, RegionTerms(stats, part.rects, obj_off, obj_val, layout=by_cell),
             stats.p(part.cost),
             np.bincount(part.subset_of, minlength=len(part.cost)), part.splits,
             cost_floor=float(stats.p(np.array([floor]))[0]),

@@ -250,8 +250,8 @@ def brute_eq5(x, y, terms, rects, region, kw_lists):
     return np.array(out)
 
 
-@pytest.mark.parametrize("budget", [1 << 21, 40])
-def test_region_term_lists_count_eq5_exactly_and_leave_the_rest_to_the_strips(budget, monkeypatch):
+@pytest.mark.parametrize("budget,reverse", [(1 << 21, False), (40, False), (40, True)])
+def test_region_term_lists_count_eq5_exactly_and_leave_the_rest_to_the_strips(budget, reverse, monkeypatch):
     monkeypatch.setattr(RegionTerms, "BUDGET", budget)
     monkeypatch.setattr(RegionTerms, "MAX_OBJECTS", 25)
     rng = np.random.default_rng(8)
@@ -261,13 +261,15 @@ def test_region_term_lists_count_eq5_exactly_and_leave_the_rest_to_the_strips(bu
     st = ObjectStats(x, y, *csr(terms))
     lo = rng.uniform(0, 90, (80, 2))
     rects = np.column_stack([lo, lo + rng.uniform(0.5, 30, (80, 2))])  # some hold more than 25 objects
-    table = RegionTerms(st, rects, *csr(terms))
+    table = RegionTerms(st, rects, *csr(terms), layout=np.arange(80)[::-1] if reverse else None)
     n_in = st.rect_counts(rects)
     assert (n_in > 25).any() and (n_in <= 25).sum() > 10
     if budget > 1000:
         np.testing.assert_array_equal(table.listed, n_in <= 25)
-    else:  # the budget stops the listing: a prefix of the small regions, within it
-        assert 0 < table.listed.sum() < (n_in <= 25).sum() and table.t_ptr[-1] <= budget
+    else:  # the budget stops the listing: a prefix (in layout order) of the small regions, within it
+        assert 0 < table.listed.sum() < (n_in <= 25).sum() and len(table.t_key) <= budget
+        first = np.flatnonzero(table.listed)[-1 if reverse else 0]
+        assert first == np.flatnonzero(n_in <= 25)[-1 if reverse else 0]
     region = rng.integers(-1, 80, 300)
     kw_lists = [sorted(set(rng.integers(0, 11, rng.integers(1, 4)).tolist())) for _ in range(300)]
     off, vals = csr(kw_lists)
