@@ -11,7 +11,7 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -66,6 +66,7 @@ class Figure:
     target_max: float | None = None  # maximum value the figure may have (e.g. a growth factor)
     note: str = ""
     order: int = 0
+    paired: dict = field(default_factory=dict)  # baseline name -> its value measured alongside this figure
 
 
 _FIGURES: dict[str, Figure] = {}
@@ -78,11 +79,15 @@ def figures() -> dict:
 
 @pytest.fixture(scope="session")
 def record(figures):
-    def _record(name, value, unit, baseline=None, target=None, target_on="value", note="", target_max=None):
+    def _record(name, value, unit, baseline=None, target=None, target_on="value", note="", target_max=None,
+                paired=None):
+        """`paired`: baseline values measured in the same rounds as this figure (alternating), used
+        for its ratios instead of the baseline's own figure, so that both sides share the machine's
+        state of the moment (this VM's speed drifts by up to 1.5x over tens of seconds)."""
         if isinstance(baseline, str):
             baseline = (baseline,)
         figures[name] = Figure(name, float(value), unit, tuple(baseline or ()), target, target_on,
-                               target_max, note, len(figures))
+                               target_max, note, len(figures), dict(paired or {}))
         return figures[name]
     return _record
 
@@ -123,13 +128,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for f in sorted(_FIGURES.values(), key=lambda f: f.order):
         ratios, ratio_of = [], {}
         for b in f.baselines:
-            base = _FIGURES.get(b)
-            if base is None or base.value == 0:
+            base = f.paired.get(b, _FIGURES[b].value if b in _FIGURES else None)
+            if not base:
                 ratios.append(f"vs {b}: n/a")
                 continue
-            r = f.value / base.value
+            r = f.value / base
             ratio_of[b] = r
-            ratios.append(f"x{r:.2f} vs {b}" if r < 100 else f"x{r:.0f} vs {b}")
+            label = f"{b} (same rounds)" if b in f.paired else b
+            ratios.append(f"x{r:.2f} vs {label}" if r < 100 else f"x{r:.0f} vs {label}")
         status, target = "", ""
         if f.target is not None:
             if f.target_on == "value":

@@ -17,6 +17,9 @@ import numpy as np
 from harness.events import FAMILY_NAMES, INSERT, OBJECT, Events
 
 
+FAMILY_LOW = -128  # the family column is int8: codes are counted from here (a bincount, not a sort)
+
+
 class UnsupportedFamilyError(ValueError):
     """A strategy was asked to route a query family it does not define routing for."""
 
@@ -71,16 +74,20 @@ class Router(ABC):
             return empty_pairs()
         parts = []
         fam = ev.family[rows]
-        for code, name in self.check_families(fam):
-            sub = rows[fam == code]
+        present = self.check_families(fam)
+        for code, name in present:
+            sub = rows if len(present) == 1 else rows[fam == code]
             parts.append(getattr(self, f"route_{name}")(ev, sub))
+        if len(parts) == 1:
+            return parts[0]
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
     def check_families(self, fam: np.ndarray) -> list[tuple[int, str]]:
         """(code, name) of each query family present in `fam`; a family this router does not route
         is an UnsupportedFamilyError naming the ones it does."""
         present = []
-        for code in np.unique(fam):
+        codes = np.flatnonzero(np.bincount(fam.astype(np.int64) - FAMILY_LOW)) + FAMILY_LOW if len(fam) else []
+        for code in codes:
             name = FAMILY_NAMES.get(int(code), str(code))
             if name not in self.families:
                 raise UnsupportedFamilyError(

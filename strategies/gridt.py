@@ -62,20 +62,25 @@ def _maybe_in_h2(term_filter, c, t):
 
 
 @njit(cache=True)
-def route_points_h2(rows, seq, x, y, offsets, values, x0, y0, inv_cw, inv_ch, nx, ny, cell_worker, h2_ptr, h2_key,
-                    h2_worker, h2_seq, low_seq, term_filter, n_workers):
-    """Each object to the H2 workers of its terms in its cell (entries older than the object).
+def points_h2_bound(rows, offsets, n_workers):
+    """An upper bound of fill_points_h2's pairs (an object reaches at most min(terms, workers))."""
+    bound = 0
+    for i in range(len(rows)):
+        bound += min(offsets[rows[i] + 1] - offsets[rows[i]], n_workers)
+    return bound
+
+
+@njit(cache=True)
+def fill_points_h2(rows, seq, x, y, offsets, values, x0, y0, inv_cw, inv_ch, nx, ny, cell_worker, h2_ptr, h2_key,
+                   h2_worker, h2_seq, low_seq, term_filter, n_workers, out_r, out_w, total):
+    """Each object to the H2 workers of its terms in its cell (entries older than the object),
+    written from out[total:] (sized by points_h2_bound, so one pass, no reallocation); returns the
+    new end.
 
     A frequent term (id < LOW_TERMS) is tested in the dense table low_seq[cell, term] (the seq of
     its H2 entry, NEVER when absent) instead of a binary search, any other term first in the
     cell's term_filter bits; in a space cell the first hit settles the object."""
     stamp = np.full(n_workers, -1, np.int64)
-    bound = 0  # an upper bound of the pairs, so one pass fills the output (no reallocation in the loop)
-    for i in range(len(rows)):
-        bound += min(offsets[rows[i] + 1] - offsets[rows[i]], n_workers)
-    out_r = np.empty(bound, np.int64)
-    out_w = np.empty(bound, np.int64)
-    total = 0
     for i in range(len(rows)):
         r = rows[i]
         c = axis_cell(y[r], y0, inv_ch, ny) * nx + axis_cell(x[r], x0, inv_cw, nx)
@@ -114,21 +119,13 @@ def route_points_h2(rows, seq, x, y, offsets, values, x0, y0, inv_cw, inv_ch, nx
                     out_r[total] = r
                     out_w[total] = w
                     total += 1
-    return out_r[:total], out_w[:total]
+    return total
 
 
 @njit(cache=True)
-def route_rects_h1(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, cell_target,
-                   cell_tmap, tm_ptr, tm_key, tm_slot, tmc_ptr, tmc_worker, unit_base, units, n_out):
-    """Each query to what H1 gives for its routing terms in every cell its rectangle overlaps: a
-    space cell's `cell_target` (its worker, or its unit id), and in a text cell the slot of each
-    routing term (its map entry's, else the hash fallback) as that slot's worker, or with
-    `units` as the slot's unit id (slot 0 = the cell, slot k = unit_base[cell] + k - 1). One
-    kernel for both, so routing is exactly the owners of the units.
-
-    One pass into arrays sized by an upper bound (a query reaches at most min(cells x routing
-    terms, n_out) targets); a count-then-fill pass measured twice as slow. When routing, a term
-    map already looked up for the row is skipped (its cells give the same workers)."""
+def rects_h1_bound(rows, op, offsets, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, n_out):
+    """An upper bound of fill_rects_h1's pairs (a query reaches at most min(cells x routing terms,
+    n_out) targets)."""
     bound = 0
     for i in range(len(rows)):
         r = rows[i]
@@ -139,11 +136,24 @@ def route_rects_h1(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, in
         cells = (axis_cell(xmax[r], x0, inv_cw, nx) - axis_cell(xmin[r], x0, inv_cw, nx) + 1) * (
             axis_cell(ymax[r], y0, inv_ch, ny) - axis_cell(ymin[r], y0, inv_ch, ny) + 1)
         bound += min(cells * (b - a), n_out)
-    out_r = np.empty(bound, np.int64)
-    out_w = np.empty(bound, np.int64)
+    return bound
+
+
+@njit(cache=True)
+def fill_rects_h1(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, cell_target,
+                  cell_tmap, tm_ptr, tm_key, tm_slot, tmc_ptr, tmc_worker, unit_base, units, n_out, out_r, out_w,
+                  total):
+    """Each query to what H1 gives for its routing terms in every cell its rectangle overlaps: a
+    space cell's `cell_target` (its worker, or its unit id), and in a text cell the slot of each
+    routing term (its map entry's, else the hash fallback) as that slot's worker, or with
+    `units` as the slot's unit id (slot 0 = the cell, slot k = unit_base[cell] + k - 1). One
+    kernel for both, so routing is exactly the owners of the units.
+
+    One pass from out[total:], sized by rects_h1_bound (a count-then-fill pass measured twice as
+    slow); returns the new end. When routing, a term map already looked up for the row is skipped
+    (its cells give the same workers)."""
     stamp = np.full(n_out, -1, np.int64)
     seen = np.full(max(len(tm_ptr) - 1, 1), -1, np.int64)  # term maps already looked up for row i
-    total = 0
     for i in range(len(rows)):
         r = rows[i]
         a = offsets[r]
@@ -191,24 +201,28 @@ def route_rects_h1(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, in
                         out_r[total] = r
                         out_w[total] = w
                         total += 1
-    return out_r[:total], out_w[:total]
+    return total
 
 
 @njit(cache=True)
-def expand_query_cells(rows, seq, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny):
-    """(cell << 32 | routing term, seq) for every cell a query overlaps and every term it is indexed
-    under."""
-    total = 0
+def new_h2_keys(rows, seq, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, h2_ptr, h2_key,
+                h2_seq, term_filter):
+    """(cell << 32 | routing term, seq) for every cell a query overlaps and every term it is
+    indexed under that H2 lacks; for a key H2 has, the recorded seq is lowered when the query
+    arrives earlier (events observed out of order: h2_seq is updated in place). The cell's term
+    filter settles most new keys without a binary search. Probing while expanding (rather than
+    materialising every key first) measured 2x faster: most keys are already in H2."""
+    bound = 0
     for i in range(len(rows)):
         r = rows[i]
         a = offsets[r]
         b = offsets[r + 1]
         if a < b and op[r] == AND:
             a = b - 1
-        total += ((axis_cell(xmax[r], x0, inv_cw, nx) - axis_cell(xmin[r], x0, inv_cw, nx) + 1)
+        bound += ((axis_cell(xmax[r], x0, inv_cw, nx) - axis_cell(xmin[r], x0, inv_cw, nx) + 1)
                   * (axis_cell(ymax[r], y0, inv_ch, ny) - axis_cell(ymin[r], y0, inv_ch, ny) + 1) * (b - a))
-    keys = np.empty(total, np.int64)
-    seqs = np.empty(total, np.int64)
+    keys = np.empty(bound, np.int64)
+    seqs = np.empty(bound, np.int64)
     total = 0
     for i in range(len(rows)):
         r = rows[i]
@@ -222,31 +236,19 @@ def expand_query_cells(rows, seq, op, offsets, values, xmin, ymin, xmax, ymax, x
         iy1 = axis_cell(ymax[r], y0, inv_ch, ny)
         for iy in range(iy0, iy1 + 1):
             for ix in range(ix0, ix1 + 1):
+                c = iy * nx + ix
                 for q in range(a, b):
-                    keys[total] = ((iy * nx + ix) << 32) | values[q]
+                    key = (c << 32) | values[q]
+                    if _maybe_in_h2(term_filter, c, values[q]):
+                        hi = h2_ptr[c + 1]
+                        k = _lower_bound(h2_key, h2_ptr[c], hi, key)
+                        if k < hi and h2_key[k] == key:
+                            h2_seq[k] = min(h2_seq[k], seq[r])
+                            continue
+                    keys[total] = key
                     seqs[total] = seq[r]
                     total += 1
-    return keys, seqs
-
-
-@njit(cache=True)
-def probe_h2(keys, seqs, h2_ptr, h2_key, h2_seq, term_filter):
-    """Mark the (cell << 32 | term) keys H2 lacks; for those it has, lower the recorded seq when a
-    key arrives earlier than recorded (events observed out of order). Updates h2_seq in place.
-    The cell's term filter settles most new keys without a binary search."""
-    new = np.zeros(len(keys), np.bool_)
-    for i in range(len(keys)):
-        c = keys[i] >> 32
-        if not _maybe_in_h2(term_filter, c, keys[i] & 0xFFFFFFFF):
-            new[i] = True
-            continue
-        hi = h2_ptr[c + 1]
-        k = _lower_bound(h2_key, h2_ptr[c], hi, keys[i])
-        if k < hi and h2_key[k] == keys[i]:
-            h2_seq[k] = min(h2_seq[k], seqs[i])
-        else:
-            new[i] = True
-    return new
+    return keys[:total], seqs[:total]
 
 
 @njit(cache=True)
@@ -425,10 +427,9 @@ class GridtRouter(Router):
         if len(rows) == 0:
             return
         rows = rows[np.argsort(ev.seq[rows], kind="stable")]
-        keys, seqs = expand_query_cells(rows, ev.seq, ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax,
-                                        ev.ymax, *self.grid.args)
-        new = probe_h2(keys, seqs, self.h2_ptr, self.h2_key, self.h2_seq, self.h2_filter)
-        keys, seqs = first_per_key(keys[new], seqs[new])
+        keys, seqs = new_h2_keys(rows, ev.seq, ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax, ev.ymax,
+                                 *self.grid.args, self.h2_ptr, self.h2_key, self.h2_seq, self.h2_filter)
+        keys, seqs = first_per_key(keys, seqs)
         if len(keys):
             cells = keys >> TERM_BITS
             workers = self.cell_worker[cells].copy()
@@ -462,24 +463,39 @@ class GridtRouter(Router):
 
     # -- routing -----------------------------------------------------------------------------------
 
+    def route(self, ev: Events) -> Pairs:
+        """Objects by H2 and queries by H1, written into one output (no concatenation)."""
+        is_obj = ev.kind == OBJECT
+        qs = np.flatnonzero(~is_obj)
+        self.check_families(ev.family[qs])
+        return self._targets(ev, np.flatnonzero(is_obj), qs, False)
+
     def route_objects(self, ev: Events, rows: np.ndarray) -> Pairs:
-        return route_points_h2(np.asarray(rows, np.int64), ev.seq, ev.x, ev.y, ev.offsets, ev.values, *self.grid.args,
-                               self.cell_worker, self.h2_ptr, self.h2_key, self.h2_worker, self.h2_seq, self.h2_low,
-                               self.h2_filter, self.n_workers)
+        return self._targets(ev, np.asarray(rows, np.int64), np.zeros(0, np.int64), False)
 
     def route_range(self, ev: Events, rows: np.ndarray) -> Pairs:
-        return self._rect_targets(ev, np.asarray(rows, np.int64), False)
+        return self._targets(ev, np.zeros(0, np.int64), np.asarray(rows, np.int64), False)
 
-    def _rect_targets(self, ev: Events, rows: np.ndarray, units: bool) -> Pairs:
-        """route_rects_h1 over this router: (row, worker) pairs, or with `units` (row, unit)."""
+    def _targets(self, ev: Events, objs: np.ndarray, qs: np.ndarray, units: bool) -> Pairs:
+        """(row, worker) pairs of objects `objs` (fill_points_h2) and range queries `qs`
+        (fill_rects_h1), or with `units` (row, unit) pairs from the same kernels run on unit ids."""
         if units:
             _, unit_base, n_out = self.unit_layout()
-            target = np.where(self.cell_tmap < 0, np.arange(self.grid.n_cells, dtype=np.int64), -1)
-        else:
-            unit_base, n_out, target = self.cell_tmap, self.n_workers, self.cell_worker  # unit_base unread
-        return route_rects_h1(rows, ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args,
-                              target, self.cell_tmap, self.tm_ptr, self.tm_key, self.tm_slot, self.tmc_ptr,
-                              self.tmc_worker, unit_base, units, n_out)
+            cell_obj = np.where(self.cell_worker >= 0, np.arange(self.grid.n_cells, dtype=np.int64), -1)
+            cell_q = np.where(self.cell_tmap < 0, np.arange(self.grid.n_cells, dtype=np.int64), -1)
+            h2_target = self._h2_unit()
+        else:  # unit_base unread
+            unit_base, n_out, cell_obj, cell_q, h2_target = self.cell_tmap, self.n_workers, self.cell_worker, \
+                self.cell_worker, self.h2_worker
+        bound = (points_h2_bound(objs, ev.offsets, n_out)
+                 + rects_h1_bound(qs, ev.op, ev.offsets, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args, n_out))
+        out_r, out_w = np.empty(bound, np.int64), np.empty(bound, np.int64)
+        end = fill_points_h2(objs, ev.seq, ev.x, ev.y, ev.offsets, ev.values, *self.grid.args, cell_obj, self.h2_ptr,
+                             self.h2_key, h2_target, self.h2_seq, self.h2_low, self.h2_filter, n_out, out_r, out_w, 0)
+        end = fill_rects_h1(qs, ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args,
+                            cell_q, self.cell_tmap, self.tm_ptr, self.tm_key, self.tm_slot, self.tmc_ptr,
+                            self.tmc_worker, unit_base, units, n_out, out_r, out_w, end)
+        return out_r[:end], out_w[:end]
 
     # -- migration units (strategies/adjust_base.py) ------------------------------------------------
     #
@@ -523,7 +539,7 @@ class GridtRouter(Router):
         return cell, slot
 
     def term_slots(self, tmap: np.ndarray, terms: np.ndarray) -> np.ndarray:
-        """Slot of (term map, term) pairs: the map entry's, else the hash fallback of route_rects_h1."""
+        """Slot of (term map, term) pairs: the map entry's, else the hash fallback of fill_rects_h1."""
         tmap = np.asarray(tmap, np.int64)
         terms = np.asarray(terms, np.int64)
         found = sorted_find(self.tm_key, (tmap << TERM_BITS) | terms)
@@ -552,19 +568,12 @@ class GridtRouter(Router):
         return self._unit_cache["h2_unit"]
 
     def units(self, ev: Events, rows: np.ndarray) -> Pairs:
-        """Objects: the units route_points_h2 would deliver them for (the same kernel, run on unit
-        ids); queries: route_rects_h1 in its units mode. So route == owners(units) exactly, objects included."""
+        """Objects: the units fill_points_h2 would deliver them for (the same kernel, run on unit
+        ids); queries: fill_rects_h1 in its units mode. So route == owners(units) exactly, objects included."""
         rows = np.asarray(rows, np.int64)
         is_obj = ev.kind[rows] == OBJECT
-        n_units = self.unit_layout()[2]
-        cell_unit = np.where(self.cell_worker >= 0, np.arange(self.grid.n_cells, dtype=np.int64), -1)
-        ro, uo = route_points_h2(rows[is_obj], ev.seq, ev.x, ev.y, ev.offsets, ev.values, *self.grid.args, cell_unit,
-                                 self.h2_ptr, self.h2_key, self._h2_unit(), self.h2_seq, self.h2_low, self.h2_filter,
-                                 n_units)
         qs = rows[~is_obj]
-        qs = qs[ev.family[qs] == RANGE]
-        rq, uq = self._rect_targets(ev, qs, True)
-        return np.concatenate([ro, rq]), np.concatenate([uo, uq])
+        return self._targets(ev, rows[is_obj], qs[ev.family[qs] == RANGE], True)
 
     def with_unit_owner(self, owner: np.ndarray) -> GridtRouter:
         """Space cells take their unit's worker; text cells that share a term map and get the same
