@@ -114,11 +114,10 @@ def fill_points_h2(rows, seq, x, y, offsets, values, x0, y0, inv_cw, inv_ch, nx,
                     total += 1
                     break
                 w = h2_worker[k]
-                if stamp[w] != i:  # written out: a numba-inlined helper measured 2x slower
-                    stamp[w] = i
-                    out_r[total] = r
-                    out_w[total] = w
-                    total += 1
+                out_r[total] = r  # branch-free duplicate stamp: always write, advance for a new worker
+                out_w[total] = w  # (the output has one slot of slack for the last discarded write)
+                total += stamp[w] != i
+                stamp[w] = i
     return total
 
 
@@ -172,11 +171,10 @@ def fill_rects_h1(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv
                 jm = cell_tmap[c]
                 if jm < 0:
                     w = cell_target[c]
-                    if stamp[w] != i:  # written out: a numba-inlined helper measured 2x slower
-                        stamp[w] = i
-                        out_r[total] = r
-                        out_w[total] = w
-                        total += 1
+                    out_r[total] = r  # branch-free duplicate stamp (one slot of slack in the output)
+                    out_w[total] = w
+                    total += stamp[w] != i
+                    stamp[w] = i
                     continue
                 if not units:
                     if seen[jm] == i:
@@ -196,11 +194,10 @@ def fill_rects_h1(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv
                         w = c if slot == 0 else unit_base[c] + slot - 1
                     else:
                         w = tmc_worker[tmc_ptr[jm] + slot]
-                    if stamp[w] != i:
-                        stamp[w] = i
-                        out_r[total] = r
-                        out_w[total] = w
-                        total += 1
+                    out_r[total] = r
+                    out_w[total] = w
+                    total += stamp[w] != i
+                    stamp[w] = i
     return total
 
 
@@ -489,7 +486,7 @@ class GridtRouter(Router):
                 self.cell_worker, self.h2_worker
         bound = (points_h2_bound(objs, ev.offsets, n_out)
                  + rects_h1_bound(qs, ev.op, ev.offsets, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args, n_out))
-        out_r, out_w = np.empty(bound, np.int64), np.empty(bound, np.int64)
+        out_r, out_w = np.empty(bound + 1, np.int64), np.empty(bound + 1, np.int64)  # + 1: a discarded write
         end = fill_points_h2(objs, ev.seq, ev.x, ev.y, ev.offsets, ev.values, *self.grid.args, cell_obj, self.h2_ptr,
                              self.h2_key, h2_target, self.h2_seq, self.h2_low, self.h2_filter, n_out, out_r, out_w, 0)
         end = fill_rects_h1(qs, ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args,

@@ -407,7 +407,7 @@ def _route_kernel(rows, begin, points, xmin, ymin, xmax, ymax, offsets, values, 
     total = 0
     cap = len(out_r)
     for i in range(begin, len(rows)):
-        if total + n_workers > cap:
+        if total + n_workers >= cap:  # a row writes at most n_workers pairs plus one discarded write
             return i, total
         r = rows[i]
         x0 = xmin[r]
@@ -440,11 +440,10 @@ def _route_kernel(rows, begin, points, xmin, ymin, xmax, ymax, offsets, values, 
                 node = nxt
             elif k == LEAF:
                 w = leaf_worker[node_leaf[node]]
-                if stamp[w] != i:
-                    stamp[w] = i
-                    out_r[total] = r
-                    out_w[total] = w
-                    total += 1
+                out_r[total] = r  # branch-free duplicate stamp (see the all-leaf run below)
+                out_w[total] = w
+                total += stamp[w] != i
+                stamp[w] = i
                 if top == 0:
                     break
                 top -= 1
@@ -469,11 +468,12 @@ def _route_kernel(rows, begin, points, xmin, ymin, xmax, ymax, offsets, values, 
                             while kind[e] == TEXT:
                                 e = first_child[e] + _fallback_child(t, e)
                             w = leaf_worker[node_leaf[e]]
-                        if stamp[w] != i:
-                            stamp[w] = i
-                            out_r[total] = r
-                            out_w[total] = w
-                            total += 1
+                        # branch-free duplicate stamp: always write, advance only for a new worker
+                        # (the data-dependent branch measured slower here, ~5 distinct of 7.5 terms)
+                        out_r[total] = r
+                        out_w[total] = w
+                        total += stamp[w] != i
+                        stamp[w] = i
                     if top == 0:
                         break
                     top -= 1
