@@ -623,18 +623,30 @@ class RegionTerms:
     a subscription placed under that R* costs one binary search per keyword instead of a strip
     count (measured ~4x faster on STS-Q1). The runs are laid out in `layout` order (the order in
     which subscriptions will visit the subsets, e.g. by cell: neighbours then share cache lines).
-    A subset is listed when its R holds at most MAX_OBJECTS objects (so a count fits the low byte)
-    and the entries so far stay within BUDGET (a memory bound, in layout order); the others are
-    counted by the strips."""
+
+    The entries grow with the objects inside each R, i.e. with sample size squared, so they are
+    budgeted linearly: at most ENTRIES_PER_SUBSET per subset on average (and BUDGET in all). The
+    subsets are listed from the fewest objects up (at most MAX_OBJECTS, so a count fits the low
+    byte) while the object-term pairs they hold fit the budget; the others are counted by the
+    strips. Only the chosen subsets are listed, so the fit stays linear too."""
 
     MAX_OBJECTS = 255
+    ENTRIES_PER_SUBSET = 64
     BUDGET = 1 << 21  # entries: 8 MiB as int32
 
     def __init__(self, stats: ObjectStats, rects: np.ndarray, obj_offsets: np.ndarray, obj_values: np.ndarray,
                  layout: np.ndarray | None = None):
         rects = np.asarray(rects, np.float64).reshape(-1, 4)
         layout = np.arange(len(rects)) if layout is None else np.asarray(layout, np.int64)
-        small = layout[stats.rect_counts(rects[layout]) <= self.MAX_OBJECTS]  # in layout order
+        n_in = stats.rect_counts(rects)
+        per_object = len(obj_values) / max(len(obj_offsets) - 1, 1)  # terms per object
+        budget = min(self.BUDGET, self.ENTRIES_PER_SUBSET * len(rects))
+        cand = np.flatnonzero(n_in <= self.MAX_OBJECTS)
+        cand = cand[np.argsort(n_in[cand], kind="stable")]  # fewest objects first, ties by index
+        chosen = cand[np.cumsum(n_in[cand] * per_object) <= budget]
+        position = np.empty(len(rects), np.int64)
+        position[layout] = np.arange(len(layout))
+        small = chosen[np.argsort(position[chosen], kind="stable")]  # in layout order
         ptr, objs = stats.objects_in(rects[small])
         lengths = np.diff(np.asarray(obj_offsets, np.int64))
         terms = csr_take(obj_offsets, obj_values, objs)[1]
@@ -642,13 +654,11 @@ class RegionTerms:
         width = int(terms.max()) + 1 if len(terms) else 1
         keys, count = np.unique(owner * width + terms, return_counts=True)
         per_small = np.bincount(keys // width, minlength=len(small))
-        keep = np.cumsum(per_small) <= self.BUDGET  # a prefix
-        ends = np.cumsum(per_small[keep])
+        ends = np.cumsum(per_small)
         self.t_span = np.full((len(rects), 2), -1, np.int64)
-        self.t_span[small[keep], 0] = ends - per_small[keep]
-        self.t_span[small[keep], 1] = ends
-        n_keep = int(ends[-1]) if len(ends) else 0
-        self.t_key = ((keys[:n_keep] % width) << 8 | count[:n_keep]).astype(np.int32 if width <= 2**23 else np.int64)
+        self.t_span[small, 0] = ends - per_small
+        self.t_span[small, 1] = ends
+        self.t_key = ((keys % width) << 8 | count).astype(np.int32 if width <= 2**23 else np.int64)
 
     @property
     def listed(self) -> np.ndarray:

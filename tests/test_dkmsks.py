@@ -250,9 +250,12 @@ def brute_eq5(x, y, terms, rects, region, kw_lists):
     return np.array(out)
 
 
-@pytest.mark.parametrize("budget,reverse", [(1 << 21, False), (40, False), (40, True)])
-def test_region_term_lists_count_eq5_exactly_and_leave_the_rest_to_the_strips(budget, reverse, monkeypatch):
+@pytest.mark.parametrize("budget,per_subset,reverse", [(1 << 21, 10**6, False), (40, 10**6, False), (40, 10**6, True),
+                                                       (1 << 21, 1, False)])
+def test_region_term_lists_count_eq5_exactly_and_leave_the_rest_to_the_strips(budget, per_subset, reverse,
+                                                                              monkeypatch):
     monkeypatch.setattr(RegionTerms, "BUDGET", budget)
+    monkeypatch.setattr(RegionTerms, "ENTRIES_PER_SUBSET", per_subset)  # the budget: 1 x 80 subsets
     monkeypatch.setattr(RegionTerms, "MAX_OBJECTS", 25)
     rng = np.random.default_rng(8)
     n = 600
@@ -264,12 +267,12 @@ def test_region_term_lists_count_eq5_exactly_and_leave_the_rest_to_the_strips(bu
     table = RegionTerms(st, rects, *csr(terms), layout=np.arange(80)[::-1] if reverse else None)
     n_in = st.rect_counts(rects)
     assert (n_in > 25).any() and (n_in <= 25).sum() > 10
-    if budget > 1000:
+    if budget > 1000 and per_subset > 1000:
         np.testing.assert_array_equal(table.listed, n_in <= 25)
-    else:  # the budget stops the listing: a prefix (in layout order) of the small regions, within it
-        assert 0 < table.listed.sum() < (n_in <= 25).sum() and len(table.t_key) <= budget
-        first = np.flatnonzero(table.listed)[-1 if reverse else 0]
-        assert first == np.flatnonzero(n_in <= 25)[-1 if reverse else 0]
+    else:  # the budget stops the listing: the regions with the fewest objects, within it
+        eligible = n_in <= 25
+        assert 0 < table.listed.sum() < eligible.sum() and len(table.t_key) <= min(budget, per_subset * 80)
+        assert n_in[table.listed].max() <= n_in[eligible & ~table.listed].min()
     region = rng.integers(-1, 80, 300)
     kw_lists = [sorted(set(rng.integers(0, 11, rng.integers(1, 4)).tolist())) for _ in range(300)]
     off, vals = csr(kw_lists)
