@@ -207,17 +207,10 @@ def new_h2_keys(rows, seq, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, 
     """(cell << 32 | routing term, seq) for every cell a query overlaps and every term it is
     indexed under that H2 lacks; for a key H2 has, the recorded seq is lowered when the query
     arrives earlier (events observed out of order: h2_seq is updated in place). The cell's term
-    filter settles most new keys without a binary search. Probing while expanding (rather than
-    materialising every key first) measured 2x faster: most keys are already in H2."""
-    bound = 0
-    for i in range(len(rows)):
-        r = rows[i]
-        a = offsets[r]
-        b = offsets[r + 1]
-        if a < b and op[r] == AND:
-            a = b - 1
-        bound += ((axis_cell(xmax[r], x0, inv_cw, nx) - axis_cell(xmin[r], x0, inv_cw, nx) + 1)
-                  * (axis_cell(ymax[r], y0, inv_ch, ny) - axis_cell(ymin[r], y0, inv_ch, ny) + 1) * (b - a))
+    filter settles most new keys without a binary search. Probing while expanding writes and sorts
+    only the new keys (most are already in H2); it measured about as fast as expanding first."""
+    bound = rects_h1_bound(rows, op, offsets, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny,
+                           np.iinfo(np.int64).max)  # every (cell, routing term) of every query
     keys = np.empty(bound, np.int64)
     seqs = np.empty(bound, np.int64)
     total = 0
