@@ -50,6 +50,7 @@ LOW_TERMS = 64  # dense per-cell H2 seq table over the most frequent term ids (i
 # 1..8 filter the other terms (bit = term mod 512); far smaller than the seq table, so it stays cached
 FILTER_WORDS = 9
 NEVER = np.iinfo(np.int64).max
+OBSERVE_CHUNK_BITS = 40  # observe_inserts packs a query's position in its chunk into this many bits at most
 
 
 @njit(cache=True, inline="always")
@@ -202,18 +203,15 @@ def fill_rects_h1(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv
 
 
 @njit(cache=True)
-def new_h2_keys(rows, seq, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, h2_ptr, h2_key,
-                h2_seq, term_filter):
-    """(cell << 32 | routing term, seq) for every cell a query overlaps and every term it is
-    indexed under that H2 lacks; for a key H2 has, the recorded seq is lowered when the query
-    arrives earlier (events observed out of order: h2_seq is updated in place). The cell's term
-    filter settles most new keys without a binary search. Probing while expanding writes and sorts
-    only the new keys (most are already in H2); it measured about as fast as expanding first."""
-    bound = rects_h1_bound(rows, op, offsets, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny,
-                           np.iinfo(np.int64).max)  # every (cell, routing term) of every query
-    keys = np.empty(bound, np.int64)
-    seqs = np.empty(bound, np.int64)
-    total = 0
+def expand_h2_keys(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, term_bits,
+                   row_bits):
+    """A sortable key for every (cell a query overlaps, term it is indexed under), repeats
+    included: (cell << term_bits | term) << row_bits | i, i = the query's position in rows. One
+    int64 per pair, so one numpy sort groups them by cell and term (separate cell, term and seq
+    columns sorted per cell measured 2x slower). No bound pass: the output grows geometrically."""
+    cap = 4 * len(rows) + 16
+    keys = np.empty(cap, np.int64)
+    n = 0
     for i in range(len(rows)):
         r = rows[i]
         a = offsets[r]
@@ -224,21 +222,88 @@ def new_h2_keys(rows, seq, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, 
         ix1 = axis_cell(xmax[r], x0, inv_cw, nx)
         iy0 = axis_cell(ymin[r], y0, inv_ch, ny)
         iy1 = axis_cell(ymax[r], y0, inv_ch, ny)
+        need = n + (ix1 - ix0 + 1) * (iy1 - iy0 + 1) * (b - a)
+        if need > cap:
+            cap = max(2 * cap, need)
+            grown = np.empty(cap, np.int64)
+            grown[:n] = keys[:n]
+            keys = grown
         for iy in range(iy0, iy1 + 1):
             for ix in range(ix0, ix1 + 1):
-                c = iy * nx + ix
+                c = np.int64(iy * nx + ix) << term_bits
                 for q in range(a, b):
-                    key = (c << 32) | values[q]
-                    if _maybe_in_h2(term_filter, c, values[q]):
-                        hi = h2_ptr[c + 1]
-                        k = _lower_bound(h2_key, h2_ptr[c], hi, key)
-                        if k < hi and h2_key[k] == key:
-                            h2_seq[k] = min(h2_seq[k], seq[r])
-                            continue
-                    keys[total] = key
-                    seqs[total] = seq[r]
-                    total += 1
-    return keys[:total], seqs[:total]
+                    keys[n] = ((c | values[q]) << row_bits) | i
+                    n += 1
+    return keys[:n]
+
+
+@njit(cache=True)
+def merge_h2(h2_ptr, h2_key, h2_worker, h2_seq, new_keys, term_bits, row_bits, row_seq, cell_worker, low, bits):
+    """H2 with the sorted expand_h2_keys folded in, cell by cell: a term H2 has keeps its entry
+    with the smaller seq (events observed out of order), a new term enters with the smallest seq
+    of its queries (row_seq[i]) and its space cell's worker (-1 in a text cell: the caller assigns
+    it from H1). The object fast path's tables (low seq, filter bits) are updated in place for the
+    changed entries. Returns the new (key, worker, seq, per-cell pointers)."""
+    n_cells = len(h2_ptr) - 1
+    cap = len(h2_key) + len(new_keys)
+    ok = np.empty(cap, np.int64)
+    ow = np.empty(cap, np.int64)
+    os = np.empty(cap, np.int64)
+    ptr = np.empty(n_cells + 1, np.int64)
+    ptr[0] = 0
+    cell_shift = term_bits + row_bits
+    term_mask = (np.int64(1) << term_bits) - 1
+    row_mask = (np.int64(1) << row_bits) - 1
+    n = 0
+    j = 0
+    m = len(new_keys)
+    for c in range(n_cells):
+        i = h2_ptr[c]
+        ie = h2_ptr[c + 1]
+        if j == m or (new_keys[j] >> cell_shift) != c:  # untouched cell: its run as it was
+            ok[n:n + ie - i] = h2_key[i:ie]
+            ow[n:n + ie - i] = h2_worker[i:ie]
+            os[n:n + ie - i] = h2_seq[i:ie]
+            n += ie - i
+            ptr[c + 1] = n
+            continue
+        base = np.int64(c) << 32
+        while i < ie or (j < m and (new_keys[j] >> cell_shift) == c):
+            t = -1
+            if j < m and (new_keys[j] >> cell_shift) == c:
+                t = (new_keys[j] >> row_bits) & term_mask
+            if t < 0 or (i < ie and (h2_key[i] & 0xFFFFFFFF) < t):
+                ok[n] = h2_key[i]
+                ow[n] = h2_worker[i]
+                os[n] = h2_seq[i]
+                n += 1
+                i += 1
+                continue
+            pair = new_keys[j] >> row_bits
+            s = row_seq[new_keys[j] & row_mask]
+            j += 1
+            while j < m and (new_keys[j] >> row_bits) == pair:
+                s = min(s, row_seq[new_keys[j] & row_mask])
+                j += 1
+            if i < ie and (h2_key[i] & 0xFFFFFFFF) == t:
+                ok[n] = h2_key[i]
+                ow[n] = h2_worker[i]
+                os[n] = min(h2_seq[i], s)
+                i += 1
+            else:
+                ok[n] = base | t
+                ow[n] = cell_worker[c]
+                os[n] = s
+                if t < LOW_TERMS:
+                    bits[c * FILTER_WORDS] |= np.int64(1) << t
+                else:
+                    b = t & 511
+                    bits[c * FILTER_WORDS + 1 + (b >> 6)] |= np.int64(1) << (b & 63)
+            if t < LOW_TERMS:
+                low[c * LOW_TERMS + t] = os[n]
+            n += 1
+        ptr[c + 1] = n
+    return ok[:n], ow[:n], os[:n], ptr
 
 
 @njit(cache=True)
@@ -397,6 +462,10 @@ class GridtRouter(Router):
         self._unit_cache: dict = {}
 
     @property
+    def has_text_cells(self) -> bool:
+        return bool((self.cell_tmap >= 0).any())
+
+    @property
     def tm_term(self) -> np.ndarray:
         return self.tm_key & TERM_MASK
 
@@ -416,19 +485,28 @@ class GridtRouter(Router):
         rows = rows[(ev.kind[rows] == INSERT) & (ev.family[rows] == RANGE)]
         if len(rows) == 0:
             return
-        rows = rows[np.argsort(ev.seq[rows], kind="stable")]
-        keys, seqs = new_h2_keys(rows, ev.seq, ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax, ev.ymax,
-                                 *self.grid.args, self.h2_ptr, self.h2_key, self.h2_seq, self.h2_filter)
-        keys, seqs = first_per_key(keys, seqs)
-        if len(keys):
-            cells = keys >> TERM_BITS
-            workers = self.cell_worker[cells].copy()
-            text = workers < 0
-            if text.any():
-                workers[text] = self._h1_workers(self.cell_tmap[cells[text]], keys[text] & TERM_MASK, seqs[text])
-            self.h2_key, (self.h2_worker, self.h2_seq) = sorted_insert(
-                self.h2_key, (self.h2_worker, self.h2_seq), keys, (workers, seqs))
-        self._index_h2()
+        cell_bits = max(self.grid.n_cells - 1, 1).bit_length()
+        term_bits = max(int(ev.values.max(initial=0)), 1).bit_length()
+        # each expand_h2_keys key packs (cell, term, position in the chunk) into 63 bits
+        chunk = 1 << min(63 - cell_bits - term_bits, OBSERVE_CHUNK_BITS)
+        if chunk < 2:
+            raise ValueError(f"gridt: {self.grid.n_cells} cells x term ids up to {int(ev.values.max())} exceed the "
+                             "63-bit keys of H2 growth")
+        for start in range(0, len(rows), chunk):
+            self._observe_chunk(ev, rows[start:start + chunk], term_bits)
+        self._unit_cache.pop("h2_unit", None)
+
+    def _observe_chunk(self, ev: Events, rows: np.ndarray, term_bits: int) -> None:
+        """H2 entries for the (cell, routing term) pairs of the insertions `rows` (see merge_h2)."""
+        row_bits = max(len(rows) - 1, 1).bit_length()
+        keys = np.sort(expand_h2_keys(rows, ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax, ev.ymax,
+                                      *self.grid.args, term_bits, row_bits))
+        key, worker, seq, ptr = merge_h2(self.h2_ptr, self.h2_key, self.h2_worker, self.h2_seq, keys, term_bits,
+                                         row_bits, ev.seq[rows], self.cell_worker, self.h2_low, self.h2_filter)
+        text = np.flatnonzero(worker < 0)  # new entries of text cells: their term's H1 worker
+        if len(text):
+            worker[text] = self._h1_workers(self.cell_tmap[key[text] >> TERM_BITS], key[text] & TERM_MASK, seq[text])
+        self.h2_key, self.h2_worker, self.h2_seq, self.h2_ptr = key, worker, seq, ptr
 
     def _h1_workers(self, tmap: np.ndarray, terms: np.ndarray, seqs: np.ndarray) -> np.ndarray:
         """H1 workers of (term map, term) pairs, assigning the terms a map does not know yet."""
@@ -477,8 +555,11 @@ class GridtRouter(Router):
         else:  # unit_base unread
             unit_base, n_out, cell_obj, cell_q, h2_target = self.cell_tmap, self.n_workers, self.cell_worker, \
                 self.cell_worker, self.h2_worker
-        bound = (points_h2_bound(objs, ev.offsets, n_out)
-                 + rects_h1_bound(qs, ev.op, ev.offsets, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args, n_out))
+        if units:  # exact bounds: n_out (the unit count) may be large
+            bound = (points_h2_bound(objs, ev.offsets, n_out)
+                     + rects_h1_bound(qs, ev.op, ev.offsets, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args, n_out))
+        else:  # a space cell's object has one worker, any other event at most n_workers: pages never written
+            bound = len(objs) * (n_out if self.has_text_cells else 1) + len(qs) * n_out  # cost nothing
         out_r, out_w = np.empty(bound + 1, np.int64), np.empty(bound + 1, np.int64)  # + 1: a discarded write
         end = fill_points_h2(objs, ev.seq, ev.x, ev.y, ev.offsets, ev.values, *self.grid.args, cell_obj, self.h2_ptr,
                              self.h2_key, h2_target, self.h2_seq, self.h2_low, self.h2_filter, n_out, out_r, out_w, 0)

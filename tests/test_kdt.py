@@ -285,6 +285,41 @@ def test_fit_is_deterministic():
     assert np.array_equal(ra[0], rb[0]) and np.array_equal(ra[1], rb[1])
 
 
+H2_STATE = ("h2_key", "h2_worker", "h2_seq", "h2_ptr", "h2_low", "h2_filter", "tm_key", "tm_worker")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_h2_growth_is_independent_of_chunking_and_observation_order(seed, monkeypatch):
+    """H2 after observing a stream's insertions does not depend on how observe_inserts chunks them
+    nor on the order batches arrive (each entry keeps the smallest seq of its queries), and equals
+    the brute-force set of (cell, routing term) -> first seq."""
+    ev = random_stream(seed, n_objects=150, n_queries=60)
+    sample = ev.take(np.arange(len(ev) // 3))
+    ins = np.flatnonzero(ev.kind == INSERT)
+    whole = fit(sample, 4)
+    whole.observe_inserts(ev, ins)
+    late_first = fit(sample, 4)
+    late_first.observe_inserts(ev, ins[len(ins) // 2:])
+    late_first.observe_inserts(ev, ins[:len(ins) // 2])
+    monkeypatch.setattr("strategies.gridt.OBSERVE_CHUNK_BITS", 1)  # chunks of two queries
+    chunked = fit(sample, 4)
+    chunked.observe_inserts(ev, ins)
+    for name in H2_STATE:
+        assert np.array_equal(getattr(whole, name), getattr(chunked, name)), name
+        assert np.array_equal(getattr(whole, name), getattr(late_first, name)), name
+    fresh = fit(sample, 4)  # what the sample alone put in H2, then this stream's pairs by brute force
+    expected = dict(zip(fresh.h2_key.tolist(), fresh.h2_seq.tolist()))
+    g = whole.grid
+    q_r, q_t = routing_terms(ev, ins)
+    for r, t, (a, b, lo, hi) in zip(q_r, q_t, g.cell_ranges(ev.xmin[q_r], ev.ymin[q_r], ev.xmax[q_r], ev.ymax[q_r])):
+        for cy in range(lo, hi + 1):
+            for cx in range(a, b + 1):
+                key = (cy * g.nx + cx) << 32 | int(t)
+                expected[key] = min(expected.get(key, ev.seq[r]), ev.seq[r])
+    assert dict(zip(whole.h2_key.tolist(), whole.h2_seq.tolist())) == expected
+    assert np.all(np.diff(whole.h2_key) > 0)
+
+
 def test_describe_exposes_the_partition():
     ev = random_stream(2, n_objects=200, n_queries=80)
     router = fit(ev, 4)
