@@ -59,6 +59,7 @@ from strategies.load import routing_terms
 from strategies.numberpart import karmarkar_karp
 
 LEAF, SPATIAL, TEXT = 0, 1, 2
+LAZY_PAIRS = 1 << 24  # output buffers are sized for the worst case up to this many pairs, then grow
 TRACKED = 62  # term positions tracked in a live-term bitmask; later positions are always live
 ALL_LIVE = -1  # int64 with every bit set
 
@@ -387,15 +388,16 @@ def _child_masks(objs, masks, o_off, o_val, term_map, node):
 # exits of its live terms, and each exit inherits the live terms that reached it. AND queries have
 # one live term, their last (least frequent) one; a row without terms takes the first children.
 # Kernels fill caller-owned buffers and stop before a row could overflow them (no reallocation,
-# hence no reference counting, inside the loop); the wrapper resumes with a fresh buffer.
+# hence no reference counting, inside the loop); the wrapper sizes the buffer for n_workers pairs
+# per row (pages never written cost nothing), so it resumes only past LAZY_PAIRS.
 
 
 @njit(cache=True)
 def _route_kernel(rows, begin, points, xmin, ymin, xmax, ymax, offsets, values, last_only, kind, first_child, mid_x,
                   mid_y, exit_off, exit_len, exit_table, empty_exit, leaf_run, exit_worker, node_leaf, leaf_worker, n_workers,
-                  out_r, out_w):
-    """Rows from `begin` on, into out_r/out_w; returns (next row, pairs written). `points`: the
-    rows are objects (xmin, ymin is the point; xmax, ymax are not read)."""
+                  out_r, out_w, total):
+    """Rows from `begin` on, into out_r/out_w from `total` on; returns (next row, new end).
+    `points`: the rows are objects (xmin, ymin is the point; xmax, ymax are not read)."""
     n_nodes = len(kind)
     stamp = np.full(n_workers, -1, np.int64)
     st_node = np.empty(4 * n_nodes + 4, np.int64)
@@ -404,7 +406,6 @@ def _route_kernel(rows, begin, points, xmin, ymin, xmax, ymax, offsets, values, 
     seen = np.full(n_nodes, -1, np.int64)
     touched = np.empty(n_nodes, np.int64)
     token = 0
-    total = 0
     cap = len(out_r)
     for i in range(begin, len(rows)):
         if total + n_workers >= cap:  # a row writes at most n_workers pairs plus one discarded write
@@ -597,52 +598,51 @@ class QTTreeRouter(Router):
         self.regions = np.asarray(regions, np.float64).reshape(-1, 4)  # per node (for plots)
         self.leaf_cost = np.asarray(leaf_cost, np.float64)
         self.has_text = bool((self.kind == TEXT).any())
-        self._pairs_per_row: dict[bool, float] = {}  # by row kind (objects: True), for _route's buffer
         # Derived from leaf_worker (recomputed when leaves move): the worker of each exit-table
         # entry whose exit is a leaf, so all-leaf runs route like a term -> worker map.
         exits = self.exit_table.astype(np.int64)
         self.exit_worker = np.where(self.kind[exits] == LEAF, self.leaf_worker[self.node_leaf[exits]], -1).astype(np.int32)
 
-    def _route(self, rows, points, xmin, ymin, xmax, ymax, ev, last_only, per_row: float) -> Pairs:
-        """Pairs of the rows; the buffer starts at the pairs per row seen last time for this kind
-        of row (objects reach several text leaves each: a fixed guess meant several resumptions
-        and a concatenation per batch)."""
-        rows = np.asarray(rows, np.int64)
-        parts_r, parts_w = [], []
-        begin = 0
-        rates = self._pairs_per_row
-        cap = int(max(per_row, 1.1 * rates.get(points, 0.0)) * len(rows)) + self.n_workers + 64
-        while True:
-            out_r = np.empty(cap, np.int64)
-            out_w = np.empty(cap, np.int64)
-            nxt, total = _route_kernel(
-                rows, begin, points, xmin, ymin, xmax, ymax, ev.offsets, ev.values, last_only, self.kind, self.first_child,
-                self.mid_x, self.mid_y, self.exit_off, self.exit_len, self.exit_table, self.empty_exit, self.leaf_run,
-                self.exit_worker, self.node_leaf, self.leaf_worker, self.n_workers, out_r, out_w,
-            )
-            parts_r.append(out_r[:total])
-            parts_w.append(out_w[:total])
-            if nxt >= len(rows):
-                break
-            rate = total / max(nxt - begin, 1)  # pairs per row so far: size the next buffer by it
-            begin = nxt
-            cap = int(max(rate, 1.0) * 1.25 * (len(rows) - begin)) + self.n_workers + 64
-        n_pairs = sum(len(p) for p in parts_r)
-        if len(rows):
-            rates[points] = n_pairs / len(rows)
-        if len(parts_r) == 1:
-            return parts_r[0], parts_w[0]
-        return np.concatenate(parts_r), np.concatenate(parts_w)
+    def _route(self, ev: Events, objs: np.ndarray, qs: np.ndarray) -> Pairs:
+        """Pairs of objects `objs` and range queries `qs`, written into one output: sized for every
+        row reaching n_workers (the worst case; pages never written cost nothing, so no guess of
+        the pairs per row, no resumption and no concatenation), grown only past LAZY_PAIRS."""
+        objs = np.asarray(objs, np.int64)
+        qs = np.asarray(qs, np.int64)
+        cap = min((len(objs) + len(qs)) * self.n_workers, LAZY_PAIRS) + self.n_workers + 1
+        out_r, out_w = np.empty(cap, np.int64), np.empty(cap, np.int64)
+        total = 0
+        jobs = ((objs, True, ev.x, ev.y, ev.x, ev.y, np.zeros(len(objs), np.bool_)),
+                (qs, False, ev.xmin, ev.ymin, ev.xmax, ev.ymax, ev.op[qs] == AND))
+        for rows, points, xmin, ymin, xmax, ymax, last_only in jobs:
+            begin = 0
+            while begin < len(rows):
+                begin, total = _route_kernel(
+                    rows, begin, points, xmin, ymin, xmax, ymax, ev.offsets, ev.values, last_only, self.kind,
+                    self.first_child, self.mid_x, self.mid_y, self.exit_off, self.exit_len, self.exit_table,
+                    self.empty_exit, self.leaf_run, self.exit_worker, self.node_leaf, self.leaf_worker, self.n_workers,
+                    out_r, out_w, total)
+                if begin < len(rows):  # out of room: double the buffer
+                    out_r, out_w = (np.concatenate([a[:total], np.empty(len(a), np.int64)]) for a in (out_r, out_w))
+        return out_r[:total], out_w[:total]
+
+    def route(self, ev: Events) -> Pairs:
+        if not self.has_text:  # objects reach one leaf each: the spatial kernel, then the queries
+            return super().route(ev)
+        is_obj = ev.kind == OBJECT
+        qs = np.flatnonzero(~is_obj)
+        self.check_families(ev.family[qs])
+        return self._route(ev, np.flatnonzero(is_obj), qs)
 
     def route_objects(self, ev: Events, rows: np.ndarray) -> Pairs:
         if not self.has_text:
             rows = np.asarray(rows, np.int64)
             return rows, _route_points_spatial(rows, ev.x, ev.y, self.kind, self.first_child, self.mid_x, self.mid_y,
                                                self.node_leaf, self.leaf_worker)
-        return self._route(rows, True, ev.x, ev.y, ev.x, ev.y, ev, np.zeros(len(rows), np.bool_), 1.0)
+        return self._route(ev, rows, np.zeros(0, np.int64))
 
     def route_range(self, ev: Events, rows: np.ndarray) -> Pairs:
-        return self._route(rows, False, ev.xmin, ev.ymin, ev.xmax, ev.ymax, ev, ev.op[rows] == AND, 2.0)
+        return self._route(ev, np.zeros(0, np.int64), rows)
 
     def with_assignment(self, leaf_worker: np.ndarray) -> QTTreeRouter:
         """The same tree with leaves moved to other workers (for load adjustment)."""

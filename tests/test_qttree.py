@@ -285,6 +285,20 @@ def test_pairs_meet_on_mixed_trees(name, n_workers):
     assert_routing_matches_build(builder(registry.get(name), ev.take(np.arange(len(ev) // 3)), theta=16))
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_a_full_output_buffer_grows_without_changing_the_pairs(name, monkeypatch):
+    """Routing sizes its buffer for n_workers pairs per row up to LAZY_PAIRS, then doubles it and
+    resumes where the kernel stopped: the pairs are the same as with room to spare."""
+    ev = clustered_stream(8, n_objects=600, n_queries=200)
+    router = fit(registry.get(name), ev.take(np.arange(len(ev) // 3)), n_workers=5, theta=16)
+    roomy = router.route(ev)
+    monkeypatch.setattr("strategies.qttree.LAZY_PAIRS", 7)
+    tight = router.route(ev)
+    assert len(roomy[0]) > 7 * 8  # the tight buffer had to grow several times
+    for a, b in zip(roomy, tight):
+        assert np.array_equal(a, b)
+
+
 class AlternatingBuilder(QTTreeBuilder):
     """Text at even depths, space at odd ones: text -> space -> text paths, where a row's live
     terms must survive a spatial step (the cost model rarely builds these on small streams)."""
