@@ -75,8 +75,8 @@ def points_h2_bound(rows, offsets, n_workers):
 def fill_points_h2(rows, seq, x, y, offsets, values, x0, y0, inv_cw, inv_ch, nx, ny, cell_worker, h2_ptr, h2_key,
                    h2_worker, h2_seq, low_seq, term_filter, n_workers, out_r, out_w, total):
     """Each object to the H2 workers of its terms in its cell (entries older than the object),
-    written from out[total:] (sized by points_h2_bound, so one pass, no reallocation); returns the
-    new end.
+    written from out[total:] (the caller sizes it: one pair per object of a space cell, at most
+    n_workers otherwise; points_h2_bound in units mode); returns the new end.
 
     A frequent term (id < LOW_TERMS) is tested in the dense table low_seq[cell, term] (the seq of
     its H2 entry, NEVER when absent) instead of a binary search, any other term first in the
@@ -90,30 +90,45 @@ def fill_points_h2(rows, seq, x, y, offsets, values, x0, y0, inv_cw, inv_ch, nx,
         if lo == hi:
             continue
         s = seq[r]
-        space = cell_worker[c] >= 0  # one worker: the first hit settles it
+        j = offsets[r]
+        e = offsets[r + 1]
         base = c << 32
-        for j in range(offsets[r], offsets[r + 1]):
-            t = values[j]
-            if not _maybe_in_h2(term_filter, c, t):
-                continue
-            if t < LOW_TERMS:
-                if low_seq[c * LOW_TERMS + t] >= s:
-                    continue
-                if space:  # one pair, no duplicate to stamp out (stamping here doubled the kernel's time)
-                    out_r[total] = r
-                    out_w[total] = cell_worker[c]
-                    total += 1
+        if cell_worker[c] >= 0:  # a space cell: one worker, the first hit settles it
+            # (a loop of its own: measured 12% faster than one loop testing the cell kind per term)
+            f0 = term_filter[c * FILTER_WORDS]
+            hit = False
+            while j < e:  # terms ascend: the frequent ones first, by the dense table
+                t = values[j]
+                if t >= LOW_TERMS:
                     break
+                if (f0 >> t) & 1 and low_seq[c * LOW_TERMS + t] < s:
+                    hit = True
+                    break
+                j += 1
+            while not hit and j < e:
+                t = values[j]
+                j += 1
+                if not _maybe_in_h2(term_filter, c, t):
+                    continue
+                k = _lower_bound(h2_key, lo, hi, base | t)
+                if k == hi:
+                    break  # terms ascend: no later term is in this cell's H2 either
+                lo = k
+                hit = h2_key[k] == (base | t) and h2_seq[k] < s
+            if hit:
+                out_r[total] = r
+                out_w[total] = cell_worker[c]
+                total += 1
+            continue
+        for q in range(j, e):
+            t = values[q]
+            if not _maybe_in_h2(term_filter, c, t) or (t < LOW_TERMS and low_seq[c * LOW_TERMS + t] >= s):
+                continue
             k = _lower_bound(h2_key, lo, hi, base | t)
             if k == hi:
-                break  # terms ascend: no later term is in this cell's H2 either
+                break
             lo = k
             if h2_key[k] == (base | t) and h2_seq[k] < s:
-                if space:
-                    out_r[total] = r
-                    out_w[total] = h2_worker[k]
-                    total += 1
-                    break
                 w = h2_worker[k]
                 out_r[total] = r  # branch-free duplicate stamp: always write, advance for a new worker
                 out_w[total] = w  # (the output has one slot of slack for the last discarded write)
