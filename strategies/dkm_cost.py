@@ -593,6 +593,7 @@ class RegionIndex:
 
 # --- Eq. (5) under a subset's R, for new subscriptions --------------------------------------------
 
+SEQ_MIN, SEQ_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 FILTER_WORDS = 8  # a 512-bit filter of each listed region's terms (64 bytes: 1.3 MB for 20k regions)
 
 
@@ -810,6 +811,23 @@ def _route_rows(rows, kind, family, ids, seqs, routable, e_seq, q_base, q_last, 
 
 
 @njit(cache=True)
+def _select(rows, kind, want, seq, after, upto, family, routable):
+    """The rows (every row when None) of kind `want` with after < seq <= upto whose family the
+    router routes: one pass instead of a mask, a gather and a filter per condition."""
+    n = len(kind) if rows is None else len(rows)
+    out = np.empty(n + 1, np.int64)  # + 1: the slot of the last discarded write
+    m = 0
+    top = len(routable) - 1
+    for i in range(n):
+        r = i if rows is None else rows[i]
+        f = np.int64(family[r])
+        out[m] = r
+        m += (kind[r] == want) & (seq[r] > after) & (seq[r] <= upto) & (f >= 0) & (f <= top) & routable[
+            min(max(f, 0), top)]
+    return out[:m]
+
+
+@njit(cache=True)
 def _replay(ins, first_entry, dels, del_entry, seqs, cost, worker, live, loads):
     """The main server's rule, in seq order over two seq-sorted row lists: insertion ins[i] (table
     entry first_entry + i) goes to argmin C(w) (ties: lowest id); deletion dels[j] (its table
@@ -914,26 +932,21 @@ class SubscriptionTableRouter(Router):
     def new_costs(self, ev: Events, rows: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def _family_rows(self, ev: Events, rows: np.ndarray) -> np.ndarray:
-        fam = ev.family[rows]
-        keep = np.zeros(len(rows), bool)
-        for f in self.families:
-            keep |= fam == FAMILY_IDS[f]
-        return rows[keep]
+    def _select(self, ev: Events, rows: np.ndarray | None, kind: int, after: int = SEQ_MIN,
+                upto: int = SEQ_MAX) -> np.ndarray:
+        """The rows (every row when None) of `kind` with after < seq <= upto, of a family routed."""
+        return _select(rows, ev.kind, kind, ev.seq, after, upto, ev.family, self._routable)
 
     def apply_deletes(self, ev: Events) -> None:
         """Subtract the costs of subscriptions deleted within `ev` (the fit: deletions inside the sample)."""
-        self._replay(ev, np.zeros(0, np.int64), np.flatnonzero(ev.kind == DELETE))
+        self._replay(ev, np.zeros(0, np.int64), self._select(ev, None, DELETE))
 
     def _replay(self, ev: Events, ins: np.ndarray, dels: np.ndarray) -> None:
-        """Apply insertions `ins` (the last len(ins) table entries, in seq order) and deletions."""
+        """Apply insertions `ins` (the last len(ins) table entries, in seq order) and deletions
+        `dels` (of routed families)."""
         dels = _by_seq(ev, dels)
-        fam, table = ev.family[dels].astype(np.int64), self._routable
-        routed = (fam >= 0) & (fam < len(table)) & table[np.clip(fam, 0, len(table) - 1)]
-        entry = np.full(len(dels), -1, np.int64)  # a family this router does not route: no entry
-        entry[routed] = self.entries(ev, dels[routed], strict=True)
-        _replay(ins, len(self.e_qid) - len(ins), dels, entry, ev.seq, self.e_cost, self.e_worker, self.e_live,
-                self.loads)
+        _replay(ins, len(self.e_qid) - len(ins), dels, self.entries(ev, dels, strict=True), ev.seq, self.e_cost,
+                self.e_worker, self.e_live, self.loads)
 
     def entries(self, ev: Events, rows: np.ndarray, strict: bool = False) -> np.ndarray:
         """The table entry each subscription event routes on (insert seq <= its seq; < when
@@ -947,8 +960,7 @@ class SubscriptionTableRouter(Router):
         return out
 
     def observe_inserts(self, ev: Events, rows: np.ndarray) -> None:
-        rows = np.asarray(rows, np.int64)
-        rows = self._family_rows(ev, rows[(ev.kind[rows] == INSERT) & (ev.seq[rows] > self.seen_seq)])
+        rows = self._select(ev, np.asarray(rows, np.int64), INSERT, after=self.seen_seq)
         if len(rows) == 0:
             return
         rows = _by_seq(ev, rows)  # the log stays in seq order
@@ -960,9 +972,7 @@ class SubscriptionTableRouter(Router):
         self.e_cost = np.concatenate([self.e_cost, cost])
         self.e_live = np.concatenate([self.e_live, np.zeros(len(rows), bool)])
         self._reindex()
-        dels = np.flatnonzero(ev.kind == DELETE)
-        dels = dels[(ev.seq[dels] > self.seen_seq) & (ev.seq[dels] <= hi)]
-        self._replay(ev, rows, dels)
+        self._replay(ev, rows, self._select(ev, None, DELETE, after=self.seen_seq, upto=hi))
         self.seen_seq = hi
 
     def route(self, ev: Events) -> Pairs:
