@@ -773,12 +773,13 @@ def _last_entries(rows, strict, ids, seqs, e_seq, q_base, q_last, d_qid):
 
 
 @njit(cache=True)
-def _link(slot, q_last, e_prev):
-    """Chain each entry to the previous one of its directory slot (entries in seq order)."""
-    q_last[:] = -1
-    for j in range(len(slot)):
-        e_prev[j] = q_last[slot[j]]
-        q_last[slot[j]] = j
+def _link(slot, first, q_last, e_prev):
+    """Chain entries first, first + 1, ... (directory slots `slot`, in seq order) each to the
+    previous entry of its slot."""
+    for i in range(len(slot)):
+        j = first + i
+        e_prev[j] = q_last[slot[i]]
+        q_last[slot[i]] = j
 
 
 @njit(cache=True)
@@ -870,9 +871,26 @@ def _nbytes(obj: Any, seen: set | None = None) -> int:
     seen.add(id(obj))
     if isinstance(obj, np.ndarray):
         return int(obj.nbytes)
+    if isinstance(obj, dict):
+        return sum(_nbytes(v, seen) for v in obj.values())
     if hasattr(obj, "__dict__"):
         return sum(_nbytes(v, seen) for v in vars(obj).values())
     return 0
+
+
+LOG_COLUMNS = (("e_qid", np.int64), ("e_seq", np.int64), ("e_worker", np.int64), ("e_cost", np.float64),
+               ("e_live", np.bool_), ("e_prev", np.int64))
+
+
+class _LogColumn:
+    """A column of the subscription log: the first n_entries of its buffer, whose capacity doubles
+    as the log grows, so that an epoch's appending costs its insertions, not the whole log."""
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, router, owner=None):
+        return self if router is None else router._log[self.name][:router.n_entries]
 
 
 class SubscriptionTableRouter(Router):
@@ -888,35 +906,55 @@ class SubscriptionTableRouter(Router):
 
     families = frozenset({"range"})
     cost_model = ""
+    e_qid, e_seq, e_worker, e_cost, e_live, e_prev = (_LogColumn() for _ in LOG_COLUMNS)
 
     def __init__(self, n_workers: int, qid, seq, worker, cost, live, loads, seen_seq: int):
         super().__init__(n_workers)
         order = np.argsort(np.asarray(seq, np.int64), kind="stable")
-        self.e_qid = np.asarray(qid, np.int64)[order]
-        self.e_seq = np.asarray(seq, np.int64)[order]
-        self.e_worker = np.asarray(worker, np.int64)[order]
-        self.e_cost = np.asarray(cost, np.float64)[order]
-        self.e_live = np.asarray(live, bool)[order]
+        self._log = {name: np.zeros(0, dtype) for name, dtype in LOG_COLUMNS}
+        self.n_entries = 0
+        self.q_base, self.q_last, self.d_qid = 0, np.zeros(0, np.int64), np.zeros(0, np.int64)
+        self._append(*(np.asarray(c)[order] for c in (qid, seq, worker, cost, live)))
         self.loads = np.asarray(loads, np.float64).copy()
         self.seen_seq = int(seen_seq)
-        self._reindex()
+
+    def _append(self, qid, seq, worker, cost, live) -> None:
+        """Append entries (in seq order, after the log's) and link them."""
+        n, k = self.n_entries, len(qid)
+        if n + k > len(self._log["e_qid"]):
+            cap = max(2 * (n + k), 1024)  # room for as many entries again
+            for name, dtype in LOG_COLUMNS:
+                grown = np.empty(cap, dtype)
+                grown[:n] = self._log[name][:n]
+                self._log[name] = grown
+        for name, values in zip(("e_qid", "e_seq", "e_worker", "e_cost", "e_live"), (qid, seq, worker, cost, live)):
+            self._log[name][n:n + k] = values
+        self.n_entries = n + k
+        new = self._log["e_qid"][n:n + k]
+        if len(self.d_qid) == 0 and k and n and new.min() >= self.q_base and new.max() < self.q_base + len(self.q_last):
+            _link(new - self.q_base, n, self.q_last, self.e_prev)  # the dense directory covers them: link the new
+        else:
+            self._reindex()
 
     def _reindex(self) -> None:
         """Link the log: a dense qid -> last entry table when qids are dense enough (the harness
-        numbers them 0..n-1), so routing looks a qid up in O(1); otherwise a sorted directory of
-        the qids (d_qid) that routing binary-searches."""
-        n = len(self.e_qid)
-        self.q_base = int(self.e_qid.min()) if n else 0
-        span = int(self.e_qid.max()) - self.q_base + 1 if n else 0
+        numbers them 0..n-1), so routing looks a qid up in O(1), with room for as many qids again
+        (new subscriptions then link without a rebuild); otherwise a sorted directory of the qids
+        (d_qid) that routing binary-searches."""
+        qid = self.e_qid
+        n = len(qid)
+        self.q_base = int(qid.min()) if n else 0
+        span = int(qid.max()) - self.q_base + 1 if n else 0
         if span <= 4 * n + 1024:
             self.d_qid = np.zeros(0, np.int64)
-            slot = self.e_qid - self.q_base
+            slot = qid - self.q_base
+            size = 2 * span + 1024
         else:
-            self.d_qid = np.unique(self.e_qid)
-            slot = np.searchsorted(self.d_qid, self.e_qid)
-        self.q_last = np.empty(span if len(self.d_qid) == 0 else len(self.d_qid), np.int64)
-        self.e_prev = np.empty(n, np.int64)
-        _link(slot, self.q_last, self.e_prev)
+            self.d_qid = np.unique(qid)
+            slot = np.searchsorted(self.d_qid, qid)
+            size = len(self.d_qid)
+        self.q_last = np.full(size, -1, np.int64)
+        _link(slot, 0, self.q_last, self.e_prev)
 
     def _index(self):
         return self.e_seq, self.e_prev, self.q_base, self.q_last, (None if len(self.d_qid) == 0 else self.d_qid)
@@ -966,13 +1004,7 @@ class SubscriptionTableRouter(Router):
             return
         rows = _by_seq(ev, rows)  # the log stays in seq order
         hi = int(ev.seq[rows[-1]])
-        cost = self.new_costs(ev, rows).astype(np.float64)
-        self.e_qid = np.concatenate([self.e_qid, ev.id[rows]])
-        self.e_seq = np.concatenate([self.e_seq, ev.seq[rows]])
-        self.e_worker = np.concatenate([self.e_worker, np.full(len(rows), -1, np.int64)])
-        self.e_cost = np.concatenate([self.e_cost, cost])
-        self.e_live = np.concatenate([self.e_live, np.zeros(len(rows), bool)])
-        self._reindex()
+        self._append(ev.id[rows], ev.seq[rows], -1, self.new_costs(ev, rows), False)
         self._replay(ev, rows, self._select(ev, None, DELETE, after=self.seen_seq, upto=hi))
         self.seen_seq = hi
 

@@ -4,6 +4,8 @@ contract (objects broadcast, each subscription on exactly one worker, deletions 
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -323,6 +325,33 @@ def test_routing_contract(name, seed, n_workers):
     live = router.e_live
     np.testing.assert_allclose(router.loads, np.bincount(router.e_worker[live], router.e_cost[live], n_workers),
                                atol=1e-9)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_stream_observed_in_small_epochs_leaves_the_table_of_one_epoch(name):
+    """The log grows by appending into buffers that double and links new entries into a qid
+    directory with room to spare; epochs of a few events each (many growths, links past the
+    directory, rebuilds) end in the same table, loads and routing as the stream in one epoch."""
+    first = random_stream(9, n_objects=300, n_queries=150)
+    again = Events(dict(first.cols), first.offsets, first.values)  # every qid inserted a second time
+    again.cols["seq"] = first.seq + len(first)
+    again.cols["ts"] = first.ts + len(first)
+    ev = Events.concat([first, again])
+    cut = len(first) // 2
+    whole, pieces = fit(name, ev, cut, 4), fit(name, ev, cut, 4)
+    rest = np.arange(cut, len(ev))
+    whole.observe_inserts(ev, rest[ev.kind[rest] == INSERT])
+    for part in np.array_split(rest, 40):
+        pieces.observe_inserts(ev, part[ev.kind[part] == INSERT])
+    for col in ("e_qid", "e_seq", "e_worker", "e_cost", "e_live", "e_prev"):
+        np.testing.assert_array_equal(getattr(whole, col), getattr(pieces, col), err_msg=col)
+    np.testing.assert_allclose(whole.loads, pieces.loads)
+    for a, b in zip(whole.route(ev), pieces.route(ev)):
+        np.testing.assert_array_equal(a, b)
+    assert len(pieces._log["e_qid"]) >= pieces.n_entries > cut // 4  # the buffers hold the whole log
+    relinked = copy.deepcopy(pieces)  # the chains linked epoch by epoch are those of one rebuild
+    relinked._reindex()
+    np.testing.assert_array_equal(relinked.e_prev, pieces.e_prev)
 
 
 def one_event(kind, qid, seq, x, y, half, terms):
