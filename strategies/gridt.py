@@ -501,14 +501,13 @@ class GridtRouter(Router):
         if len(rows) == 0:
             return
         cell_bits = max(self.grid.n_cells - 1, 1).bit_length()
-        term_bits = max(int(ev.values.max(initial=0)), 1).bit_length()
-        # each expand_h2_keys key packs (cell, term, position in the chunk) into 63 bits
-        chunk = 1 << min(63 - cell_bits - term_bits, OBSERVE_CHUNK_BITS)
+        # each expand_h2_keys key packs (cell, 32-bit term, position in the chunk) into 63 bits
+        chunk = 1 << min(63 - cell_bits - int(TERM_BITS), OBSERVE_CHUNK_BITS)
         if chunk < 2:
-            raise ValueError(f"gridt: {self.grid.n_cells} cells x term ids up to {int(ev.values.max())} exceed the "
-                             "63-bit keys of H2 growth")
+            raise ValueError(f"gridt: a grid of {self.grid.n_cells} cells exceeds the 63-bit keys of H2 growth "
+                             f"(at most 2^29 cells)")
         for start in range(0, len(rows), chunk):
-            self._observe_chunk(ev, rows[start:start + chunk], term_bits)
+            self._observe_chunk(ev, rows[start:start + chunk], int(TERM_BITS))
         self._unit_cache.pop("h2_unit", None)
 
     def _observe_chunk(self, ev: Events, rows: np.ndarray, term_bits: int) -> None:
