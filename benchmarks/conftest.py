@@ -66,7 +66,7 @@ class Figure:
     target_max: float | None = None  # maximum value the figure may have (e.g. a growth factor)
     note: str = ""
     order: int = 0
-    paired: dict = field(default_factory=dict)  # baseline name -> its value measured alongside this figure
+    paired: dict = field(default_factory=dict)  # baseline name -> the ratio to it measured round by round
 
 
 _FIGURES: dict[str, Figure] = {}
@@ -81,9 +81,11 @@ def figures() -> dict:
 def record(figures):
     def _record(name, value, unit, baseline=None, target=None, target_on="value", note="", target_max=None,
                 paired=None):
-        """`paired`: baseline values measured in the same rounds as this figure (alternating), used
-        for its ratios instead of the baseline's own figure, so that both sides share the machine's
-        state of the moment (this VM's speed drifts by up to 1.5x over tens of seconds)."""
+        """`paired`: the ratio to a baseline measured in the same rounds as this figure (the median
+        of the per-round ratios, each round timing both back to back), used instead of the ratio
+        of the two figures, so that both sides share the machine's state of the moment (this VM's
+        speed drifts by up to 1.5x over tens of seconds, and a best round of either side can fall
+        in a fast moment the other missed)."""
         if isinstance(baseline, str):
             baseline = (baseline,)
         figures[name] = Figure(name, float(value), unit, tuple(baseline or ()), target, target_on,
@@ -128,11 +130,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for f in sorted(_FIGURES.values(), key=lambda f: f.order):
         ratios, ratio_of = [], {}
         for b in f.baselines:
-            base = f.paired.get(b, _FIGURES[b].value if b in _FIGURES else None)
-            if not base:
+            base = _FIGURES[b].value if b in _FIGURES else None
+            if b not in f.paired and not base:
                 ratios.append(f"vs {b}: n/a")
                 continue
-            r = f.value / base
+            r = f.paired[b] if b in f.paired else f.value / base
             ratio_of[b] = r
             label = f"{b} (same rounds)" if b in f.paired else b
             ratios.append(f"x{r:.2f} vs {label}" if r < 100 else f"x{r:.0f} vs {label}")
