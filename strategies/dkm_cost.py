@@ -720,9 +720,9 @@ def regions(ev: Events, rows: np.ndarray) -> np.ndarray:
 def _find(q, s, strict, e_seq, e_prev, q_base, q_last, d_qid):
     """The entry of qid q with the largest insert seq <= s (< s when strict), or -1. The table is
     a log in seq order; q_last names each qid's last entry (slot q - q_base when qids are dense,
-    d_qid holding none; otherwise the qid's position in the sorted d_qid) and e_prev the entry
-    before it of the same qid."""
-    if len(d_qid) == 0:
+    d_qid None; otherwise the qid's position in the sorted d_qid) and e_prev the entry before it
+    of the same qid."""
+    if d_qid is None:
         k = q - q_base
         j = q_last[k] if 0 <= k < len(q_last) else -1
     else:
@@ -758,8 +758,7 @@ def _walk_entries(rows, strict, ids, seqs, e_seq, e_prev, q_base, q_last, d_qid)
     """_find for each row (the lookups _last_entry left open)."""
     out = np.empty(len(rows), np.int64)
     for i in range(len(rows)):
-        out[i] = _find(ids[rows[i]], seqs[rows[i]], strict, e_seq, e_prev, q_base, q_last,
-                       np.zeros(0, np.int64) if d_qid is None else d_qid)
+        out[i] = _find(ids[rows[i]], seqs[rows[i]], strict, e_seq, e_prev, q_base, q_last, d_qid)
     return out
 
 
