@@ -66,6 +66,14 @@ class Router(ABC):
         rq, wq = self.route_queries(ev, np.flatnonzero(~is_obj))
         return np.concatenate([ro, rq]), np.concatenate([wo, wq])
 
+    def objects_and_queries(self, ev: Events) -> tuple[np.ndarray, np.ndarray]:
+        """(object rows, query rows) of a batch, for a router that writes both into one output;
+        a query family it does not route is an UnsupportedFamilyError."""
+        is_obj = ev.kind == OBJECT
+        qs = np.flatnonzero(~is_obj)
+        self.check_families(ev.family[qs])
+        return np.flatnonzero(is_obj), qs
+
     @abstractmethod
     def route_objects(self, ev: Events, rows: np.ndarray) -> Pairs: ...
 

@@ -832,7 +832,7 @@ def _select(rows, kind, want, seq, after, upto, family, routable):
 def _replay(ins, first_entry, dels, del_entry, seqs, cost, worker, live, loads):
     """The main server's rule, in seq order over two seq-sorted row lists: insertion ins[i] (table
     entry first_entry + i) goes to argmin C(w) (ties: lowest id); deletion dels[j] (its table
-    entry del_entry[j], -1 for none or a family not routed) subtracts its subscription's cost
+    entry del_entry[j], -1 for none) subtracts its subscription's cost
     from its worker."""
     n_workers = len(loads)
     i = j = 0
@@ -912,7 +912,8 @@ class SubscriptionTableRouter(Router):
     def __init__(self, n_workers: int, qid, seq, worker, cost, live, loads, seen_seq: int):
         super().__init__(n_workers)
         order = np.argsort(np.asarray(seq, np.int64), kind="stable")
-        self._log = {name: np.zeros(0, dtype) for name, dtype in LOG_COLUMNS}
+        # one slot even when empty: branch-free lookups read e_seq[0] before discarding it
+        self._log = {name: np.zeros(1, dtype) for name, dtype in LOG_COLUMNS}
         self.n_entries = 0
         self.q_base, self.q_last, self.d_qid = 0, np.zeros(0, np.int64), np.zeros(0, np.int64)
         self._append(*(np.asarray(c)[order] for c in (qid, seq, worker, cost, live)))

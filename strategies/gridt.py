@@ -222,10 +222,9 @@ def fill_rects_h1(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv
 
 
 @njit(cache=True)
-def expand_h2_keys(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, term_bits,
-                   row_bits):
+def expand_h2_keys(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, row_bits):
     """A sortable key for every (cell a query overlaps, term it is indexed under), repeats
-    included: (cell << term_bits | term) << row_bits | i, i = the query's position in rows. One
+    included: (cell << 32 | term) << row_bits | i, i = the query's position in rows. One
     int64 per pair, so one numpy sort groups them by cell and term (separate cell, term and seq
     columns sorted per cell measured 2x slower). No bound pass: the output grows geometrically."""
     cap = 4 * len(rows) + 16
@@ -249,7 +248,7 @@ def expand_h2_keys(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, in
             keys = grown
         for iy in range(iy0, iy1 + 1):
             for ix in range(ix0, ix1 + 1):
-                c = np.int64(iy * nx + ix) << term_bits
+                c = np.int64(iy * nx + ix) << 32
                 for q in range(a, b):
                     keys[n] = ((c | values[q]) << row_bits) | i
                     n += 1
@@ -257,7 +256,7 @@ def expand_h2_keys(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, in
 
 
 @njit(cache=True)
-def merge_h2(h2_ptr, h2_key, h2_worker, h2_seq, new_keys, term_bits, row_bits, row_seq, cell_worker, low, bits):
+def merge_h2(h2_ptr, h2_key, h2_worker, h2_seq, new_keys, row_bits, row_seq, cell_worker, low, bits):
     """H2 with the sorted expand_h2_keys folded in, cell by cell: a term H2 has keeps its entry
     with the smaller seq (events observed out of order), a new term enters with the smallest seq
     of its queries (row_seq[i]) and its space cell's worker (-1 in a text cell: the caller assigns
@@ -270,8 +269,7 @@ def merge_h2(h2_ptr, h2_key, h2_worker, h2_seq, new_keys, term_bits, row_bits, r
     os = np.empty(cap, np.int64)
     ptr = np.empty(n_cells + 1, np.int64)
     ptr[0] = 0
-    cell_shift = term_bits + row_bits
-    term_mask = (np.int64(1) << term_bits) - 1
+    cell_shift = 32 + row_bits
     row_mask = (np.int64(1) << row_bits) - 1
     n = 0
     j = 0
@@ -290,7 +288,7 @@ def merge_h2(h2_ptr, h2_key, h2_worker, h2_seq, new_keys, term_bits, row_bits, r
         while i < ie or (j < m and (new_keys[j] >> cell_shift) == c):
             t = -1
             if j < m and (new_keys[j] >> cell_shift) == c:
-                t = (new_keys[j] >> row_bits) & term_mask
+                t = (new_keys[j] >> row_bits) & 0xFFFFFFFF
             if t < 0 or (i < ie and (h2_key[i] & 0xFFFFFFFF) < t):
                 ok[n] = h2_key[i]
                 ow[n] = h2_worker[i]
@@ -515,21 +513,21 @@ class GridtRouter(Router):
             return
         cell_bits = max(self.grid.n_cells - 1, 1).bit_length()
         # each expand_h2_keys key packs (cell, 32-bit term, position in the chunk) into 63 bits
-        chunk = 1 << min(63 - cell_bits - int(TERM_BITS), OBSERVE_CHUNK_BITS)
+        chunk = 1 << min(63 - cell_bits - 32, OBSERVE_CHUNK_BITS)
         if chunk < 2:
             raise ValueError(f"gridt: a grid of {self.grid.n_cells} cells exceeds the 63-bit keys of H2 growth "
-                             f"(at most 2^29 cells)")
+                             f"(at most 2^30 cells)")
         self._age_h2()
         for start in range(0, len(rows), chunk):
-            self._observe_chunk(ev, rows[start:start + chunk], int(TERM_BITS))
+            self._observe_chunk(ev, rows[start:start + chunk])
         self._unit_cache.pop("h2_unit", None)
 
-    def _observe_chunk(self, ev: Events, rows: np.ndarray, term_bits: int) -> None:
+    def _observe_chunk(self, ev: Events, rows: np.ndarray) -> None:
         """H2 entries for the (cell, routing term) pairs of the insertions `rows` (see merge_h2)."""
         row_bits = max(len(rows) - 1, 1).bit_length()
         keys = np.sort(expand_h2_keys(rows, ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax, ev.ymax,
-                                      *self.grid.args, term_bits, row_bits))
-        key, worker, seq, ptr = merge_h2(self.h2_ptr, self.h2_key, self.h2_worker, self.h2_seq, keys, term_bits,
+                                      *self.grid.args, row_bits))
+        key, worker, seq, ptr = merge_h2(self.h2_ptr, self.h2_key, self.h2_worker, self.h2_seq, keys,
                                          row_bits, ev.seq[rows], self.cell_worker, self.h2_low, self.h2_filter)
         text = np.flatnonzero(worker < 0)  # new entries of text cells: their term's H1 worker
         if len(text):
@@ -562,10 +560,7 @@ class GridtRouter(Router):
 
     def route(self, ev: Events) -> Pairs:
         """Objects by H2 and queries by H1, written into one output (no concatenation)."""
-        is_obj = ev.kind == OBJECT
-        qs = np.flatnonzero(~is_obj)
-        self.check_families(ev.family[qs])
-        return self._targets(ev, np.flatnonzero(is_obj), qs, False)
+        return self._targets(ev, *self.objects_and_queries(ev), False)
 
     def route_objects(self, ev: Events, rows: np.ndarray) -> Pairs:
         return self._targets(ev, np.asarray(rows, np.int64), np.zeros(0, np.int64), False)

@@ -629,10 +629,7 @@ class QTTreeRouter(Router):
     def route(self, ev: Events) -> Pairs:
         if not self.has_text:  # objects reach one leaf each: the spatial kernel, then the queries
             return super().route(ev)
-        is_obj = ev.kind == OBJECT
-        qs = np.flatnonzero(~is_obj)
-        self.check_families(ev.family[qs])
-        return self._route(ev, np.flatnonzero(is_obj), qs)
+        return self._route(ev, *self.objects_and_queries(ev))
 
     def route_objects(self, ev: Events, rows: np.ndarray) -> Pairs:
         if not self.has_text:
