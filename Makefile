@@ -33,7 +33,7 @@ test: $(STAMP)  ## the test suite (tiny workloads, real Spark, MLflow and Hydra)
 sweep: $(STAMP)  ## strategy x workers x workload, one MLflow parent run, then the plots
 	$(PY) -m harness -m strategy=$(STRATEGIES) workers=$(SWEEP_WORKERS) workload=$(SWEEP_WORKLOADS) \
 	    workload.queries=5000 workload.updates=4000 dataset.size=100000 tag=sweep $(ARGS)
-	$(PY) -m harness.plots
+	$(PY) -m harness.report.plots
 
 experiment: $(STAMP)  ## a published experiment as a preset: make experiment NAME=<conf/experiment/*.yaml> [ARGS=scale=paper]
 	@test -n "$(NAME)" || { echo "usage: make experiment NAME=<name>; presets: $$(ls conf/experiment | sed 's/.yaml//' | tr '\n' ' ')"; exit 2; }
@@ -41,7 +41,7 @@ experiment: $(STAMP)  ## a published experiment as a preset: make experiment NAM
 	$(PY) -m harness experiment=$(NAME) $(ARGS)
 
 plots: $(STAMP)  ## PNG plots from results/runs.parquet into results/plots/
-	$(PY) -m harness.plots
+	$(PY) -m harness.report.plots
 
 bench: $(STAMP)  ## pytest-benchmark figures, each with its ratio to a baseline measured in the same run
 	$(PY) -m pytest benchmarks -q -p no:cacheprovider --benchmark-columns=min,mean,ops --benchmark-sort=name $(ARGS)

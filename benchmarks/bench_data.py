@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from harness.events import INSERT, NUMERIC_FIELDS, NUMPY_DTYPES, OBJECT, OBJECT_SCHEMA, Events, list_to_csr
+from harness.core.events import INSERT, NUMERIC_FIELDS, NUMPY_DTYPES, OBJECT, OBJECT_SCHEMA, Events, list_to_csr
 from datasets.workloads import WorkloadConfig, build_workload
 
 EXTENT = (0.0, 0.0, 4000.0, 2500.0)

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from harness.events import AND, DELETE, INSERT, OBJECT, Events
+from harness.core.events import AND, DELETE, INSERT, OBJECT, Events
 
 
 class NaiveGI2:

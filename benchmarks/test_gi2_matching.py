@@ -14,9 +14,9 @@ import shapely
 
 from bench_data import object_events
 from conftest import cpu_timer
-from harness.events import AND, csr_take, pair_keys, sorted_unique, unpack_keys
-from harness.workers.base import IndexContext
-from harness.workers.gi2 import GI2Index
+from harness.core.events import AND, csr_take, pair_keys, sorted_unique, unpack_keys
+from harness.families.base import IndexContext
+from harness.families.range.gi2 import GI2Index
 
 SIZES = {"100k": 100_000, "1M": 1_000_000}
 

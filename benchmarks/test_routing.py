@@ -19,7 +19,7 @@ import pytest
 from bench_data import object_events
 from conftest import cpu_timer
 from datasets.workloads import WorkloadConfig, build_workload
-from harness.events import INSERT, OBJECT
+from harness.core.events import INSERT, OBJECT
 from strategies import registry
 from strategies.base import FitContext, route_stream
 

@@ -13,9 +13,9 @@ import numpy as np
 
 from bench_data import object_events
 from conftest import cpu_timer
-from harness.events import DELETE, RANGE, Events, sorted_unique, unpack_keys
-from harness.workers.base import IndexContext
-from harness.workers.gi2 import GI2Index
+from harness.core.events import DELETE, RANGE, Events, sorted_unique, unpack_keys
+from harness.families.base import IndexContext
+from harness.families.range.gi2 import GI2Index
 from naive_gi2 import NaiveGI2
 
 OBJECTS_PER_UPDATE = 5

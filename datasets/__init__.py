@@ -1,7 +1,7 @@
 """Datasets of spatio-textual objects: synthetic tweet-like streams, geonames places, user files.
 
 Entry point: prepare_dataset(cfg, spark, cache_root) -> PreparedDataset (objects in
-harness.events.OBJECT_SCHEMA plus the document-frequency-ranked vocabulary), cached as Parquet.
+harness.core.events.OBJECT_SCHEMA plus the document-frequency-ranked vocabulary), cached as Parquet.
 """
 
 from .config import BAD_ROW_REASONS, BadInputError, DatasetConfig, validate_dataset_config

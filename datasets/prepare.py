@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
 
-from harness.events import OBJECT_SCHEMA
+from harness.core.events import OBJECT_SCHEMA
 
 from . import files, geonames, synthetic
 from .config import BAD_ROW_REASONS, validate_dataset_config

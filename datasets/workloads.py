@@ -42,7 +42,7 @@ from typing import Optional
 import numpy as np
 import pyarrow as pa
 
-from harness.events import AND, DELETE, INSERT, OBJECT, OR, RANGE, Events, csr_take, list_to_csr
+from harness.core.events import AND, DELETE, INSERT, OBJECT, OR, RANGE, Events, csr_take, list_to_csr
 
 PROFILES = ("q1", "q2", "q3")
 DRIFTS = ("none", "q3_switch", "hotspot_objects", "hotspot_queries", "scale")

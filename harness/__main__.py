@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from harness.app import main
+from harness.run.app import main
 
 if __name__ == "__main__":
     sys.exit(main())

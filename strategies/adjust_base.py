@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from harness.events import Events
+from harness.core.events import Events
 from strategies.base import FitContext, ParamsMixin, Router
 
 # Columns of EpochStats.units: one row per (unit, worker) that saw objects or stores queries.

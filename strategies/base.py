@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.events import FAMILY_NAMES, INSERT, OBJECT, Events
+from harness.core.events import FAMILY_NAMES, INSERT, OBJECT, Events
 
 
 FAMILY_LOW = -128  # the family column is int8: codes are counted from here (a bincount, not a sort)

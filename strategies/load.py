@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.events import AND, INSERT, OBJECT, RANGE, Events, csr_take
-from strategies import kernels
+from harness.core.events import AND, INSERT, OBJECT, RANGE, Events, csr_take
+from harness.core import kernels
 
 
 def unit_load(n_o, n_q):

@@ -1,7 +1,8 @@
-"""Every module in `strategies/` that defines a Strategy subclass with a `name` is registered.
+"""Every module under `strategies/` (any depth) that defines a Strategy subclass with a `name` is
+registered; modules that define none (router shapes, kernels, cost models) are simply not.
 
-Adding a strategy is one module here plus `conf/strategy/<name>.yaml`; tests, sweeps and plots
-ask this registry, so nothing else needs editing.
+Adding a strategy is one module in its paper's folder plus `conf/strategy/<name>.yaml`; tests,
+sweeps and plots ask this registry, so nothing else needs editing.
 """
 
 from __future__ import annotations
@@ -14,18 +15,15 @@ from functools import lru_cache
 import strategies
 from strategies.base import Strategy
 
-_NOT_PLUGIN_MODULES = {"base", "registry", "kernels", "spatial", "load", "textpart"}
-
-
 @lru_cache(maxsize=None)
 def discover(base: type) -> dict[str, type]:
-    """Every subclass of `base` with a `name`, defined in a module of strategies/ (strategies and
+    """Every subclass of `base` with a `name`, defined in a module under strategies/ (strategies and
     adjusters are found alike), by name."""
     found: dict[str, type] = {}
-    for info in pkgutil.iter_modules(strategies.__path__):
-        if info.name in _NOT_PLUGIN_MODULES or info.name.startswith("_"):
+    for info in pkgutil.walk_packages(strategies.__path__, prefix="strategies."):
+        if info.ispkg or info.name.rsplit(".", 1)[1].startswith("_"):
             continue
-        module = importlib.import_module(f"strategies.{info.name}")
+        module = importlib.import_module(info.name)
         for _, obj in inspect.getmembers(module, inspect.isclass):
             if issubclass(obj, base) and obj is not base and getattr(obj, "name", None):
                 if obj.__module__ != module.__name__:

@@ -13,7 +13,7 @@ os.environ["PYSPARK_PYTHON"] = sys.executable
 
 @pytest.fixture(scope="session")
 def spark():
-    from harness.spark import get_session
+    from harness.run.spark import get_session
 
     return get_session("local[2]")
 

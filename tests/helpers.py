@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from harness.events import OBJECT_SCHEMA
+from harness.core.events import OBJECT_SCHEMA
 
 
 def random_objects(n: int, vocab: int = 200, seed: int = 0, extent=(0.0, 0.0, 400.0, 300.0), clusters: int = 5):

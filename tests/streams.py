@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.events import AND, DELETE, INSERT, OBJECT, OR, RANGE, Events
+from harness.core.events import AND, DELETE, INSERT, OBJECT, OR, RANGE, Events
 
 
 def random_stream(seed: int, n_objects: int = 60, n_queries: int = 25, vocab: int = 12, extent: float = 100.0,

@@ -1,0 +1,100 @@
+"""Compiled search and cell kernels of the bottom layer, shared by routers and worker indexes.
+
+All cell arithmetic goes through `axis_cell`, the one definition of "which cell holds v", so a
+point and every rectangle that contains it always agree on their cells (the routing invariant).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, inline="always")
+def axis_cell(v, v0, inv_w, n):
+    """Cell index of coordinate v on an axis of n cells starting at v0; clamped, monotone in v."""
+    c = math.floor((v - v0) * inv_w)
+    if c < 0:
+        return 0
+    if c > n - 1:
+        return n - 1
+    return int(c)
+
+
+@njit(cache=True, inline="always")
+def lower_bound(a, lo, hi, v):
+    """First index in a[lo:hi] (sorted ascending) with a[i] >= v (hi when none)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, inline="always")
+def upper_bound(a, lo, hi, v):
+    """First index in a[lo:hi] (sorted ascending) with a[i] > v (hi when none)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] <= v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def points_to_cells(x, y, x0, y0, inv_cw, inv_ch, nx, ny):
+    out = np.empty(len(x), np.int64)
+    for i in range(len(x)):
+        out[i] = axis_cell(y[i], y0, inv_ch, ny) * nx + axis_cell(x[i], x0, inv_cw, nx)
+    return out
+
+
+@njit(cache=True)
+def rects_to_cell_ranges(xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny):
+    n = len(xmin)
+    out = np.empty((n, 4), np.int64)
+    for i in range(n):
+        out[i, 0] = axis_cell(xmin[i], x0, inv_cw, nx)
+        out[i, 1] = axis_cell(xmax[i], x0, inv_cw, nx)
+        out[i, 2] = axis_cell(ymin[i], y0, inv_ch, ny)
+        out[i, 3] = axis_cell(ymax[i], y0, inv_ch, ny)
+    return out
+
+
+@njit(cache=True)
+def rect_cells(rows, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny):
+    """(row, cell) for every cell each rectangle overlaps (migration units of grid routers)."""
+    total = 0
+    for i in range(len(rows)):
+        r = rows[i]
+        total += (axis_cell(xmax[r], x0, inv_cw, nx) - axis_cell(xmin[r], x0, inv_cw, nx) + 1) * (
+            axis_cell(ymax[r], y0, inv_ch, ny) - axis_cell(ymin[r], y0, inv_ch, ny) + 1)
+    out_r = np.empty(total, np.int64)
+    out_c = np.empty(total, np.int64)
+    total = 0
+    for i in range(len(rows)):
+        r = rows[i]
+        ix0 = axis_cell(xmin[r], x0, inv_cw, nx)
+        ix1 = axis_cell(xmax[r], x0, inv_cw, nx)
+        for iy in range(axis_cell(ymin[r], y0, inv_ch, ny), axis_cell(ymax[r], y0, inv_ch, ny) + 1):
+            for ix in range(ix0, ix1 + 1):
+                out_r[total] = r
+                out_c[total] = iy * nx + ix
+                total += 1
+    return out_r, out_c
+
+
+@njit(cache=True)
+def last_terms(rows, offsets, values):
+    """The largest term id of each row: its least frequent keyword (ids are frequency ranks)."""
+    out = np.empty(len(rows), np.int64)
+    for i in range(len(rows)):
+        r = rows[i]
+        out[i] = values[offsets[r + 1] - 1] if offsets[r + 1] > offsets[r] else -1
+    return out

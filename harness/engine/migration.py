@@ -1,0 +1,293 @@
+"""Applying a migration plan between epochs: check it, then move the stored subscriptions.
+
+`validate_plan` runs on the driver before anything moves and rejects, naming the culprit:
+a unit listed twice or sent to two workers, a worker out of range, a plan that disagrees with
+its own router, a live subscription the new router would place nowhere (lost), and a
+subscription that would land on a worker that did not hold it without the plan declaring its
+unit as moving there (an undeclared move).
+
+The move itself is per worker, in two steps that run as Spark tasks (`migrate_state`) or in
+process (harness/simulate.py): `split_state` re-routes a worker's stored subscriptions under the
+new router and cuts them by destination; `gather_state` keeps what a worker already had, adds
+what arrives (each subscription once) and says what moved. Only the moving subscriptions are
+timed (serialising them out, de-serialising and indexing them in): that is the stall a
+migration causes on the workers involved (the latency model charges it there).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from harness.core.events import DELETE, INSERT, Events
+from harness.engine.monitor import row_bytes
+from strategies.adjust_base import MigrationPlan
+
+
+class InvalidPlanError(ValueError):
+    """An adjuster's plan that would lose or misplace subscriptions; nothing has moved."""
+
+
+def live_queries(events: Events, seq_end: int) -> Events:
+    """The subscriptions alive just before `seq_end`: inserted before it and not yet deleted."""
+    seq = events.seq
+    ins = np.flatnonzero((events.kind == INSERT) & (seq < seq_end))
+    dead = events.id[(events.kind == DELETE) & (seq < seq_end)]
+    alive = ins[~np.isin(events.id[ins], dead)]
+    return events.take(alive)
+
+
+def _pair_keys(rows: np.ndarray, workers: np.ndarray, n_workers: int) -> np.ndarray:
+    return np.asarray(rows, np.int64) * n_workers + np.asarray(workers, np.int64)
+
+
+@dataclass
+class Placement:
+    """Where the live subscriptions are before and after the plan (as row * n_workers + worker)."""
+
+    old: np.ndarray
+    new: np.ndarray
+    moved: np.ndarray  # copies that land on a worker which did not hold them
+
+    def moved_rows(self, n_workers: int) -> np.ndarray:
+        return np.unique(self.moved // n_workers)
+
+
+def validate_plan(plan: MigrationPlan, old_router, live: Events, n_workers: int) -> Placement:
+    """Check a plan against the live subscriptions; raise InvalidPlanError naming what is wrong."""
+    unit, src, dst = plan.unit, plan.src, plan.dst
+    if not (len(unit) == len(src) == len(dst)):
+        raise InvalidPlanError(f"plan arrays differ in length: unit {len(unit)}, src {len(src)}, dst {len(dst)}")
+    bad = np.flatnonzero((dst < 0) | (dst >= n_workers))
+    if len(bad):
+        i = bad[0]
+        raise InvalidPlanError(f"plan moves unit {unit[i]} to worker {dst[i]}; workers are 0..{n_workers - 1}")
+    bad = np.flatnonzero((src < -1) | (src >= n_workers))
+    if len(bad):
+        i = bad[0]
+        raise InvalidPlanError(f"plan moves unit {unit[i]} from worker {src[i]}; allowed: 0..{n_workers - 1}, "
+                               f"or -1 (several)")
+    order = np.argsort(unit, kind="stable")
+    dup = np.flatnonzero(np.diff(unit[order]) == 0)
+    if len(dup):
+        a, b = order[dup[0]], order[dup[0] + 1]
+        raise InvalidPlanError(f"unit {unit[a]} is planned twice (to worker {dst[a]} and to worker {dst[b]}): "
+                               "a unit lives on exactly one worker")
+    same = np.flatnonzero(src == dst)
+    if len(same):
+        raise InvalidPlanError(f"plan moves unit {unit[same[0]]} from worker {src[same[0]]} to itself")
+    new_owner = None
+    if len(unit):
+        new_owner = plan.router.unit_owner()
+        out = np.flatnonzero((unit < 0) | (unit >= len(new_owner)))
+        if len(out):
+            raise InvalidPlanError(f"plan names unit {unit[out[0]]}, but the new router has units "
+                                   f"0..{len(new_owner) - 1}")
+        wrong = np.flatnonzero(new_owner[unit] != dst)
+        if len(wrong):
+            i = wrong[0]
+            raise InvalidPlanError(f"plan moves unit {unit[i]} to worker {dst[i]}, but its new router gives "
+                                   f"it to worker {new_owner[unit[i]]}")
+    rows = np.arange(len(live), dtype=np.int64)
+    r_old, w_old = old_router.route_queries(live, rows)
+    r_new, w_new = plan.router.route_queries(live, rows)
+    if len(w_new) and (w_new.min() < 0 or w_new.max() >= n_workers):
+        i = np.flatnonzero((w_new < 0) | (w_new >= n_workers))[0]
+        raise InvalidPlanError(f"the new router sends subscription {live.id[r_new[i]]} to worker {w_new[i]}; "
+                               f"workers are 0..{n_workers - 1}")
+    lost = np.setdiff1d(rows, r_new)
+    if len(lost):
+        raise InvalidPlanError(f"the plan loses {len(lost)} live subscription(s) (e.g. id {live.id[lost[0]]}): "
+                               "the new router places them on no worker")
+    old = np.unique(_pair_keys(r_old, w_old, n_workers))
+    new = np.unique(_pair_keys(r_new, w_new, n_workers))
+    moved = np.setdiff1d(new, old, assume_unique=True)
+    if len(moved):
+        m_rows = np.unique(moved // n_workers)
+        pr, pu = plan.router.units(live, m_rows)
+        owner = new_owner if new_owner is not None else plan.router.unit_owner()
+        declared = np.full(len(owner), -1, np.int64)
+        declared[unit] = dst
+        ok = declared[pu] == owner[pu]
+        covered = np.unique(_pair_keys(pr[ok], owner[pu[ok]], n_workers))
+        undeclared = np.setdiff1d(moved, covered, assume_unique=True)
+        if len(undeclared):
+            k = undeclared[0]
+            row, w = int(k // n_workers), int(k % n_workers)
+            units_there = sorted(set(pu[(pr == row) & (owner[pu] == w)].tolist()))
+            raise InvalidPlanError(
+                f"undeclared move: subscription {live.id[row]} would land on worker {w}, which does not hold it, "
+                f"but the plan moves none of its units there (its units on worker {w}: {units_there}); "
+                f"{len(undeclared)} such placement(s)")
+    return Placement(old, new, moved)
+
+
+def split_state(state: Events, router, worker: int, old_router=None) -> tuple[dict[int, Events], float, int]:
+    """A worker's stored subscriptions by destination under `router`; the seconds spent cutting
+    out the copies that leave (what the migration costs this worker) and how many leave.
+
+    With `old_router` (where the subscriptions were), a copy is sent only to a destination that
+    did not hold it, and only by one of its holders (the lowest-numbered), so nothing travels
+    twice and the counts are the migration's; without it every destination gets a copy (the
+    destination de-duplicates)."""
+    if len(state) == 0:
+        return {}, 0.0, 0
+    rows = np.arange(len(state), dtype=np.int64)
+    r, w = router.route_queries(state, rows)
+    stays = w == worker
+    if old_router is not None:
+        ro, wo = old_router.route_queries(state, rows)
+        n = router.n_workers
+        held = np.zeros(len(state) * n, bool)
+        held[ro * n + wo] = True
+        first = np.full(len(state), n, np.int64)
+        np.minimum.at(first, ro, wo)
+        sender = (first == worker) | ~held[rows * n + worker]  # inconsistent holders send too
+        keep = stays | (~held[r * n + w] & sender[r])
+        r, w = r[keep], w[keep]
+    order = np.lexsort((r, w))
+    r, w = r[order], w[order]
+    cuts = np.flatnonzero(np.diff(w)) + 1
+    parts = {}
+    out_s = 0.0
+    leaving = 0
+    for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(w)]):
+        dest = int(w[lo])
+        t0 = time.perf_counter()
+        parts[dest] = state.take(r[lo:hi])
+        if dest != worker:  # cutting out what stays is not migration work
+            out_s += time.perf_counter() - t0
+            leaving += hi - lo
+    return parts, out_s, leaving
+
+
+@dataclass
+class Gathered:
+    state: Events  # the worker's subscriptions after the migration, in seq order
+    moved_in: int = 0
+    moved_bytes: int = 0
+    index_s: float = 0.0  # indexing the arrivals (the destination's migration work)
+    info: dict = field(default_factory=dict)
+
+
+def gather_state(worker: int, kept: Events | None, incoming: list[Events], index_factory) -> Gathered:
+    """A worker's state after a migration: what it kept plus each arriving subscription once."""
+    kept = kept if kept is not None else Events.empty()
+    arrivals = Events.concat(incoming) if incoming else Events.empty()
+    if len(arrivals):
+        _, first = np.unique(arrivals.id, return_index=True)
+        fresh = first[~np.isin(arrivals.id[first], kept.id)]
+        arrivals = arrivals.take(np.sort(fresh))
+    index_s = index_factory().restore(arrivals) if len(arrivals) else 0.0
+    state = Events.concat([kept, arrivals]) if len(arrivals) else kept
+    if len(arrivals):
+        state = state.take(np.argsort(state.seq, kind="stable"))
+    return Gathered(state, len(arrivals), int(row_bytes(arrivals).sum()) if len(arrivals) else 0, index_s)
+
+
+# -- on Spark -----------------------------------------------------------------------------------
+
+def _split_task(batches, routers_bc, state_in: str):
+    from harness.engine.pipeline import BLOCK_SCHEMA, _read_state, _row, to_ipc
+
+    router, old_router = routers_bc.value
+    for batch in batches:
+        for w in batch.column("worker").to_numpy().tolist():
+            parts, out_s, leaving = split_state(_read_state(state_in, w), router, w, old_router)
+            for dest, part in parts.items():
+                t0 = time.perf_counter()
+                blob = to_ipc(part.to_arrow())
+                if dest != w:
+                    out_s += time.perf_counter() - t0
+                yield _row(BLOCK_SCHEMA, worker=dest, payload=blob, info=json.dumps({"src": w}))
+            yield _row(BLOCK_SCHEMA, worker=-1, info=json.dumps({"src": w, "out_s": out_s, "leaving": int(leaving)}))
+
+
+def _gather_task(batches, index_factory, state_out: str):
+    from harness.engine.pipeline import BLOCK_SCHEMA, from_ipc, state_file
+
+    table = pa.Table.from_batches([b for b in batches if b.num_rows], schema=BLOCK_SCHEMA)
+    workers = table.column("worker").to_numpy()
+    infos = table.column("info")
+    payload = table.column("payload")
+    out = []
+    for i in np.flatnonzero(workers < 0):
+        out.append(infos[int(i)].as_py())
+    for w in np.unique(workers[workers >= 0]).tolist():
+        kept, incoming, read_s = None, [], 0.0
+        for i in np.flatnonzero(workers == w):
+            if not payload[int(i)].is_valid:
+                continue
+            t0 = time.perf_counter()
+            part = Events.from_arrow(from_ipc(payload[int(i)].as_py()))
+            if json.loads(infos[int(i)].as_py())["src"] == w:
+                kept = part
+            else:
+                incoming.append(part)
+                read_s += time.perf_counter() - t0
+        g = gather_state(w, kept, incoming, index_factory)
+        g.index_s += read_s if g.moved_in else 0.0
+        if len(g.state):
+            pq.write_table(pa.Table.from_batches([g.state.to_arrow()]), state_file(state_out, w))
+        out.append(json.dumps({"dst": w, "moved_in": int(g.moved_in), "moved_bytes": int(g.moved_bytes),
+                               "in_s": g.index_s}))
+    yield pa.RecordBatch.from_arrays([pa.array(out, pa.string())], names=["info"])
+
+
+@dataclass
+class MigrationResult:
+    moved_queries: int
+    moved_bytes: int
+    pause_s: dict[int, float]  # per worker: its migration work (out + in)
+    job_s: float
+
+    @property
+    def migration_s(self) -> float:
+        """The migration's duration: the involved workers work in parallel."""
+        return max(self.pause_s.values(), default=0.0)
+
+
+def migrate_state(spark, state_in: Path, state_out: Path, router, n_workers: int, index_factory,
+                  old_router=None) -> MigrationResult:
+    """Move the workers' stored subscriptions from where `old_router` placed them to where `router`
+    places them (one Spark job)."""
+    from harness.engine.pipeline import BLOCK_SCHEMA, _fresh_dir, _spark_schema
+
+    sc = spark.sparkContext
+    parts = max(2, min(n_workers, 2 * sc.defaultParallelism))
+    out_dir = _fresh_dir(Path(state_out))
+    t0 = time.perf_counter()
+    routers_bc = sc.broadcast((router, old_router))
+    workers = spark.createDataFrame([(w, None, None) for w in range(n_workers)], _spark_schema(BLOCK_SCHEMA))
+    rows = (
+        workers.repartition(parts, "worker")
+        .mapInArrow(lambda it: _split_task(it, routers_bc, str(state_in)), _spark_schema(BLOCK_SCHEMA))
+        .unionByName(workers)
+        .repartition(parts, "worker")
+        .mapInArrow(lambda it: _gather_task(it, index_factory, out_dir), "info string")
+        .toArrow()
+    )
+    job_s = time.perf_counter() - t0
+    routers_bc.unpersist()
+    infos = [json.loads(v) for v in rows.column("info").to_pylist()]
+    return summarise(infos, n_workers, job_s)
+
+
+def summarise(infos: list[dict], n_workers: int, job_s: float) -> MigrationResult:
+    pause = {w: 0.0 for w in range(n_workers)}
+    moved = moved_bytes = 0
+    for info in infos:
+        if "src" in info:
+            if info["leaving"]:
+                pause[info["src"]] += info["out_s"]
+        else:
+            pause[info["dst"]] += info["in_s"]
+            moved += info["moved_in"]
+            moved_bytes += info["moved_bytes"]
+    return MigrationResult(moved, moved_bytes, {w: s for w, s in pause.items() if s > 0}, job_s)

@@ -1,0 +1,117 @@
+"""The brute-force oracle: every object against every subscription, no index at all.
+
+It is written independently of GI2 (plain loops, linear keyword membership) so that the two
+cannot share a bug. `oracle_keys` answers for a whole stream in one place (the centralised
+answer every run is checked against); `BruteForceRangeIndex` is the same check behind the
+WorkerIndex interface, so tests can run it per worker like any index.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from numba import njit
+
+from harness.core.events import AND, DELETE, INSERT, OBJECT, RANGE, Events, sorted_unique
+from harness.families.base import NEVER, IndexContext, WorkerIndex, WorkerOutput, deletion_seqs
+
+
+@njit(cache=True)
+def _has(vals, lo, hi, t):
+    for i in range(lo, hi):
+        if vals[i] == t:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _brute_force_match(o_seq, o_id, o_x, o_y, o_off, o_val, q_id, q_xmin, q_ymin, q_xmax, q_ymax, q_op, q_off,
+                       q_val, q_ins, q_del, o_work):
+    out = np.empty(1024, np.int64)
+    n = 0
+    for i in range(len(o_seq)):
+        s = o_seq[i]
+        checks = 0
+        for p in range(len(q_id)):
+            if q_ins[p] >= s or q_del[p] <= s:
+                continue
+            checks += 1
+            if o_x[i] < q_xmin[p] or o_x[i] > q_xmax[p] or o_y[i] < q_ymin[p] or o_y[i] > q_ymax[p]:
+                continue
+            hits = 0
+            for j in range(q_off[p], q_off[p + 1]):
+                if _has(o_val, o_off[i], o_off[i + 1], q_val[j]):
+                    hits += 1
+            need = q_off[p + 1] - q_off[p] if q_op[p] == AND else 1
+            if hits >= need and hits > 0:
+                if n == len(out):
+                    bigger = np.empty(2 * n, np.int64)
+                    bigger[:n] = out
+                    out = bigger
+                out[n] = (q_id[p] << 32) | o_id[i]
+                n += 1
+        o_work[i] = 1 + checks
+    return out[:n]
+
+
+def _match(objects: Events, queries: Events, ins: np.ndarray, dele: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    work = np.ones(len(objects), np.int64)
+    keys = _brute_force_match(
+        objects.seq, objects.id, objects.x, objects.y, objects.offsets, objects.values, queries.id, queries.xmin,
+        queries.ymin, queries.xmax, queries.ymax, queries.op, queries.offsets, queries.values, ins, dele, work,
+    )
+    return keys, work
+
+
+def oracle_keys(stream: Events) -> np.ndarray:
+    """Distinct result keys of a whole range-subscription stream."""
+    objects = stream.take(np.flatnonzero(stream.kind == OBJECT))
+    q_rows = np.flatnonzero((stream.kind == INSERT) & (stream.family == RANGE))
+    queries = stream.take(q_rows)
+    ins, dele = queries.seq.copy(), deletion_seqs(queries.id, stream)[0]
+    # the brute force is embarrassingly parallel over objects: one chunk per core (numba drops the GIL)
+    n_chunks = max(1, min(os.cpu_count() or 1, len(objects) // 2000))
+    chunks = [objects.take(c) for c in np.array_split(np.arange(len(objects)), n_chunks)]
+    with ThreadPoolExecutor(n_chunks) as pool:
+        parts = list(pool.map(lambda o: _match(o, queries, ins, dele)[0], chunks))
+    return sorted_unique(np.concatenate(parts) if parts else np.zeros(0, np.int64))
+
+
+class BruteForceRangeIndex(WorkerIndex):
+    family = "range"
+
+    def __init__(self, context: IndexContext, **_):
+        super().__init__(context)
+        self.queries = Events.empty()
+        self.ins = np.zeros(0, np.int64)
+        self.dele = np.zeros(0, np.int64)
+
+    def restore(self, state: Events) -> float:
+        self.queries = state
+        self.ins = np.full(len(state), -1, np.int64)
+        self.dele = np.full(len(state), NEVER, np.int64)
+        return 0.0
+
+    def process(self, ev: Events) -> WorkerOutput:
+        t0 = time.process_time()
+        ins_rows = np.flatnonzero(ev.kind == INSERT)
+        self.queries = Events.concat([self.queries, ev.take(ins_rows)])
+        self.ins = np.concatenate([self.ins, ev.seq[ins_rows]])
+        self.dele = np.concatenate([self.dele, np.full(len(ins_rows), NEVER, np.int64)])
+        self.dele = np.minimum(self.dele, deletion_seqs(self.queries.id, ev)[0])
+        obj_rows = np.flatnonzero(ev.kind == OBJECT)
+        keys, obj_work = _match(ev.take(obj_rows), self.queries, self.ins, self.dele)
+        work = np.ones(len(ev), np.int64)
+        work[obj_rows] = obj_work
+        counters = {"objects": len(obj_rows), "inserts": len(ins_rows), "deletes": int((ev.kind == DELETE).sum()),
+                    "candidates": int(obj_work.sum() - len(obj_rows)), "results": len(keys)}
+        return WorkerOutput(keys=keys, work=work, counters=counters, busy_s=time.process_time() - t0)
+
+    def export_state(self) -> Events:
+        return self.queries.take(np.flatnonzero(self.dele == NEVER))
+
+    def size_bytes(self) -> int:
+        return int(sum(a.nbytes for a in self.queries.cols.values()) + self.queries.values.nbytes)

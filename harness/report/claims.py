@@ -1,0 +1,112 @@
+"""The papers' published claims (conf/claims.yaml), checked one by one against the runs table.
+
+A claim names a metric, a subject strategy (a runs-table `variant`), the strategies it is
+compared with, and where (dataset, workload, workers). Each matching configuration is one
+comparison, made on the latest successful run of every variant there; the verdict says whether
+the claim held in all of them, some, none, or could not be measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from harness.report import results
+import yaml
+
+from harness.report.results import PROJECT_ROOT
+
+CLAIMS_FILE = PROJECT_ROOT / "conf" / "claims.yaml"
+KINDS = ("better", "ratio_at_least", "scales")
+KEYS = ("dataset", "workload", "workers")
+
+
+@dataclass
+class Verdict:
+    claim: dict
+    verdict: str  # holds | partly | does not hold | not measured
+    comparisons: list[str] = field(default_factory=list)
+
+
+def load_claims(path: Path = CLAIMS_FILE) -> list[dict]:
+    claims = yaml.safe_load(Path(path).read_text()) or []
+    for c in claims:
+        kind = c.get("check", {}).get("kind")
+        if kind not in KINDS:
+            raise ValueError(f"claim {c.get('id')!r}: check.kind={kind!r} is invalid; allowed: {', '.join(KINDS)}")
+    return claims
+
+
+def latest(table: pd.DataFrame) -> pd.DataFrame:
+    """The newest successful run per (variant, dataset, workload, workers), leaving out runs that
+    changed a workload knob (an experiment's swept `x` or `facet`, e.g. sstd_crq's query sides)."""
+    ok = results.labelled(table[table["status"] == "ok"])
+    for col in ("x", "facet"):
+        if col in ok:
+            ok = ok[ok[col].isna()]
+    return ok.sort_values("started_at").groupby(["variant", *KEYS]).tail(1)
+
+
+def _where(rows: pd.DataFrame, where: dict) -> pd.DataFrame:
+    for key, allowed in (where or {}).items():
+        if key in rows:
+            rows = rows[rows[key].isin(allowed if isinstance(allowed, list) else [allowed])]
+    return rows
+
+
+def _value(rows: pd.DataFrame, variant: str, metric: str) -> float | None:
+    hit = rows[rows["variant"] == variant]
+    return None if hit.empty else float(hit[metric].iloc[-1])
+
+
+def _fmt(v: float) -> str:
+    return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+
+
+def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
+    chk = claim["check"]
+    metric, subject = chk["metric"], chk["subject"]
+    others = list(chk.get("others") or [])
+    higher = chk.get("higher_is_better", True)
+    rows = _where(latest(table), chk.get("where", {}))
+    if metric not in rows:
+        return Verdict(claim, "not measured", [f"no column {metric!r}"])
+    held, notes = [], []
+    if chk["kind"] == "scales":
+        for (ds, wl), g in rows.groupby(["dataset", "workload"]):
+            s = g[g["variant"] == subject].sort_values("workers")
+            if len(s) < 2:
+                continue
+            ratio = float(s[metric].iloc[-1]) / max(float(s[metric].iloc[0]), 1e-12)
+            ok = ratio >= float(chk.get("value") or 1.0)
+            held.append(ok)
+            notes.append(f"{wl}/{ds}: {subject} {metric} x{ratio:.2f} from {s['workers'].iloc[0]} to "
+                         f"{s['workers'].iloc[-1]} workers ({'yes' if ok else 'no'})")
+    else:
+        for (ds, wl, w), g in rows.groupby(list(KEYS)):
+            mine = _value(g, subject, metric)
+            theirs = {o: _value(g, o, metric) for o in others}
+            theirs = {o: v for o, v in theirs.items() if v is not None}
+            if mine is None or not theirs:
+                continue
+            if chk["kind"] == "better":
+                ok = all((mine > v) if higher else (mine < v) for v in theirs.values())
+                detail = ", ".join(f"{o} {_fmt(v)}" for o, v in theirs.items())
+            else:  # ratio_at_least: subject / each other >= value (or <= 1/value when lower is better)
+                ratios = {o: (mine / v if higher else v / mine) if v and mine else float("nan")
+                          for o, v in theirs.items()}
+                ok = all(r >= float(chk.get("value") or 1.0) for r in ratios.values())
+                detail = ", ".join(f"x{r:.2f} vs {o}" for o, r in ratios.items())
+            held.append(ok)
+            notes.append(f"{wl}/{ds}/{w}w: {subject} {_fmt(mine)}; {detail} ({'yes' if ok else 'no'})")
+    if not held:
+        return Verdict(claim, "not measured", ["no run of the subject and a comparison strategy matches"])
+    verdict = "holds" if all(held) else ("does not hold" if not any(held) else f"partly ({sum(held)}/{len(held)})")
+    return Verdict(claim, verdict, notes)
+
+
+def evaluate_all(table: pd.DataFrame, claims: list[dict] | None = None) -> list[Verdict]:
+    return [evaluate(c, table) for c in (load_claims() if claims is None else claims)]
+

@@ -1,0 +1,297 @@
+"""What an experiment preset (conf/experiment/<name>.yaml) leaves behind when its sweep ends: its
+figures under results/plots/<name>/ and, for the grand comparison, results/report.md.
+
+A preset names its figures in `experiment.plots`; each name below is one figure drawn from the
+sweep's own rows of the runs table (matched by sweep id), so earlier runs never leak in.
+"""
+
+from __future__ import annotations
+
+import platform
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from harness.report import claims as claims_mod
+from harness.report import results
+from harness.report.plots import plt, save_figure
+
+
+def _label(runs: pd.DataFrame) -> pd.DataFrame:
+    runs = results.labelled(runs)
+    runs["scenario"] = runs["workload"] + " / " + runs["dataset"]
+    return runs
+
+
+def sweep_rows(root: Path, sweep_id: str | None, name: str) -> pd.DataFrame:
+    """The successful runs of this sweep (or, without an id, the latest runs of the experiment)."""
+    table = _label(results.read_runs_table(root))
+    table = table[table["status"] == "ok"]
+    if sweep_id is not None and "sweep_id" in table:
+        rows = table[table["sweep_id"] == sweep_id]
+    else:
+        rows = table[table.get("experiment", pd.Series(index=table.index, dtype=object)) == name]
+    keys = ["variant", "dataset", "workload", "workers", "x", "facet"]
+    rows = rows.assign(**{k: rows[k] if k in rows else None for k in ("x", "facet")})
+    return rows.sort_values("started_at").groupby([k for k in keys], dropna=False).tail(1)
+
+
+def _numeric(series: pd.Series) -> pd.Series:
+    out = pd.to_numeric(series, errors="coerce")
+    return out if out.notna().all() else series
+
+
+def _grid(n: int, width: float = 4.6, height: float = 3.4):
+    cols = min(n, 3)
+    rows = int(np.ceil(n / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat)
+
+
+def _bars(runs: pd.DataFrame, metrics: list[tuple[str, str]], title: str, scale: float = 1.0, ylabel: str = ""):
+    """Grouped bars: one panel per (scenario, workers), one group per variant, one bar per metric."""
+    panels = list(runs.groupby(["scenario", "workers"]))
+    fig, axes = _grid(len(panels))
+    for ax, ((scenario, workers), g) in zip(axes, panels):
+        g = g.sort_values("variant")
+        xs = np.arange(len(g))
+        width = 0.8 / len(metrics)
+        for k, (col, label) in enumerate(metrics):
+            ax.bar(xs + k * width - 0.4 + width / 2, g[col].to_numpy(float) * scale, width, label=label)
+        ax.set_xticks(xs, g["variant"], rotation=45, ha="right", fontsize=8)
+        ax.set_title(f"{scenario}, {workers} workers", fontsize=9)
+        ax.set_ylabel(ylabel)
+        ax.grid(axis="y", alpha=0.3)
+    if len(metrics) > 1:
+        axes[0].legend(fontsize=8)
+    fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def _lines(runs: pd.DataFrame, x: str, xlabel: str, title: str, facet: str | None = None, logx: bool = False):
+    """Throughput vs `x`, one line per variant, one panel per scenario (and facet value)."""
+    keys = ["scenario"] + ([facet] if facet else [])
+    panels = list(runs.groupby(keys))
+    fig, axes = _grid(len(panels))
+    for ax, (key, g) in zip(axes, panels):
+        for variant, s in g.groupby("variant"):
+            s = s.assign(_x=_numeric(s[x])).sort_values("_x")
+            ax.plot(s["_x"], s["throughput_eps"], marker="o", label=variant)
+        if logx:
+            ax.set_xscale("log", base=2)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("throughput (events/s)")
+        name = key if isinstance(key, str) else " | ".join(str(k) for k in key)
+        ax.set_title(name if not facet else name.replace(" | ", f" | {facet}="), fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def _heatmap(runs: pd.DataFrame, title: str):
+    """Throughput relative to the best strategy of each scenario, one panel per worker count."""
+    panels = list(runs.groupby("workers"))
+    fig, axes = _grid(len(panels), width=5.2, height=0.35 * runs["variant"].nunique() + 1.8)
+    for ax, (workers, g) in zip(axes, panels):
+        table = g.pivot_table(index="variant", columns="scenario", values="throughput_eps", aggfunc="last")
+        rel = table / table.max(axis=0)
+        ax.imshow(rel.to_numpy(float), cmap="viridis", vmin=0, vmax=1, aspect="auto")  # cells carry values
+        ax.set_xticks(range(len(rel.columns)), rel.columns, rotation=30, ha="right", fontsize=8)
+        ax.set_yticks(range(len(rel.index)), rel.index, fontsize=8)
+        for (i, j), v in np.ndenumerate(rel.to_numpy(float)):
+            if np.isfinite(v):
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="w" if v < 0.6 else "k")
+        ax.set_title(f"{workers} workers", fontsize=9)
+    fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def _replication_balance(runs: pd.DataFrame, title: str):
+    """Per variant: object and query replication and L_max/L_min, median over the sweep with range."""
+    fig, axes = plt.subplots(1, 3, figsize=(15, 0.3 * runs["variant"].nunique() + 2.5))
+    for ax, (col, label) in zip(axes, [("obj_replication", "object replication"),
+                                       ("query_replication", "query replication"),
+                                       ("load_max_min", "L_max / L_min")]):
+        stats = runs.groupby("variant")[col].agg(["median", "min", "max"]).sort_index(ascending=False)
+        stats = stats.replace([np.inf, -np.inf], np.nan)
+        y = np.arange(len(stats))
+        ax.barh(y, stats["median"], color="tab:blue", alpha=0.8)
+        ax.errorbar(stats["median"], y, xerr=[stats["median"] - stats["min"], stats["max"] - stats["median"]],
+                    fmt="none", ecolor="k", lw=0.8)
+        ax.set_yticks(y, stats.index, fontsize=8)
+        ax.set_xlabel(f"{label} (median, min-max over the sweep)")
+        if col == "load_max_min":
+            ax.set_xscale("log")
+        ax.grid(axis="x", alpha=0.3)
+    fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def _epoch_series(runs: pd.DataFrame, title: str, x: str | None):
+    """Per-epoch throughput, L_max/L_min and migrated queries of every run (its epochs.parquet)."""
+    from harness.report.plots import epoch_series
+
+    frames = []
+    for _, r in runs.iterrows():
+        path = Path(str(r["run_dir"])) / "epochs.parquet"
+        if path.exists():
+            label = r["variant"] + (f" ({x}={r['x']})" if x and pd.notna(r.get("x")) else "")
+            frames.append(pd.read_parquet(path).assign(run=label))
+    if not frames:
+        raise ValueError("no run of this experiment has per-epoch results (epochs.size=0?)")
+    return epoch_series(pd.concat(frames, ignore_index=True), title, by="run")
+
+
+def _migration_bars(runs: pd.DataFrame, title: str, x: str | None):
+    """Per adjuster (and swept x): selection time, migration time and cost per migration."""
+    runs = runs.copy()
+    n = runs["adjustments"].replace(0, np.nan)
+    runs["select_per"] = runs["select_s"] / n * 1e3
+    cells = runs["select_cells_s"] if "select_cells_s" in runs else runs["select_s"]
+    runs["cells_per"] = cells.fillna(runs["select_s"]) / n * 1e3
+    runs["migration_per"] = runs["migration_s"] / n * 1e3
+    runs["bytes_per"] = runs["migrated_bytes"] / n / 1e3
+    runs["queries_per"] = runs["migrated_queries"] / n
+    panels = [("cells_per", "cell selection time per adjustment (ms)"),
+              ("select_per", "plan time per adjustment (ms)"),
+              ("migration_per", "migration time per adjustment (ms)"),
+              ("bytes_per", "migrated data per adjustment (KB)"), ("queries_per", "migrated queries per adjustment")]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 3.4))
+    groups = list(runs.groupby("x", dropna=False)) if x else [(None, runs)]
+    variants = sorted(runs["variant"].unique())
+    width = 0.8 / len(groups)
+    for ax, (col, label) in zip(axes, panels):
+        for i, (xv, g) in enumerate(groups):
+            g = g.set_index("variant").reindex(variants)
+            ax.bar(np.arange(len(variants)) - 0.4 + width * (i + 0.5), g[col].to_numpy(float), width,
+                   label=None if xv is None else f"{x}={xv}")
+        ax.set_xticks(range(len(variants)), variants, rotation=45, ha="right", fontsize=8)
+        ax.set_ylabel(label, fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    if x:
+        axes[0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def _latency_shares(runs: pd.DataFrame, title: str):
+    """Share of events with latency < 100 ms, 100 ms - 1 s, > 1 s (PS2Stream Fig. 12c), stacked."""
+    labels = runs["variant"] + (" (" + runs["x"].astype(str) + ")" if runs["x"].notna().any() else "")
+    shares = [("latency_share_lt_100ms", "< 100 ms"), ("latency_share_100ms_1s", "100 ms - 1 s"),
+              ("latency_share_gt_1s", "> 1 s")]
+    fig, ax = plt.subplots(figsize=(0.6 * len(runs) + 3, 3.6))
+    bottom = np.zeros(len(runs))
+    for col, label in shares:
+        v = runs[col].to_numpy(float) * 100
+        ax.bar(np.arange(len(runs)), v, bottom=bottom, label=label)
+        bottom += np.nan_to_num(v)
+    ax.set_xticks(range(len(runs)), labels, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("share of events (%)")
+    ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+PLOTS = ("throughput_bars", "latency_bars", "memory_bars", "throughput_vs_x", "heatmap", "replication_balance",
+         "epoch_series", "migration_bars", "latency_shares")
+
+
+def figures(runs: pd.DataFrame, exp) -> dict[str, object]:
+    """The named figures of an experiment (matplotlib figures, not yet saved)."""
+    title = exp.title or exp.name
+    x = "x" if exp.x else "workers"
+    xlabel = exp.x_label or (exp.x or "workers")
+    facet = "facet" if exp.facet else None
+    makers = {
+        "throughput_bars": lambda: _bars(runs, [("throughput_eps", "throughput")], f"{title}: throughput",
+                                         ylabel="events/s"),
+        "latency_bars": lambda: _bars(runs, [("latency_p50_ms", "p50"), ("latency_p95_ms", "p95")],
+                                      f"{title}: latency (queue model)", ylabel="ms"),
+        "memory_bars": lambda: _bars(runs, [("dispatcher_bytes", "dispatcher"), ("worker_index_bytes_max",
+                                                                                  "largest worker")],
+                                     f"{title}: memory", scale=1e-6, ylabel="MB"),
+        "throughput_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: throughput", facet,
+                                          logx=x == "workers"),
+        "heatmap": lambda: _heatmap(runs, f"{title}: throughput relative to the best"),
+        "replication_balance": lambda: _replication_balance(runs, f"{title}: replication and balance"),
+        "epoch_series": lambda: _epoch_series(runs, f"{title}: per epoch", exp.x),
+        "migration_bars": lambda: _migration_bars(runs, f"{title}: load adjustment cost", exp.x),
+        "latency_shares": lambda: _latency_shares(runs.sort_values(["variant", "x"]), f"{title}: latency shares"),
+    }
+    return {name: makers[name]() for name in exp.plots}
+
+
+def finish(config, root: Path, sweep_id: str | None) -> list[Path]:
+    """Draw the experiment's figures (and the report if the preset asks) from its sweep's runs."""
+    exp = config.experiment
+    runs = sweep_rows(root, sweep_id, exp.name)
+    if runs.empty:
+        print(f"experiment {exp.name}: no successful runs to plot")
+        return []
+    out_dir = root / "plots" / exp.name
+    paths = [save_figure(fig, out_dir / f"{name}.png") for name, fig in figures(runs, exp).items()]
+    if exp.report:
+        paths.append(write_report(root, exp, runs, paths))
+    return paths
+
+
+def _table(frame: pd.DataFrame, fmt=lambda v: f"{v:,.0f}") -> str:
+    cols = [str(c) for c in frame.columns]
+    lines = ["| " + " | ".join([frame.index.name or ""] + cols) + " |",
+             "|" + "---|" * (len(cols) + 1)]
+    for idx, row in frame.iterrows():
+        lines.append("| " + " | ".join([str(idx)] + [fmt(v) if pd.notna(v) else "-" for v in row]) + " |")
+    return "\n".join(lines)
+
+
+def write_report(root: Path, exp, runs: pd.DataFrame, plot_paths: list[Path]) -> Path:
+    """results/report.md: the sweep tabulated, then every published claim against the measurements."""
+    lines = [f"# {exp.title or exp.name}", "",
+             f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC} by `make experiment NAME={exp.name}` on "
+             f"{platform.node()} ({platform.machine()}, Python {platform.python_version()}); "
+             f"{len(runs)} runs, sweep `{runs['sweep_id'].iloc[0] if 'sweep_id' in runs else '-'}`.",
+             "Throughput is input events / bottleneck CPU time (README, metrics); figures are from one run each.",
+             ""]
+    sizes = runs.groupby("scenario")["events"].max()
+    lines += ["## Throughput (events/s) per strategy and worker count", ""]
+    for scenario, g in runs.groupby("scenario"):
+        table = g.pivot_table(index="variant", columns="workers", values="throughput_eps", aggfunc="last")
+        best = table.max(axis=0)
+        table.index.name = "strategy"
+        lines += [f"### {scenario} ({int(sizes[scenario]):,} measured events)", "",
+                  _table(table), "",
+                  "Relative to the best of each worker count:", "",
+                  _table(table / best, fmt=lambda v: f"{v:.2f}"), ""]
+    lines += ["## Replication, balance and memory (median over the sweep)", ""]
+    med = runs.groupby("variant")[["obj_replication", "query_replication", "load_max_min", "dispatcher_bytes",
+                                    "worker_index_bytes_max", "build_s"]].median()
+    med.index.name = "strategy"
+    med[["dispatcher_bytes", "worker_index_bytes_max"]] /= 1e6
+    med.columns = ["object repl.", "query repl.", "L_max/L_min", "dispatcher MB", "largest worker MB", "build s"]
+    lines += [_table(med, fmt=lambda v: f"{v:.2f}"), ""]
+    table = results.read_runs_table(root)
+    verdicts = claims_mod.evaluate_all(pd.concat([table[~table["run_id"].isin(runs["run_id"])], runs]))
+    counts = pd.Series([v.verdict.split(" (")[0] for v in verdicts]).value_counts()
+    lines += ["## Published claims vs this harness", "",
+              "Each claim of conf/claims.yaml is checked on the latest successful run of each strategy per "
+              "(dataset, workload, workers); 'partly' gives the share of configurations where it held. "
+              "The papers measured other systems on other hardware and data sizes: a claim that does not hold "
+              "here is a finding about these workloads and this implementation, not a verdict on the paper.", "",
+              "Summary: " + ", ".join(f"{k}: {v}" for k, v in counts.items()), "",
+              "| claim | paper | source | published | verdict | measured |", "|---|---|---|---|---|---|"]
+    for v in verdicts:
+        c = v.claim
+        measured = "<br>".join(v.comparisons[:6]) + (" ..." if len(v.comparisons) > 6 else "")
+        lines.append(f"| {c['claim']} | {c['paper']} | {c.get('source', '')} | {c.get('published', '')} | "
+                     f"**{v.verdict}** | {measured} |")
+    lines += ["", "## Figures", ""] + [f"![{p.stem}]({p.relative_to(root)})" for p in plot_paths]
+    path = root / "report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -1,0 +1,152 @@
+"""Plots: per run (worker load bars, latency CDF) and from the runs table (throughput vs workers,
+per-worker load, latency distribution). PNG files; matplotlib without a display."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from harness.report import results  # noqa: E402
+
+
+def save_figure(fig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _load_bars(ax, workers: pd.DataFrame, title: str) -> None:
+    ax.bar(workers["worker"], workers["load"], color="tab:blue")
+    mean = workers["load"].mean()
+    ax.axhline(mean, color="tab:red", lw=1, ls="--", label="mean")
+    ax.set_xlabel("worker")
+    ax.set_ylabel("load L_i")
+    ax.set_title(title, fontsize=9)
+
+
+def _latency_cdf(ax, latency_ms: np.ndarray, label: str) -> None:
+    x = np.sort(latency_ms)
+    ax.plot(x, np.linspace(0, 1, len(x)), label=label)
+
+
+def run_plots(run_dir: Path, workers: pd.DataFrame, latency: pd.DataFrame | None,
+              epochs: pd.DataFrame | None = None) -> list[Path]:
+    out = []
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    _load_bars(ax, workers, f"per-worker load ({run_dir.name})")
+    out.append(save_figure(fig, run_dir / "plots" / "worker_load.png"))
+    if latency is not None and len(latency):
+        fig, ax = plt.subplots(figsize=(5, 3.2))
+        _latency_cdf(ax, latency["latency_ms"].to_numpy(), run_dir.name)
+        ax.set_xscale("log")
+        ax.set_xlabel("latency (ms, queue model)")
+        ax.set_ylabel("share of events")
+        out.append(save_figure(fig, run_dir / "plots" / "latency_cdf.png"))
+    if epochs is not None and len(epochs) > 1:
+        out.append(save_figure(epoch_series(epochs, run_dir.name), run_dir / "plots" / "epochs.png"))
+    return out
+
+
+EPOCH_PANELS = (("throughput_eps", "throughput (events/s)"), ("load_max_min", "L_max / L_min"),
+                ("migrated_queries", "migrated queries"))
+
+
+def epoch_series(epochs: pd.DataFrame, title: str, by: str | None = None):
+    """Throughput, balance and migrated queries per epoch; one line per value of `by`."""
+    fig, axes = plt.subplots(1, len(EPOCH_PANELS), figsize=(4.4 * len(EPOCH_PANELS), 3.2))
+    groups = list(epochs.groupby(by)) if by else [(None, epochs)]
+    for ax, (col, label) in zip(axes, EPOCH_PANELS):
+        for i, (name, g) in enumerate(groups):
+            g = g.sort_values("epoch")
+            y = g[col].replace([np.inf, -np.inf], np.nan) if col in g else np.zeros(len(g))
+            if col == "migrated_queries":
+                width = 0.8 / len(groups)
+                ax.bar(g["epoch"] - 0.4 + width * (i + 0.5), y, width=width, label=name)
+            else:
+                ax.plot(g["epoch"], y, marker="o", ms=3, label=name)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(label)
+        if col == "load_max_min":
+            ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+    if by:
+        axes[0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def summary_plots(root: Path, table: pd.DataFrame | None = None) -> list[Path]:
+    """The sweep's figures from results/runs.parquet into results/plots/."""
+    runs = results.read_runs_table(root) if table is None else table
+    runs = results.labelled(runs[runs["status"] == "ok"])
+    runs["strategy"] = runs["variant"]
+    for col in ("x", "facet"):  # runs that changed a swept knob belong to their experiment's figures
+        if col in runs:
+            runs = runs[runs[col].isna()]
+    out_dir = root / "plots"
+    out: list[Path] = []
+    # latest run per (dataset, workload, strategy, workers); a panel needs two worker counts
+    runs = runs.sort_values("started_at").groupby(["dataset", "workload", "strategy", "workers"]).tail(1)
+    groups = [(k, g) for k, g in runs.groupby(["dataset", "workload"]) if g["workers"].nunique() > 1]
+    if not groups:
+        return out
+    cols = min(3, len(groups))
+    rows = -(-len(groups) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
+    for ax in axes.flat[len(groups):]:
+        ax.set_visible(False)
+    for ax, ((dataset, workload), g) in zip(axes.flat, groups):
+        ax.set_prop_cycle(color=plt.cm.tab20.colors)  # up to 20 strategies, each its own colour
+        for strategy, s in g.groupby("strategy"):
+            s = s.sort_values("workers")
+            ax.plot(s["workers"], s["throughput_eps"], marker="o", label=strategy)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("workers")
+        ax.set_ylabel("throughput (events/s)")
+        ax.set_title(f"{workload} on {dataset}", fontsize=10)
+        ax.grid(alpha=0.3)
+    axes.flat[0].legend(fontsize=7, ncol=2)
+    out.append(save_figure(fig, out_dir / "throughput_vs_workers.png"))
+
+    # per-worker load of the largest worker count per strategy (the scenario with most runs)
+    (dataset, workload), g = max(groups, key=lambda kg: len(kg[1]))
+    w = g["workers"].max()
+    g = g[g["workers"] == w]
+    fig, axes = plt.subplots(1, len(g), figsize=(3.2 * len(g), 3), squeeze=False)
+    for ax, (_, r) in zip(axes[0], g.iterrows()):
+        path = Path(r["run_dir"]) / "workers.parquet"
+        if path.exists():
+            _load_bars(ax, pd.read_parquet(path), f"{r['strategy']} ({workload}, {w} workers)")
+    out.append(save_figure(fig, out_dir / "worker_load.png"))
+
+    # latency distribution per strategy (same selection)
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for _, r in g.iterrows():
+        path = Path(r["run_dir"]) / "latency.parquet"
+        if path.exists():
+            _latency_cdf(ax, pd.read_parquet(path)["latency_ms"].to_numpy(), r["strategy"])
+    ax.set_xscale("log")
+    ax.set_xlabel("latency (ms, queue model)")
+    ax.set_ylabel("share of events")
+    ax.set_title(f"latency distribution ({workload}, {w} workers)", fontsize=10)
+    ax.legend(fontsize=8)
+    out.append(save_figure(fig, out_dir / "latency_distribution.png"))
+    return out
+
+
+def main() -> None:
+    for path in summary_plots(results.results_root()):
+        print(f"plot: {path}")
+
+
+if __name__ == "__main__":
+    main()

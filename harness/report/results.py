@@ -1,0 +1,196 @@
+"""Where runs go: a folder per run, one row per run in a tidy table, and MLflow.
+
+Local files are written first, so a failing MLflow loses nothing: the failure is reported and
+the run's folder and runs-table row stand (`mlflow_error` in its metrics.json says why).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+RUNS_TABLE_COLUMNS = [
+    "run_id", "status", "error", "strategy", "variant", "experiment", "sweep_id", "x", "facet", "workers", "dispatchers", "dataset", "workload", "seed", "tag",
+    "started_at", "events", "throughput_eps", "throughput_wall_eps", "latency_mean_ms", "latency_p50_ms",
+    "latency_p95_ms", "latency_p99_ms", "load_max_min", "load_max_mean", "load_sum", "obj_replication",
+    "query_replication", "messages_routed", "dispatcher_bytes", "worker_index_bytes_max", "build_s", "wall_s",
+    "result_count", "result_digest", "oracle_ok", "partitions_actual", "epochs", "adjust", "adjustments",
+    "migrated_queries", "migrated_bytes", "select_s", "select_cells_s", "migration_s", "latency_share_lt_100ms",
+    "latency_share_100ms_1s", "latency_share_gt_1s", "run_dir",
+]
+
+
+def results_root(configured: str | None = None) -> Path:
+    root = Path(configured or os.environ.get("STPS_RESULTS") or PROJECT_ROOT / "results")
+    return root.resolve()
+
+
+def new_run_id(strategy: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return f"{stamp}-{strategy}-{uuid.uuid4().hex[:6]}"
+
+
+def tracking_uri(root: Path) -> str:
+    return f"sqlite:///{(root / 'mlflow.db').resolve()}"
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if hasattr(v, "item"):
+        return _jsonable(v.item())
+    return v
+
+
+def write_run_folder(run_dir: Path, config_yaml: str, row: dict, workers: pd.DataFrame | None,
+                     router: dict | None, latency_sample: pd.DataFrame | None,
+                     epochs: pd.DataFrame | None = None) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.yaml").write_text(config_yaml)
+    (run_dir / "metrics.json").write_text(json.dumps({k: _jsonable(v) for k, v in row.items()}, indent=2))
+    if workers is not None:
+        workers.to_parquet(run_dir / "workers.parquet", index=False)
+        workers.to_csv(run_dir / "workers.csv", index=False)
+    if router is not None:
+        (run_dir / "router.json").write_text(json.dumps(router))
+    if latency_sample is not None:
+        latency_sample.to_parquet(run_dir / "latency.parquet", index=False)
+    if epochs is not None and len(epochs):
+        epochs.to_parquet(run_dir / "epochs.parquet", index=False)  # the per-epoch series
+
+
+def append_runs_table(root: Path, row: dict) -> Path:
+    """Append one row to results/runs.parquet (read, concat, rewrite: runs are seconds apart)."""
+    path = root / "runs.parquet"
+    new = pd.DataFrame([{c: row.get(c) for c in RUNS_TABLE_COLUMNS}])
+    if path.exists():
+        old = pd.read_parquet(path)
+        new = pd.concat([old, new.astype(old.dtypes.to_dict(), errors="ignore")], ignore_index=True)
+    for col in ("oracle_ok",):
+        new[col] = new[col].astype("boolean")
+    tmp = path.with_suffix(".tmp.parquet")
+    new.to_parquet(tmp, index=False)
+    tmp.replace(path)
+    return path
+
+
+def labelled(table: pd.DataFrame) -> pd.DataFrame:
+    """The runs with `variant` filled (a labelled variant, else the strategy) and, for adjusted
+    runs, the adjuster appended ("kdt + gr"): what plots, reports and claims call a run."""
+    table = table.copy()
+    if "variant" not in table:
+        table["variant"] = table["strategy"]
+    table["variant"] = table["variant"].fillna(table["strategy"])
+    if "adjust" in table:
+        adjusted = table["adjust"].notna() & (table["adjust"] != "none")
+        table.loc[adjusted, "variant"] = table.loc[adjusted, "variant"] + " + " + table.loc[adjusted, "adjust"]
+    return table
+
+
+def read_runs_table(root: Path) -> pd.DataFrame:
+    path = root / "runs.parquet"
+    if not path.exists():
+        raise FileNotFoundError(f"no runs table at {path}: run `make run` or `make sweep` first")
+    return pd.read_parquet(path)
+
+
+def flatten(d: dict, prefix: str = "") -> dict[str, Any]:
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+class MlflowLogger:
+    """Thin wrapper: one tracking store under results/, parent and child runs, never fatal."""
+
+    def __init__(self, root: Path, experiment: str, enabled: bool = True):
+        self.enabled = enabled
+        self.error: str | None = None
+        if not enabled:
+            return
+        try:
+            import mlflow
+
+            mlflow.set_tracking_uri(tracking_uri(root))
+            if mlflow.get_experiment_by_name(experiment) is None:
+                # artifacts beside the store, never in ./mlruns of whatever directory we run from
+                mlflow.create_experiment(experiment, artifact_location=(root / "mlartifacts").resolve().as_uri())
+            mlflow.set_experiment(experiment)
+            self.mlflow = mlflow
+        except Exception as exc:  # noqa: BLE001 - MLflow must never lose a run
+            self.enabled = False
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def start_parent(self, name: str, params: dict | None = None) -> str | None:
+        if not self.enabled:
+            return None
+        try:
+            run = self.mlflow.start_run(run_name=name)
+            if params:
+                self.mlflow.log_params({k: str(v)[:500] for k, v in params.items()})
+            run_id = run.info.run_id
+            self.mlflow.end_run()
+            return run_id
+        except Exception as exc:  # noqa: BLE001
+            self.error = f"{type(exc).__name__}: {exc}"
+            return None
+
+    def log_run(self, name: str, params: dict, metrics: dict, run_dir: Path, parent_id: str | None,
+                steps: list[dict] | None = None) -> str | None:
+        """One run with params, finite metrics, per-epoch metrics (`epoch_<name>`, step = epoch) and the folder."""
+        if not self.enabled:
+            return self.error
+        mlflow = self.mlflow
+        try:
+            tags = {"mlflow.parentRunId": parent_id} if parent_id else None
+            with mlflow.start_run(run_name=name, tags=tags):
+                mlflow.log_params({k: str(v)[:500] for k, v in params.items()})
+                finite = {k: float(v) for k, v in metrics.items()
+                          if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+                mlflow.log_metrics(finite)
+                for step in steps or []:
+                    epoch = int(step["epoch"])
+                    # prefixed: the run-level figure of the same name stays the run's summary
+                    mlflow.log_metrics({f"epoch_{k}": float(v) for k, v in step.items()
+                                        if k != "epoch" and isinstance(v, (int, float)) and math.isfinite(v)},
+                                       step=epoch)
+                mlflow.log_artifacts(str(run_dir))
+            return None
+        except Exception as exc:  # noqa: BLE001
+            self.error = f"{type(exc).__name__}: {exc}"
+            return self.error
+
+
+SWEEP_PARENT_ENV = "STPS_MLFLOW_PARENT_RUN"
+
+
+def current_sweep_parent() -> str | None:
+    """The MLflow parent run of the Hydra multirun in progress, if any (set by harness.run.callbacks)."""
+    return os.environ.get(SWEEP_PARENT_ENV) or None
+
+
+SWEEP_ID_ENV = "STPS_SWEEP_ID"
+
+
+def current_sweep_id() -> str | None:
+    """The id of the Hydra multirun in progress (set by harness.run.callbacks), stored with each run
+    so that an experiment's plots and report use exactly its own runs."""
+    return os.environ.get(SWEEP_ID_ENV) or None
+
+
+def new_sweep_id() -> str:
+    return f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}"

@@ -1,0 +1,41 @@
+"""Hydra callback: a multirun (sweep) is one MLflow parent run with one child per job; its runs
+share a sweep id; when it ends its plots are drawn, and an experiment preset's own figures and
+report (harness/experiments.py)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from harness.report import results
+
+
+class SweepCallback(Callback):
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        root = results.results_root(config.get("results_dir"))
+        root.mkdir(parents=True, exist_ok=True)
+        os.environ[results.SWEEP_ID_ENV] = results.new_sweep_id()
+        logger = results.MlflowLogger(root, config.mlflow.experiment, config.mlflow.enabled)
+        overrides = " ".join(config.hydra.overrides.task)
+        name = config.experiment.name or "sweep"
+        parent = logger.start_parent(f"{name} {overrides}"[:250], {"overrides": overrides,
+                                                                   "sweep_id": results.current_sweep_id()})
+        if parent:
+            os.environ[results.SWEEP_PARENT_ENV] = parent
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_id = results.current_sweep_id()
+        os.environ.pop(results.SWEEP_PARENT_ENV, None)
+        os.environ.pop(results.SWEEP_ID_ENV, None)
+        from harness.report import experiments
+        from harness.report import plots
+
+        root = results.results_root(config.get("results_dir"))
+        paths = plots.summary_plots(root)
+        if config.experiment.name:
+            paths += experiments.finish(config, root, sweep_id)
+        for path in paths:
+            print(f"wrote: {path}")

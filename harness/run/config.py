@@ -1,0 +1,318 @@
+"""The structured config schema (Hydra) and the checks that run before Spark starts.
+
+Config groups: dataset, workload, strategy, cluster; top-level keys include workers and seed.
+Every group option is a YAML file under conf/<group>/ typed by the dataclass below, so a
+misspelled key or a wrong type is rejected by composition; `validate` then checks the values
+(unknown strategy, negative worker count, a strategy that cannot route the workload's family)
+and `check_overrides` names the valid keys for a misspelled command-line override.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+
+from datasets.config import DatasetConfig, validate_dataset_config
+from datasets.workloads import WorkloadConfig, validate_workload_config
+
+
+@dataclass
+class VariantConfig:
+    """One more run of a registered strategy with other parameters, under its own label."""
+
+    label: str = ""
+    name: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StrategyConfig:
+    name: str = "all"  # a registered strategy, or "all" for every one that routes the workload
+    families: list[str] = field(default_factory=lambda: ["range"])  # query families it routes
+    params: dict[str, Any] = field(default_factory=dict)
+    include: list[str] = field(default_factory=list)  # with name=all: only these (empty = every one)
+    variants: list[VariantConfig] = field(default_factory=list)  # extra labelled runs
+
+
+@dataclass
+class ExperimentConfig:
+    """Set by conf/experiment/<name>.yaml: what the experiment's plots show (harness/experiments.py)."""
+
+    name: Optional[str] = None
+    title: str = ""
+    plots: list[str] = field(default_factory=list)
+    x: Optional[str] = None  # config path of the swept knob the line plots put on the x axis
+    x_label: Optional[str] = None
+    facet: Optional[str] = None  # config path whose values get one panel each (besides workload)
+    report: bool = False  # write results/report.md (claims of conf/claims.yaml vs measurements)
+    # mu per workload at scale=paper (conf/scale/paper.yaml); PS2Stream Fig. 6-10 by default
+    paper_queries: dict[str, int] = field(default_factory=lambda: {
+        "sts_q1": 5_000_000, "sts_q2": 10_000_000, "sts_q3": 10_000_000, "tiny": 300,
+        # drift workloads: PS2Stream Fig. 16 (10M); Fig. 12's 1M for the hot spots; Tornado's 5M
+        "sts_q3_drift": 10_000_000, "hotspot_objects": 1_000_000, "hotspot_queries": 1_000_000,
+        "scale_drift": 5_000_000})
+
+
+@dataclass
+class ClusterConfig:
+    name: str = "local"
+    master: str = "local[*]"  # or spark://host:7077 for a standalone cluster
+    conf: dict[str, str] = field(default_factory=dict)  # extra spark.* settings
+
+
+@dataclass
+class IndexConfig:
+    gi2_cells_per_side: int = 64  # GI2 granularity, 2^6 as in PS2Stream's experiments
+
+
+@dataclass
+class LatencyConfig:
+    rate_fraction: float = 0.7  # input rate as a fraction of the run's own throughput ...
+    rate_eps: Optional[float] = None  # ... or an absolute rate in events/s (wins when set)
+
+
+@dataclass
+class OracleConfig:
+    enabled: bool = True
+    max_checks: float = 2.0e10  # skip (oracle_ok = null) when objects x queries exceeds this
+
+
+@dataclass
+class EpochsConfig:
+    """How the measured stream is cut into epochs (harness/epochs.py)."""
+
+    by: str = "count"  # count: `size` events per epoch; time: `size` seconds of event time
+    size: float = 0  # 0: the measured stream is one epoch (a static experiment)
+
+
+@dataclass
+class AdjustConfig:
+    """The load adjuster run between epochs (conf/adjust/<name>.yaml; strategies/adjust_base.py)."""
+
+    name: str = "none"
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class MlflowConfig:
+    enabled: bool = True
+    experiment: str = "stps-harness"
+    parent_run_id: Optional[str] = None  # set by sweeps: jobs become children of this run
+
+
+@dataclass
+class Config:
+    dataset: DatasetConfig = field(default_factory=DatasetConfig)
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    strategy: StrategyConfig = field(default_factory=StrategyConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    adjust: AdjustConfig = field(default_factory=AdjustConfig)
+    epochs: EpochsConfig = field(default_factory=EpochsConfig)
+    workers: int = 8
+    dispatchers: int = 4
+    seed: int = 42
+    index: IndexConfig = field(default_factory=IndexConfig)
+    latency: LatencyConfig = field(default_factory=LatencyConfig)
+    oracle: OracleConfig = field(default_factory=OracleConfig)
+    mlflow: MlflowConfig = field(default_factory=MlflowConfig)
+    results_dir: Optional[str] = None  # default: <project>/results
+    keep_pairs: bool = False  # write the distinct result pairs as Parquet (else count + digest)
+    progress: bool = True
+    tag: Optional[str] = None  # free label stored with the run (e.g. the experiment name)
+    experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
+
+
+def register_configs() -> None:
+    from omegaconf import OmegaConf
+
+    cs = ConfigStore.instance()
+    cs.store(name="base_config", node=Config)
+    if not OmegaConf.has_resolver("mul"):  # sizes derived from sizes (conf/scale/paper.yaml)
+        OmegaConf.register_new_resolver("mul", lambda a, b: int(a) * int(b))
+
+
+def config_groups() -> list[str]:
+    """The config groups (folders of conf/): dataset, workload, strategy, cluster, experiment, ..."""
+    from harness.report.results import PROJECT_ROOT
+
+    return sorted(p.name for p in (PROJECT_ROOT / "conf").iterdir() if p.is_dir())
+
+
+class ConfigError(ValueError):
+    """A config value that cannot run; raised before Spark starts."""
+
+
+def _bad(key: str, value, allowed) -> ConfigError:
+    return ConfigError(f"{key}={value!r} is invalid; allowed: {allowed}")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One strategy run of a job: the label it is reported under, the strategy, its params."""
+
+    label: str
+    name: str
+    params: dict
+
+
+def strategy_runs(cfg) -> list[RunSpec]:
+    """The runs a job covers: the named strategy, or every registered one routing the workload's
+    family (or those of `strategy.include`), then the labelled variants. Raises ConfigError."""
+    from strategies import registry
+
+    family = cfg.workload.family
+    runs = [RunSpec(n, n, dict(cfg.strategy.params) if cfg.strategy.name != "all" else {})
+            for n in strategy_names(cfg)]
+    for v in cfg.strategy.variants:
+        if not v.label or not v.name:
+            raise ConfigError(f"strategy.variants entry {dict(v)!r} needs a label and a name")
+        try:
+            cls = registry.get(v.name)
+            cls.make_params(dict(v.params))
+        except ValueError as exc:
+            raise ConfigError(f"strategy.variants[{v.label}]: {exc}") from None
+        if family not in cls.families:
+            raise ConfigError(f"strategy.variants[{v.label}]: {v.name!r} does not route {family!r} queries")
+        runs.append(RunSpec(v.label, v.name, dict(v.params)))
+    labels = [r.label for r in runs]
+    if len(set(labels)) != len(labels):
+        raise ConfigError(f"strategy labels must be unique; got {labels}")
+    return runs
+
+
+def strategy_names(cfg) -> list[str]:
+    """The strategies a run covers: the named one, or every registered one routing the family."""
+    from strategies import registry
+
+    family = cfg.workload.family
+    if cfg.strategy.name == "all":
+        supported = registry.supporting(family)
+        include = list(cfg.strategy.include)
+        for n in include:
+            registry.get(n)  # raises with the valid names
+            if n not in supported:
+                raise ConfigError(f"strategy.include: {n!r} does not route {family!r} queries; "
+                                  f"strategies that do: {', '.join(supported)}")
+        return [n for n in supported if n in include] if include else supported
+    cls = registry.get(cfg.strategy.name)  # raises with the valid names
+    declared = list(cfg.strategy.families)
+    unknown_fam = sorted(set(declared) - set(cls.families))
+    if unknown_fam:
+        raise _bad(f"strategy.families (for {cls.name})", declared, sorted(cls.families))
+    if family not in declared:
+        raise ConfigError(
+            f"strategy {cls.name!r} does not route {family!r} queries (it routes {declared}); "
+            f"strategies that do: {', '.join(registry.supporting(family))}"
+        )
+    return [cls.name]
+
+
+def validate(cfg) -> list[RunSpec]:
+    """Check every value that would fail later; returns the strategy runs of the job."""
+    from strategies import registry
+
+    if not isinstance(cfg.workers, int) or cfg.workers < 1:
+        raise _bad("workers", cfg.workers, "an integer >= 1")
+    if cfg.dispatchers < 1:
+        raise _bad("dispatchers", cfg.dispatchers, "an integer >= 1")
+    if cfg.index.gi2_cells_per_side < 1:
+        raise _bad("index.gi2_cells_per_side", cfg.index.gi2_cells_per_side, "an integer >= 1")
+    if not 0 < cfg.latency.rate_fraction <= 10:
+        raise _bad("latency.rate_fraction", cfg.latency.rate_fraction, "a number in (0, 10]")
+    if cfg.latency.rate_eps is not None and cfg.latency.rate_eps <= 0:
+        raise _bad("latency.rate_eps", cfg.latency.rate_eps, "a positive rate in events/s, or null")
+    for check in (validate_dataset_config, validate_workload_config):
+        try:
+            check(cfg.dataset if check is validate_dataset_config else cfg.workload)
+        except ConfigError:
+            raise
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    from harness.engine.epochs import EPOCH_BY
+
+    if cfg.epochs.by not in EPOCH_BY:
+        raise _bad("epochs.by", cfg.epochs.by, ", ".join(EPOCH_BY))
+    if cfg.epochs.size < 0:
+        raise _bad("epochs.size", cfg.epochs.size, "0 (one measured epoch) or a positive count / seconds")
+    from harness.report.experiments import PLOTS
+
+    unknown_plots = sorted(set(cfg.experiment.plots) - set(PLOTS))
+    if unknown_plots:
+        raise _bad("experiment.plots", unknown_plots, ", ".join(PLOTS))
+    try:
+        runs = strategy_runs(cfg)
+        if cfg.strategy.name != "all":
+            registry.get(runs[0].name).make_params(dict(cfg.strategy.params))
+    except ConfigError:
+        raise
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return adjustable_runs(cfg, runs)
+
+
+def adjustable_runs(cfg, runs: list[RunSpec]) -> list[RunSpec]:
+    """With an adjuster, the runs it can adjust: an explicitly named strategy it cannot adjust is
+    an error; `strategy=all` keeps those it can (and says which it dropped)."""
+    import numpy as np
+
+    from strategies import registry
+    from strategies.adjust_base import get_adjuster
+    from strategies.base import FitContext
+
+    if cfg.adjust.name == "none":
+        return runs
+    try:
+        adj = get_adjuster(cfg.adjust.name)
+        params = adj.make_params(dict(cfg.adjust.params))
+        # an adjuster checks its parameter values when built: build one now, before Spark starts
+        adj(params, cfg.workers, FitContext((0.0, 0.0, 1.0, 1.0), np.ones(1)), runs[0].name)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
+    if cfg.epochs.size <= 0:
+        raise ConfigError(f"adjust={cfg.adjust.name} adjusts between epochs, but epochs.size=0 makes the measured "
+                          "stream one epoch; set epochs.size (events per epoch, or seconds with epochs.by=time)")
+    able = [r for r in runs if adj.applies_to(r.name) and registry.get(r.name).unit_router]
+    if not able:
+        fit = [n for n in registry.names() if adj.applies_to(n) and registry.get(n).unit_router]
+        raise ConfigError(f"adjust={cfg.adjust.name} cannot adjust {', '.join(r.label for r in runs)}; "
+                          f"strategies it adjusts: {', '.join(fit)}")
+    if cfg.strategy.name != "all" and len(able) < len(runs):
+        bad = [r.label for r in runs if r not in able]
+        raise ConfigError(f"adjust={cfg.adjust.name} cannot adjust {', '.join(bad)}")
+    return able
+
+
+def check_overrides(args: list[str]) -> None:
+    """Reject `key=value` overrides whose key is not in the schema, naming the valid keys."""
+    chosen = dict(a.split("=", 1) for a in args if "=" in a and not a.startswith(("-", "+", "~")))
+    for arg in args:
+        if arg.startswith(("-", "+", "~", "hydra")) or "=" not in arg:
+            continue
+        key = arg.split("=", 1)[0]
+        if key in config_groups():
+            continue  # a group choice: Hydra lists the valid options itself
+        if key.startswith("strategy.params.") and chosen.get("strategy", "all") != "all":
+            from strategies import registry
+
+            try:
+                registry.get(chosen["strategy"]).make_params({key.split(".")[2]: None})
+            except ValueError as exc:
+                if "valid parameters" in str(exc):
+                    raise ConfigError(str(exc)) from None
+            except TypeError:
+                pass
+        node: Any = Config()
+        path: list[str] = []
+        for part in key.split("."):
+            if not is_dataclass(node):
+                break  # a free-form map (strategy.params, cluster.conf) or a leaf value
+            keys = {f.name: getattr(node, f.name) for f in fields(node)}
+            if part not in keys:
+                close = difflib.get_close_matches(part, list(keys), n=1)
+                hint = f" (did you mean {'.'.join(path + close)!r}?)" if close else ""
+                raise ConfigError(f"unknown config key {key!r}{hint}; valid keys here: {', '.join(sorted(keys))}")
+            node = keys[part]
+            path.append(part)

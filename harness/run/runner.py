@@ -1,0 +1,283 @@
+"""One experiment invocation: validate, start Spark, prepare data, run each strategy, record.
+
+A run is (dataset, workload, strategy, workers, cluster, seed). The warm-up prefix is epoch 0:
+it is the strategies' fitting sample and fills the workers' state, and is not measured; the rest
+of the stream is the measured epoch. Every run, failed or not, leaves a folder, a runs-table row
+and (when MLflow works) an MLflow run; a failed strategy does not stop the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+import traceback
+from dataclasses import asdict, is_dataclass
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from omegaconf import OmegaConf
+
+from harness.report import latency as latency_model
+from harness.report import results
+from harness.run.config import RunSpec, validate
+from harness.engine.epochs import epoch_bounds, epoch_row, epoch_stats, migration_pause, plan_step, stall
+from harness.core.events import INSERT, DELETE, OBJECT, Events, digest_of, format_digest
+from harness.report.metrics import run_metrics
+from harness.engine.monitor import worker_table
+from harness.run.progress import Progress
+from harness.families.base import IndexContext
+from harness.families.range.gi2 import GI2Index
+from harness.families.range.oracle import oracle_keys
+from harness.engine.migration import migrate_state
+from strategies.adjust_base import get_adjuster
+from strategies import registry
+from strategies.base import FitContext
+
+
+def _plain(cfg) -> dict:
+    if is_dataclass(cfg):
+        return asdict(cfg)
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+def workload_key(workload_cfg) -> dict:
+    """The workload's cache identity: its config, without the drift knobs when there is no drift
+    (so workloads cached before drift existed keep their key)."""
+    from datasets.workloads import DRIFT_FIELDS
+
+    plain = _plain(workload_cfg)
+    if plain.get("drift", "none") == "none":
+        plain = {k: v for k, v in plain.items() if k not in DRIFT_FIELDS}
+    return plain
+
+
+def load_or_build_workload(ds, cfg, cache_root: Path):
+    """The workload's event stream as Parquet (for Spark) and in memory (for fitting and the oracle)."""
+    from datasets.workloads import build_workload
+
+    key = json.dumps({"dataset": ds.cache_path, "workload": workload_key(cfg.workload), "seed": cfg.seed},
+                     sort_keys=True)
+    folder = cache_root / "workloads" / f"{cfg.workload.name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+    path = folder / "events.parquet"
+    meta_path = folder / "meta.json"
+    if path.exists() and meta_path.exists():
+        meta = json.loads(meta_path.read_text())
+        return Events.from_arrow(pq.read_table(path)), meta["warmup"], folder
+    df = ds.vocab.column("df").to_numpy()
+    wl = build_workload(ds.objects, df, ds.extent, cfg.workload, cfg.seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / "events.tmp.parquet"
+    pq.write_table(pa.Table.from_batches([wl.events.to_arrow()]), tmp, row_group_size=65536)
+    tmp.replace(path)
+    meta_path.write_text(json.dumps({"warmup": wl.warmup, "events": len(wl.events), "key": json.loads(key),
+                                     "drift": wl.drift}, default=str))
+    return wl.events, wl.warmup, folder
+
+
+def oracle_digest(events: Events, folder: Path, max_checks: float) -> str | None:
+    """The centralised brute-force answer's digest, cached beside the workload; None if too big."""
+    path = folder / "oracle.json"
+    if path.exists():
+        return json.loads(path.read_text())["digest"]
+    n_obj = int((events.kind == OBJECT).sum())
+    n_q = int((events.kind == INSERT).sum())
+    if n_obj * n_q > max_checks:
+        return None
+    digest = digest_of(oracle_keys(events))
+    path.write_text(json.dumps({"digest": digest}))
+    return digest
+
+
+def _config_value(cfg, path: str | None):
+    """The value at a config path (an experiment's swept knob or facet) for this job, as text."""
+    if not path:
+        return None
+    node = cfg
+    for part in path.split("."):
+        node = node[part] if isinstance(node, dict) else getattr(node, part)
+    return str(node)
+
+
+def merged_service(epochs) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Each worker's (seq, service seconds) over all the given epochs."""
+    parts: dict[int, list] = {}
+    for e in epochs:
+        for w, (seqs, s) in e.service.items():
+            parts.setdefault(w, []).append((seqs, s))
+    return {w: (np.concatenate([p[0] for p in ps]), np.concatenate([p[1] for p in ps])) for w, ps in parts.items()}
+
+
+def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, events_path: Path,
+                 oracle: str | None, root: Path, logger: results.MlflowLogger, parent_id: str | None,
+                 progress: Progress) -> dict:
+    from harness.engine.pipeline import run_epoch
+
+    name = spec.label
+    run_id = results.new_run_id(name)
+    run_dir = root / "runs" / run_id
+    base = {
+        "run_id": run_id, "strategy": spec.name, "variant": spec.label, "workers": cfg.workers,
+        "dispatchers": cfg.dispatchers, "dataset": cfg.dataset.name, "workload": cfg.workload.name,
+        "seed": cfg.seed, "tag": cfg.tag, "experiment": cfg.experiment.name, "sweep_id": results.current_sweep_id(),
+        "x": _config_value(cfg, cfg.experiment.x), "facet": _config_value(cfg, cfg.experiment.facet),
+        "started_at": pd.Timestamp.now(tz="UTC").isoformat(), "run_dir": str(run_dir),
+    }
+    run_cfg = _plain(cfg)
+    run_cfg["strategy"] = {**run_cfg["strategy"], "name": spec.name, "label": spec.label, "params": spec.params,
+                           "variants": []}
+    config_yaml = OmegaConf.to_yaml(OmegaConf.create(run_cfg))
+    t_run = time.perf_counter()
+    workers_df = router_info = lat_sample = epochs_df = None
+    steps = []
+    try:
+        cls = registry.get(spec.name)
+        params = cls.make_params(spec.params)
+        sample = events.take(np.arange(warmup))
+        context = FitContext(ds.extent, ds.vocab.column("df").to_numpy().astype(np.float64), cfg.seed)
+        progress.step(f"{name}: fit")
+        t0 = time.perf_counter()
+        router = cls().fit(sample, cfg.workers, params, context)
+        build_s = time.perf_counter() - t0
+        index_factory = partial(GI2Index, IndexContext(ds.extent, ds.vocab.num_rows),
+                                cells_per_side=cfg.index.gi2_cells_per_side)
+        adjuster = None
+        if cfg.adjust.name != "none":
+            adj_cls = get_adjuster(cfg.adjust.name)
+            adjuster = adj_cls(adj_cls.make_params(dict(cfg.adjust.params)), cfg.workers, context, spec.name)
+        events_df = spark.read.parquet(str(events_path))
+        bounds = epoch_bounds(events, warmup, cfg.epochs.by, cfg.epochs.size)
+        progress.extend(len(bounds) - 2)
+        last = bounds[-1][0]
+        epochs, series = [], []
+        state = None
+        pause: dict[int, float] = {}
+        for epoch, lo, hi in bounds:
+            label = "warm-up" if epoch == 0 else f"measured {epoch}/{last}"
+            progress.step(f"{name}: epoch {epoch} ({label}, {hi - lo:,} events)")
+            router.observe_inserts(events, lo + np.flatnonzero(events.kind[lo:hi] == INSERT))
+            nxt = run_dir / "state" / f"epoch={epoch}"
+            res = run_epoch(spark, events_df, epoch, lo, hi, router, index_factory, cfg.workers, state, nxt,
+                            cfg.keep_pairs, run_dir / "pairs", collect_service=epoch > 0,
+                            monitor=adjuster is not None and 0 < epoch < last)
+            stall(res, pause)
+            epochs.append(res)
+            state, pause = nxt, {}
+            if epoch == 0:
+                continue
+            row = epoch_row(epoch, res.n_events, res.worker_stats, res.route_ns / 1e9, cfg.dispatchers, cfg.workers,
+                            res.units)
+            row.update(results=res.result_count, migrated_queries=0, migrated_bytes=0, select_s=0.0,
+                       migration_s=0.0, **res.timings)
+            if adjuster is not None and epoch < last:
+                step = plan_step(adjuster, router,
+                                 epoch_stats(epoch, res.units, res.worker_stats, events, lo, hi, cfg.workers))
+                row["select_s"] = step.select_s
+                if step.plan is not None:
+                    moved_dir = run_dir / "state" / f"epoch={epoch}-migrated"
+                    mig = migrate_state(spark, state, moved_dir, step.plan.router, cfg.workers, index_factory,
+                                        old_router=router)
+                    state, router = moved_dir, step.plan.router
+                    pause = migration_pause(step, mig)
+                    row.update(select_cells_s=float(step.plan.info.get("select_cells_s", step.select_s)),
+                               migrated_queries=mig.moved_queries, migrated_bytes=mig.moved_bytes,
+                               migration_s=mig.migration_s, migration_job_s=mig.job_s,
+                               operation=str(step.plan.info.get("operation", cfg.adjust.name)))
+            series.append(row)
+        measured = epochs[1:]
+        workers_df = worker_table([e.worker_stats for e in measured], cfg.workers)
+        kinds = events.kind[warmup:]
+        n_obj = int((kinds == OBJECT).sum())
+        n_q = int(((kinds == INSERT) | (kinds == DELETE)).sum())
+        metrics = run_metrics(measured, workers_df, cfg.dispatchers, n_obj, n_q)
+        rate = cfg.latency.rate_eps or cfg.latency.rate_fraction * metrics["throughput_eps"]
+        n_meas = len(events) - warmup
+        route_s = sum(e.route_ns for e in measured) / 1e9
+        lat = latency_model.event_latencies(events.seq[warmup:], route_s / max(n_meas, 1), cfg.dispatchers, rate,
+                                            merged_service(measured))
+        metrics.update(latency_model.summarise(lat))
+        metrics["latency_rate_eps"] = rate
+        for key in ("migrated_queries", "migrated_bytes", "select_s", "migration_s", "select_cells_s"):
+            metrics[key] = float(sum(r.get(key, 0.0) for r in series))
+        metrics["adjustments"] = float(sum(1 for r in series if "operation" in r))
+        lat_sample = pd.DataFrame({"latency_ms": np.sort(lat)[:: max(1, len(lat) // 20000)] * 1000.0})
+        epochs_df = pd.DataFrame(series)
+        count = sum(e.result_count for e in epochs)
+        digest = format_digest(count, sum(e.result_hash for e in epochs))
+        router_info = router.describe()
+        steps = series
+        row = {
+            **base, **metrics, "status": "ok", "error": None, "build_s": build_s,
+            "dispatcher_bytes": float(router.size_bytes()), "result_count": count, "result_digest": digest,
+            "oracle_ok": None if oracle is None else bool(digest == oracle), "epochs": len(measured),
+            "adjust": cfg.adjust.name,
+        }
+        for e in epochs:
+            for k, v in e.timings.items():
+                row[f"epoch{e.epoch}_{k}"] = v
+    except Exception as exc:  # noqa: BLE001 - record the failure, keep going with the others
+        row = {**base, "status": "error", "error": f"{type(exc).__name__}: {exc}",
+               "traceback": traceback.format_exc()}
+    row["wall_s"] = time.perf_counter() - t_run
+    shutil.rmtree(run_dir / "state", ignore_errors=True)  # between-epoch state only; not a result
+    progress.step(f"{name}: logging")
+    t0 = time.perf_counter()
+    results.write_run_folder(run_dir, config_yaml, row, workers_df, router_info, lat_sample, epochs_df)
+    if workers_df is not None:
+        from harness.report import plots
+
+        plots.run_plots(run_dir, workers_df, lat_sample, epochs_df)
+    results.append_runs_table(root, row)
+    params = results.flatten(run_cfg)
+    err = logger.log_run(f"{name}-w{cfg.workers}-{cfg.workload.name}", params, row, run_dir, parent_id, steps)
+    if err:
+        row["mlflow_error"] = err
+        progress.warn(f"MLflow logging failed ({err}); the run is kept in {run_dir} and results/runs.parquet")
+        (run_dir / "metrics.json").write_text(json.dumps({k: results._jsonable(v) for k, v in row.items()}, indent=2))
+    row["logging_s"] = time.perf_counter() - t0
+    return row
+
+
+def run_experiment(cfg) -> list[dict]:
+    """Everything `python -m harness` does after Hydra composed the config."""
+    from datasets import prepare_dataset
+    from harness.run.spark import get_session, session_start_seconds
+
+    runs = validate(cfg)  # before Spark starts
+    root = results.results_root(cfg.results_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    progress = Progress(enabled=cfg.progress, total=3 + len(runs) * 5)
+    timings = {}
+    progress.step(f"starting Spark ({cfg.cluster.master})")
+    spark = get_session(cfg.cluster.master, conf=dict(cfg.cluster.conf))
+    timings["spark_start_s"] = session_start_seconds()
+    progress.step(f"preparing dataset {cfg.dataset.name}")
+    t0 = time.perf_counter()
+    ds = prepare_dataset(cfg.dataset, spark, root / "cache" / "datasets")
+    if any(ds.bad_rows.values()):
+        progress.warn("malformed input rows skipped: " + ", ".join(f"{k}={v}" for k, v in ds.bad_rows.items() if v))
+    events, warmup, folder = load_or_build_workload(ds, cfg, root / "cache")
+    timings["data_s"] = time.perf_counter() - t0
+    progress.step("oracle (brute force)")
+    t0 = time.perf_counter()
+    oracle = oracle_digest(events, folder, cfg.oracle.max_checks) if cfg.oracle.enabled else None
+    timings["oracle_s"] = time.perf_counter() - t0
+    logger = results.MlflowLogger(root, cfg.mlflow.experiment, cfg.mlflow.enabled)
+    parent = cfg.mlflow.parent_run_id or results.current_sweep_parent()
+    if parent is None and len(runs) > 1:
+        parent = logger.start_parent(f"{cfg.tag or 'compare'}-w{cfg.workers}-{cfg.workload.name}",
+                                     {"strategies": ",".join(r.label for r in runs), "workers": cfg.workers,
+                                      "workload": cfg.workload.name, "dataset": cfg.dataset.name})
+    rows = []
+    for spec in runs:
+        row = run_strategy(spark, cfg, spec, ds, events, warmup, folder / "events.parquet", oracle, root, logger,
+                           parent, progress)
+        row.update({f"time_{k}": v for k, v in timings.items()})
+        rows.append(row)
+    progress.done()
+    return rows

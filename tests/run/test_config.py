@@ -1,0 +1,106 @@
+"""Config composition and rejection of bad config before Spark starts (real Hydra compose)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from harness.run.config import ConfigError, check_overrides, register_configs, strategy_names, validate
+from harness.report.results import PROJECT_ROOT
+from strategies import registry
+
+register_configs()
+
+
+def composed(*overrides):
+    with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT_ROOT / "conf")):
+        return compose(config_name="config", overrides=list(overrides))
+
+
+def test_defaults_compose_to_the_baselines_and_all_to_every_range_strategy():
+    cfg = composed()
+    assert cfg.workers == 8 and cfg.dataset.name == "synthetic" and cfg.workload.name == "sts_q1"
+    assert [r.label for r in validate(cfg)] == [n for n in registry.supporting("range")
+                                                if n in ("grid", "kdtree", "text_frequency", "hash")]
+    assert [r.label for r in validate(composed("strategy=all"))] == registry.supporting("range")
+    grand = composed("experiment=grand_range")
+    assert [r.name for r in validate(grand)][:len(registry.supporting("range"))] == registry.supporting("range")
+
+
+def test_any_value_is_overridable():
+    cfg = composed("strategy=kdtree", "workers=16", "workload=sts_q2", "dataset=geonames", "seed=3")
+    assert (cfg.strategy.name, cfg.workers, cfg.workload.profile, cfg.dataset.name, cfg.seed) == (
+        "kdtree", 16, "q2", "geonames", 3)
+    assert [(r.label, r.name) for r in validate(cfg)] == [("kdtree", "kdtree")]
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_every_registered_strategy_has_a_config_file(name):
+    cfg = composed(f"strategy={name}")
+    assert cfg.strategy.name == name
+    assert set(cfg.strategy.families) <= set(registry.get(name).families)
+    registry.get(name).make_params(dict(cfg.strategy.params))
+
+
+@pytest.mark.parametrize("workers", [0, -3])
+def test_bad_worker_count_is_rejected(workers):
+    with pytest.raises(ConfigError, match="workers"):
+        validate(composed(f"workers={workers}"))
+
+
+def test_unknown_strategy_lists_valid_ones():
+    cfg = composed("strategy=grid")
+    cfg.strategy.name = "gird"
+    with pytest.raises(ConfigError) as err:
+        validate(cfg)
+    assert "grid" in str(err.value) and "kdtree" in str(err.value)
+
+
+def test_unsupported_family_is_a_clear_error():
+    cfg = composed("strategy=grid")
+    cfg.workload.family = "knn"
+    with pytest.raises(ConfigError):
+        validate(cfg)
+    cfg = composed("strategy=grid")
+    cfg.strategy.families = ["knn"]
+    with pytest.raises(ConfigError, match="strategy.families"):
+        strategy_names(cfg)
+
+
+@pytest.mark.parametrize("arg,hint", [("wrkers=3", "workers"), ("workload.querys=5", "queries"),
+                                      ("dataset.on_bad_row=error", "on_bad_rows")])
+def test_misspelled_key_names_the_valid_keys(arg, hint):
+    with pytest.raises(ConfigError) as err:
+        check_overrides([arg])
+    assert hint in str(err.value) and "valid keys" in str(err.value)
+
+
+def test_free_form_maps_are_not_second_guessed():
+    check_overrides(["strategy.params.cells_per_side=32", "cluster.conf.spark.executor.memory=1g"])
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["wrkers=3"], "valid keys"),
+    (["workers=-1"], "workers"),
+    (["strategy=nope"], "grid"),
+    (["strategy=grid", "strategy.params.cellz=3"], "valid parameters"),
+    (["dataset.on_bad_rows=maybe"], "on_bad_rows"),
+])
+def test_cli_rejects_bad_config_before_spark(args, needle):
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
+                          cwd=PROJECT_ROOT, timeout=120)
+    assert proc.returncode != 0
+    assert needle in proc.stderr + proc.stdout
+    assert time.perf_counter() - t0 < 60
+
+
+def test_cfg_job_shows_the_composed_config():
+    proc = subprocess.run([sys.executable, "-m", "harness", "--cfg", "job", "workers=4"], capture_output=True,
+                          text=True, cwd=PROJECT_ROOT, timeout=120)
+    assert proc.returncode == 0
+    assert "workers: 4" in proc.stdout and "strategy:" in proc.stdout

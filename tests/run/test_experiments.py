@@ -1,0 +1,165 @@
+"""Experiment presets (real Hydra composition), strategy variants, scale=paper, the published
+claims and their evaluation, and one tiny experiment end to end through the real CLI."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from hydra import compose, initialize_config_dir
+
+from harness.report import claims
+from harness.run.config import ConfigError, register_configs, validate
+from harness.report.results import PROJECT_ROOT, RUNS_TABLE_COLUMNS, read_runs_table
+from strategies import registry
+from strategies.adjust_base import adjuster_names
+
+register_configs()
+PRESETS = sorted(p.stem for p in (PROJECT_ROOT / "conf" / "experiment").glob("*.yaml"))
+
+
+def composed(*overrides):
+    with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT_ROOT / "conf")):
+        return compose(config_name="config", overrides=list(overrides), return_hydra_config=True)
+
+
+def sweep_points(cfg) -> list[list[str]]:
+    params = cfg.hydra.sweeper.params or {}
+    axes = [[f"{k}={v.strip()}" for v in str(vals).split(",")] for k, vals in params.items()]
+    return [list(p) for p in itertools.product(*axes)]
+
+
+def test_the_issue_presets_exist():
+    assert {"ps2stream_baselines", "ps2stream_hybrid", "ps2stream_scalability", "tornado_routing", "sstd_crq",
+            "grand_range"} <= set(PRESETS)
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_job_of_every_preset_is_valid(name):
+    base = composed(f"experiment={name}")
+    assert base.experiment.name == name and base.hydra.mode.name == "MULTIRUN"
+    points = sweep_points(base)
+    assert points, f"{name} sweeps nothing"
+    for point in points:
+        cfg = composed(f"experiment={name}", *point)
+        runs = validate(cfg)
+        assert runs, (name, point)
+        for r in runs:
+            assert r.name in registry.names()
+
+
+def test_scale_paper_sets_the_papers_sizes_per_workload():
+    small = composed("workload=sts_q2")
+    paper = composed("workload=sts_q2", "scale=paper")
+    assert paper.workload.queries == 10_000_000 > small.workload.queries
+    assert paper.workload.updates == 2 * paper.workload.queries
+    assert paper.dataset.size > small.dataset.size and paper.oracle.enabled is False
+    scal = composed("experiment=ps2stream_scalability", "workload=sts_q3", "scale=paper")
+    assert scal.workload.queries == 20_000_000  # Fig. 11 (TWEETS-UK) overrides PS2Stream's default
+
+
+def test_variants_run_under_their_label_and_bad_ones_are_rejected():
+    cfg = composed("strategy.include=[grid]", "+strategy.variants=[{label: g32, name: grid, params: "
+                   "{cells_per_side: 32}}]")
+    assert [(r.label, r.name, r.params) for r in validate(cfg)] == [
+        ("grid", "grid", {}), ("g32", "grid", {"cells_per_side": 32})]
+    bad = {"no such strategy": ("{label: x, name: gird, params: {}}", "valid strategies"),
+           "bad param": ("{label: x, name: grid, params: {cell: 3}}", "valid parameters"),
+           "duplicate label": ("{label: grid, name: grid, params: {}}", "unique")}
+    for case, (variant, message) in bad.items():
+        with pytest.raises(ConfigError, match=message):
+            validate(composed("strategy.include=[grid]", f"+strategy.variants=[{variant}]"))
+
+
+def test_include_names_are_checked():
+    with pytest.raises(ConfigError, match="valid strategies"):
+        validate(composed("strategy.include=[grid,kd_tree]"))
+
+
+def test_unknown_plot_is_rejected_with_the_valid_ones():
+    with pytest.raises(ConfigError, match="throughput_vs_x"):
+        validate(composed("experiment.plots=[thruput]"))
+
+
+def test_claims_name_registered_strategies_and_runs_table_metrics():
+    listed = claims.load_claims()
+    assert len({c["id"] for c in listed}) == len(listed) > 10
+    variant_labels = {"agrid_nosummary"}
+    for c in listed:
+        chk = c["check"]
+        assert c["paper"] in {"ps2stream", "sstd", "tornado", "dkmsks"}, c["id"]
+        assert chk["metric"] in RUNS_TABLE_COLUMNS, c["id"]
+        for s in [chk["subject"], *(chk.get("others") or [])]:
+            name, _, adjuster = s.partition(" + ")  # adjusted runs: "<strategy> + <adjuster>"
+            assert name in registry.names() or name in variant_labels, (c["id"], s)
+            assert not adjuster or adjuster in adjuster_names(), (c["id"], s)
+
+
+def _row(variant, value, workers=8, workload="sts_q1", started="2026-01-01", **extra):
+    return {"variant": variant, "strategy": variant, "status": "ok", "dataset": "synthetic",
+            "workload": workload, "workers": workers, "throughput_eps": value, "started_at": started,
+            "x": None, "facet": None, **extra}
+
+
+CLAIM = {"id": "t", "paper": "ps2stream", "claim": "a beats b",
+         "check": {"kind": "better", "metric": "throughput_eps", "subject": "a", "others": ["b"],
+                   "where": {"workload": ["sts_q1", "sts_q2"]}}}
+
+
+def test_claim_verdicts_follow_the_measurements():
+    table = pd.DataFrame([_row("a", 10), _row("b", 5), _row("a", 3, workload="sts_q2"),
+                          _row("b", 4, workload="sts_q2")])
+    v = claims.evaluate(CLAIM, table)
+    assert v.verdict.startswith("partly (1/2)") and len(v.comparisons) == 2
+    assert claims.evaluate(CLAIM, table[table["workload"] == "sts_q1"]).verdict == "holds"
+    assert claims.evaluate(CLAIM, table[table["workload"] == "sts_q2"]).verdict == "does not hold"
+    assert claims.evaluate(CLAIM, table[table["variant"] == "a"]).verdict == "not measured"
+    # the newest run counts; runs that changed a workload knob (x) never do
+    newer = pd.concat([table, pd.DataFrame([_row("a", 1, started="2026-02-01"),
+                                            _row("b", 0.1, started="2026-03-01", x="12")])])
+    assert claims.evaluate(CLAIM, newer[newer["workload"] == "sts_q1"]).verdict == "does not hold"
+    ratio = {**CLAIM, "check": {**CLAIM["check"], "kind": "ratio_at_least", "value": 2.0}}
+    assert claims.evaluate(ratio, table[table["workload"] == "sts_q1"]).verdict == "holds"
+    assert claims.evaluate({**ratio, "check": {**ratio["check"], "value": 2.5}},
+                           table[table["workload"] == "sts_q1"]).verdict == "does not hold"
+    scales = {**CLAIM, "check": {"kind": "scales", "metric": "throughput_eps", "subject": "a", "value": 1.5}}
+    grow = pd.DataFrame([_row("a", 10, workers=4), _row("a", 18, workers=16)])
+    assert claims.evaluate(scales, grow).verdict == "holds"
+    assert claims.evaluate({**scales, "check": {**scales["check"], "value": 2.0}}, grow).verdict == "does not hold"
+
+
+def test_a_tiny_experiment_end_to_end(tmp_path):
+    """The real CLI: a two-job sweep with a variant writes its runs (one sweep id), its figures and
+    the report with the claims table."""
+    env = {**os.environ, "STPS_RESULTS": str(tmp_path), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    cmd = [sys.executable, "-m", "harness", "experiment=tornado_routing", "workers=2,3", "workload=tiny",
+           "strategy.include=[grid,text_hash]", "experiment.report=true", "mlflow.enabled=false", "progress=false"]
+    proc = subprocess.run(cmd, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    runs = read_runs_table(tmp_path)
+    assert sorted(runs["variant"]) == sorted(["grid", "text_hash", "agrid_nosummary"] * 2)
+    assert set(runs["strategy"]) == {"grid", "text_hash", "agrid"}
+    assert runs["sweep_id"].nunique() == 1 and set(runs["experiment"]) == {"tornado_routing"}
+    assert (runs["status"] == "ok").all() and runs["oracle_ok"].all()
+    for plot in ("throughput_vs_x", "replication_balance"):
+        assert (tmp_path / "plots" / "tornado_routing" / f"{plot}.png").stat().st_size > 1000
+    report = (tmp_path / "report.md").read_text()
+    assert "agrid_nosummary" in report and "| claim | paper |" in report
+    assert report.count("\n| ") > len(claims.load_claims())  # every claim has its row
+
+
+def test_adjusted_runs_are_claimed_under_strategy_plus_adjuster():
+    table = pd.DataFrame([
+        _row("kdt", 100.0, workload="sts_q3_drift", adjust="none"),
+        _row("kdt", 150.0, workload="sts_q3_drift", adjust="gr"),
+    ])
+    claim = {"id": "t", "claim": "gr helps", "check": {
+        "kind": "ratio_at_least", "metric": "throughput_eps", "higher_is_better": True, "subject": "kdt + gr",
+        "others": ["kdt"], "where": {"workload": ["sts_q3_drift"], "workers": [8]}, "value": 1.26}}
+    assert claims.evaluate(claim, table).verdict == "holds"
+    claim["check"]["value"] = 1.6
+    assert claims.evaluate(claim, table).verdict == "does not hold"

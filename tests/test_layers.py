@@ -1,0 +1,16 @@
+"""The layers of pyproject.toml's import-linter contract hold: no module imports from a layer above
+its own (harness.core at the bottom, then datasets, harness.families, strategies, harness.engine,
+harness.report, harness.run)."""
+
+from __future__ import annotations
+
+import os
+
+from importlinter.cli import lint_imports
+
+from harness.report.results import PROJECT_ROOT
+
+
+def test_no_module_imports_from_a_layer_above_it(monkeypatch):
+    monkeypatch.chdir(PROJECT_ROOT)
+    assert lint_imports(config_filename=os.fspath(PROJECT_ROOT / "pyproject.toml"), no_cache=True, no_logo=True) == 0
