@@ -103,20 +103,36 @@ def makespan(loads, assignment, k: int) -> float:
     return float(subset_loads(loads, assignment, k).max(initial=0.0))
 
 
+# --- greedy (Graham's LPT and its in-order form) ---------------------------------------------------
+# One kernel serves every greedy in the project: PS2Stream's and DkM-SKS's LPT (ties to the lowest
+# id), DkM-SKS's Algorithm 3 (a given order), and the splits that must not leave a bin empty while
+# items remain (kdt's text split, Hybrid-Partition's four subsets: ties to the bin with fewer items).
+
 @njit(cache=True)
-def greedy_least_loaded(order, loads, totals):
-    """Items in `order`, each to the worker of least total so far (ties: lowest id); `totals`
-    (one per worker, possibly already loaded) is updated in place. Returns the worker per item."""
+def greedy_onto(order, loads, totals, sizes, size_ties):
+    """Items in `order`, each to the bin of least total so far; ties go to the bin with fewer
+    items first when `size_ties`, then to the lowest id. `totals` and `sizes` (one per bin,
+    possibly already loaded) are updated in place. Returns the bin per item (items not in
+    `order` are left unset)."""
     out = np.empty(len(loads), np.int64)
     for k in range(len(order)):
         i = order[k]
         best = 0
         for w in range(1, len(totals)):
-            if totals[w] < totals[best]:
+            if totals[w] < totals[best] or (size_ties and totals[w] == totals[best] and sizes[w] < sizes[best]):
                 best = w
         out[i] = best
         totals[best] += loads[i]
+        sizes[best] += 1
     return out
+
+
+@njit(cache=True)
+def greedy_least_loaded(order, loads, totals):
+    """Items in `order`, each to the worker of least total so far (ties: lowest id); `totals` is
+    updated in place. Algorithm 1 of DkM-SKS when `order` sorts by load descending, Algorithm 3
+    in any other order."""
+    return greedy_onto(order, loads, totals, np.zeros(len(totals), np.int64), False)
 
 
 @njit(cache=True)
@@ -130,3 +146,25 @@ def lpt_onto(loads, totals):
 def lpt_assign(loads, n_workers):
     """Longest-processing-time greedy from empty workers; deterministic (ties -> lowest id)."""
     return lpt_onto(loads, np.zeros(n_workers, np.float64))
+
+
+@njit(cache=True)
+def lpt_spread(loads, p):
+    """LPT into p bins with ties to the bin with fewer items, then the lowest id, so zero-load
+    items still spread and no bin stays empty while items remain."""
+    return greedy_onto(np.argsort(-loads, kind="mergesort"), loads, np.zeros(p, np.float64), np.zeros(p, np.int64),
+                       True)
+
+
+@njit(cache=True)
+def greedy_per_group(group, loads, p):
+    """The spreading greedy (ties: fewer items, then lowest id) into p bins, in the given order,
+    restarted at each run of equal `group` (items sorted by group)."""
+    out = np.empty(len(group), np.int64)
+    lo = 0
+    for i in range(1, len(group) + 1):
+        if i == len(group) or group[i] != group[lo]:
+            part = greedy_onto(np.arange(i - lo), loads[lo:i], np.zeros(p, np.float64), np.zeros(p, np.int64), True)
+            out[lo:i] = part
+            lo = i
+    return out

@@ -214,36 +214,6 @@ def group_mbr(inv: np.ndarray, k: int, rects: np.ndarray) -> np.ndarray:
     return _group_mbr(np.asarray(inv, np.int64), int(k), *_cols(rects))
 
 
-# --- greedy assignment (Algorithm 1 / Graham's LPT) ----------------------------------------------
-
-def greedy_in_order(order, cost, n_workers, loads):
-    """Items in the given order, each to the worker of least C(w) (ties: lowest id); `loads` is
-    updated in place. Algorithm 1 when `order` sorts by cost descending, Algorithm 3 otherwise."""
-    return allocate.greedy_least_loaded(order, cost, loads)
-
-
-@njit(cache=True)
-def _lpt4_grouped(parent, cost):
-    """Hybrid-Partition's greedy into four subsets, per run of equal `parent` (members sorted by
-    parent, then cost descending). Ties go to the subset with fewer members, then the lowest index,
-    so that zero-cost members still separate (the paper's ties are arbitrary)."""
-    out = np.empty(len(parent), np.int64)
-    load = np.zeros(4, np.int64)
-    size = np.zeros(4, np.int64)
-    for i in range(len(parent)):
-        if i == 0 or parent[i] != parent[i - 1]:
-            load[:] = 0
-            size[:] = 0
-        best = 0
-        for b in range(1, 4):
-            if load[b] < load[best] or (load[b] == load[best] and size[b] < size[best]):
-                best = b
-        out[i] = best
-        load[best] += cost[i]
-        size[best] += 1
-    return out
-
-
 # --- Algorithm 2: subscription partitioning ------------------------------------------------------
 
 @dataclass
@@ -350,7 +320,7 @@ def partition_subsets(stats: ObjectStats, cx: np.ndarray, cy: np.ndarray, rects:
         c5 = eq5_numerators(stats, f_rect, h_off, h_val, group=ph)
         order = np.lexsort((mh, -c5, ph))
         bins = np.empty(len(mh), np.int64)
-        bins[order] = _lpt4_grouped(ph[order], c5[order])
+        bins[order] = allocate.greedy_per_group(ph[order], c5[order], 4)
         h_keys, h_inv = np.unique(ph * 4 + bins, return_inverse=True)
         h_rect = group_mbr(h_inv, len(h_keys), rects[mh])
         h_cost = eq6_numerators(stats, h_inv, h_rect, h_off, h_val)
@@ -443,7 +413,7 @@ def assign_members(part: SubsetPartition, n_workers: int) -> tuple[np.ndarray, n
     rank[np.lexsort((part.order_key, -part.cost))] = np.arange(len(part.cost))
     order = np.lexsort((np.arange(n), -part.member_cost, rank[part.subset_of]))
     loads = np.zeros(n_workers, np.float64)
-    worker = greedy_in_order(order, part.member_cost.astype(np.float64), n_workers, loads)
+    worker = allocate.greedy_least_loaded(order, part.member_cost.astype(np.float64), loads)
     return worker, loads
 
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.core.events import Events, csr_take
+from harness.core import allocate
 from strategies.base import FitContext, Router, Strategy
-from strategies.dkmsks.cost import SubscriptionTableRouter, eq1_numerators, finish, greedy_in_order, sample_state
+from strategies.dkmsks.cost import SubscriptionTableRouter, eq1_numerators, finish, sample_state
 from strategies.load import sample_parts
 
 
@@ -49,6 +50,6 @@ class KopStrategy(Strategy):
         off, val = csr_take(sample.offsets, sample.values, qs)
         cost = eq1_numerators(term_count, off, val) / max(len(objs), 1)
         order = np.argsort(-cost, kind="stable")
-        worker = greedy_in_order(order, cost, n_workers, np.zeros(n_workers, np.float64))
+        worker = allocate.greedy_least_loaded(order, cost, np.zeros(n_workers, np.float64))
         router = KopRouter(n_workers, term_count, len(objs), **sample_state(sample, qs, worker, cost, n_workers))
         return finish(router, sample)

@@ -42,9 +42,9 @@ from numba import njit
 
 from harness.core.events import DELETE, INSERT, OBJECT, RANGE, Events, csr_take
 from strategies.adjust_base import Adjuster, EpochStats, MigrationPlan, unit_table
+from harness.core import allocate
 from strategies.base import Pairs, Router
 from strategies.ps2stream.gridt import TERM_BITS, TERM_MASK, GridtRouter
-from strategies.ps2stream.kdt import lpt_bins
 from strategies.load import routing_terms
 
 MEASURES = ("load", "checks", "busy_s")
@@ -318,7 +318,7 @@ def text_split(router: GridtRouter, cell: int, prof: CellProfile, w_o: int, w_l:
     terms, seqs = _h2_terms(router, cell)
     if len(terms) < 2:
         return None
-    bins = lpt_bins(prof.term_loads(terms), 2)
+    bins = allocate.lpt_spread(prof.term_loads(terms), 2)
     parts = [prof.load(terms[bins == b]) for b in range(2)]
     move = 1 if parts[1][1] <= parts[0][1] else 0
     slots = (bins == move).astype(np.int64)  # slot 0 stays on w_o, slot 1 moves

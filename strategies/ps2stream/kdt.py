@@ -46,6 +46,7 @@ import numpy as np
 from numba import njit
 
 from harness.core.events import INSERT, Events, csr_take, splitmix64
+from harness.core import allocate
 from strategies.base import FitContext, Router, Strategy
 from strategies.ps2stream.gridt import GridtRouter
 from strategies.load import routing_terms, sample_parts
@@ -329,26 +330,6 @@ def phase1(s: Sample, delta: float, tolerance: float, theta: int, min_split_obje
 
 # --- PartitionNode ---------------------------------------------------------------------------------
 
-@njit(cache=True)
-def lpt_bins(loads, p):
-    """Longest-processing-time greedy into p bins; ties go to the bin with fewer items, then the
-    lowest id, so zero-load items still spread and no bin stays empty while items remain."""
-    order = np.argsort(-loads, kind="mergesort")
-    total = np.zeros(p, np.float64)
-    cnt = np.zeros(p, np.int64)
-    out = np.empty(len(loads), np.int64)
-    for k in range(len(order)):
-        i = order[k]
-        best = 0
-        for b in range(1, p):
-            if total[b] < total[best] or (total[b] == total[best] and cnt[b] < cnt[best]):
-                best = b
-        out[i] = best
-        total[best] += loads[i]
-        cnt[best] += 1
-    return out
-
-
 def text_split(node: Node, p: int):
     """p text leaves over the node's region: its terms by LPT on their own load, the GI2
     comparisons f_o(c, t) * f_q(c, t) summed over cells plus f_o + f_q (queries routed by t,
@@ -368,7 +349,7 @@ def text_split(node: Node, p: int):
     t, _, prod = posting_products(node.s, node.region, qo, qt, oo, ot)
     term_load = np.bincount(t, prod, v)[:v] + np.bincount(qt, minlength=v)[:v] + np.bincount(ot, minlength=v)[:v]
     loads = term_load[universe]
-    bins = lpt_bins(loads, p)
+    bins = allocate.lpt_spread(loads, p)
     # every child's received objects and queries in one pass: distinct (item, bin) keys
     bin_of = np.zeros(v, np.int64)
     bin_of[universe] = bins

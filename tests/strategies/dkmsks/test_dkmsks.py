@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from harness.core.events import AND, DELETE, INSERT, OBJECT, RANGE, Events
+from harness.core import allocate
 from strategies import registry
 from strategies.base import FitContext, route_stream
 from strategies.dkmsks.cost import (
@@ -17,12 +18,10 @@ from strategies.dkmsks.cost import (
     RegionIndex,
     RegionTerms,
     SubsetPartition,
-    _lpt4_grouped,
     assign_members,
     eq1_numerators,
     eq5_numerators,
     eq6_numerators,
-    greedy_in_order,
     partition_subsets,
 )
 from tests.streams import random_stream
@@ -98,7 +97,7 @@ def test_algorithm1_on_the_papers_example_4():
     # S_1..S_4 cost 0.36, 0.11, 0.2, 0.28; m = 2: w1 = {S_1, S_2} (0.47), w2 = {S_3, S_4} (0.48)
     cost = np.array([0.36, 0.11, 0.2, 0.28])
     loads = np.zeros(2)
-    got = greedy_in_order(np.argsort(-cost, kind="stable"), cost, 2, loads)
+    got = allocate.greedy_least_loaded(np.argsort(-cost, kind="stable"), cost, loads)
     np.testing.assert_array_equal(got, [0, 0, 1, 1])
     np.testing.assert_allclose(loads, [0.47, 0.48])
 
@@ -114,7 +113,7 @@ def test_algorithm3_deals_members_of_costly_subsets_first():
 
 
 def test_hybrid_greedy_separates_zero_cost_members():
-    got = _lpt4_grouped(np.array([0, 0, 0, 0, 0, 1, 1]), np.array([5, 0, 0, 0, 0, 0, 0]))
+    got = allocate.greedy_per_group(np.array([0, 0, 0, 0, 0, 1, 1]), np.array([5, 0, 0, 0, 0, 0, 0]), 4)
     np.testing.assert_array_equal(got, [0, 1, 2, 3, 1, 0, 1])
 
 
