@@ -28,6 +28,10 @@ mean load per term), and keeps that worker for good, so insertions, deletions an
 H2 never shrinks on deletion (a documented superset). A query whose term map entry is missing
 because `observe_inserts` never saw it falls back to a fixed hash of the term over the region's
 text workers; only the contract (observe before routing) makes object routing exact.
+
+This module is the router: the index's state, its growth policy and migration units. Its compiled
+kernels are in gridt_route.py (routing) and gridt_grow.py (H2 growth), its key arrays in
+gridt_keys.py.
 """
 
 from __future__ import annotations
@@ -36,398 +40,30 @@ import copy
 from typing import Any
 
 import numpy as np
-from numba import njit
 
-from harness.core.events import AND, INSERT, OBJECT, RANGE, Events
+from harness.core.events import INSERT, OBJECT, RANGE, Events
 from strategies.base import Pairs, Router
-from harness.core.kernels import axis_cell, lower_bound as _lower_bound
 from harness.core.grid import UniformGrid
+from strategies.ps2stream.gridt_grow import assign_new_terms, expand_h2_keys, merge_h2, object_tables
+from strategies.ps2stream.gridt_keys import (
+    TERM_BITS,
+    TERM_MASK,
+    first_per_key,
+    owner_ptr,
+    slots_of_workers,
+    sorted_find,
+    sorted_insert,
+)
+from strategies.ps2stream.gridt_route import (
+    FILTER_WORDS,
+    fill_points_h2,
+    fill_rects_h1,
+    points_h2_bound,
+    rects_h1_bound,
+)
 
-# --- kernels --------------------------------------------------------------------------------------
-
-LOW_TERMS = 64  # dense per-cell H2 seq table over the most frequent term ids (ids are frequency ranks)
-# per-cell filter words: word 0 has bit t set when term t < LOW_TERMS is in the cell's H2, words
-# 1..8 filter the other terms (bit = term mod 512); far smaller than the seq table, so it stays cached
-FILTER_WORDS = 9
-NEVER = np.iinfo(np.int64).max
 OBSERVE_CHUNK_BITS = 40  # observe_inserts packs a query's position in its chunk into this many bits at most
 
-
-@njit(cache=True, inline="always")
-def _maybe_in_h2(term_filter, c, t):
-    """False when cell c's H2 certainly lacks term t (its filter bit is clear)."""
-    if t < LOW_TERMS:
-        return (term_filter[c * FILTER_WORDS] >> t) & 1 == 1
-    b = t & 511
-    return (term_filter[c * FILTER_WORDS + 1 + (b >> 6)] >> (b & 63)) & 1 == 1
-
-
-@njit(cache=True)
-def points_h2_bound(rows, offsets, n_workers):
-    """An upper bound of fill_points_h2's pairs (an object reaches at most min(terms, workers))."""
-    bound = 0
-    for i in range(len(rows)):
-        bound += min(offsets[rows[i] + 1] - offsets[rows[i]], n_workers)
-    return bound
-
-
-@njit(cache=True)
-def fill_points_h2(rows, seq, x, y, offsets, values, x0, y0, inv_cw, inv_ch, nx, ny, cell_worker, h2_ptr, h2_key,
-                   h2_worker, h2_seq, low_seq, term_filter, old_low, old_seq, n_workers, out_r, out_w, total):
-    """Each object to the H2 workers of its terms in its cell (entries older than the object),
-    written from out[total:] (the caller sizes it: one pair per object of a space cell, at most
-    n_workers otherwise; points_h2_bound in units mode); returns the new end.
-
-    A frequent term (id < LOW_TERMS) is tested in the dense table low_seq[cell, term] (the seq of
-    its H2 entry, NEVER when absent) instead of a binary search, any other term first in the
-    cell's term_filter bits; in a space cell the first hit settles the object. An object later
-    than old_seq first tests old_low[cell], the bits of the frequent terms whose entries are at
-    most old_seq (those before the last observe_inserts): most objects hit one of them, without
-    reading the seq table (measured 24% faster on the frequent terms)."""
-    stamp = np.full(n_workers, -1, np.int64)
-    for i in range(len(rows)):
-        r = rows[i]
-        c = axis_cell(y[r], y0, inv_ch, ny) * nx + axis_cell(x[r], x0, inv_cw, nx)
-        lo = h2_ptr[c]
-        hi = h2_ptr[c + 1]
-        if lo == hi:
-            continue
-        s = seq[r]
-        j = offsets[r]
-        e = offsets[r + 1]
-        base = c << 32
-        if cell_worker[c] >= 0:  # a space cell: one worker, the first hit settles it
-            # (a loop of its own: measured 12% faster than one loop testing the cell kind per term)
-            f0 = term_filter[c * FILTER_WORDS]
-            o0 = old_low[c] if s > old_seq else 0
-            hit = False
-            while j < e:  # terms ascend: the frequent ones first, by the dense table
-                t = values[j]
-                if t >= LOW_TERMS:
-                    break
-                if (o0 >> t) & 1 or ((f0 >> t) & 1 and low_seq[c * LOW_TERMS + t] < s):
-                    hit = True
-                    break
-                j += 1
-            while not hit and j < e:
-                t = values[j]
-                j += 1
-                if not _maybe_in_h2(term_filter, c, t):
-                    continue
-                k = _lower_bound(h2_key, lo, hi, base | t)
-                if k == hi:
-                    break  # terms ascend: no later term is in this cell's H2 either
-                lo = k
-                hit = h2_key[k] == (base | t) and h2_seq[k] < s
-            if hit:
-                out_r[total] = r
-                out_w[total] = cell_worker[c]
-                total += 1
-            continue
-        for q in range(j, e):
-            t = values[q]
-            if not _maybe_in_h2(term_filter, c, t) or (t < LOW_TERMS and low_seq[c * LOW_TERMS + t] >= s):
-                continue
-            k = _lower_bound(h2_key, lo, hi, base | t)
-            if k == hi:
-                break
-            lo = k
-            if h2_key[k] == (base | t) and h2_seq[k] < s:
-                w = h2_worker[k]
-                out_r[total] = r  # branch-free duplicate stamp: always write, advance for a new worker
-                out_w[total] = w  # (the output has one slot of slack for the last discarded write)
-                total += stamp[w] != i
-                stamp[w] = i
-    return total
-
-
-@njit(cache=True)
-def rects_h1_bound(rows, op, offsets, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, n_out):
-    """An upper bound of fill_rects_h1's pairs (a query reaches at most min(cells x routing terms,
-    n_out) targets)."""
-    bound = 0
-    for i in range(len(rows)):
-        r = rows[i]
-        a = offsets[r]
-        b = offsets[r + 1]
-        if a < b and op[r] == AND:
-            a = b - 1
-        cells = (axis_cell(xmax[r], x0, inv_cw, nx) - axis_cell(xmin[r], x0, inv_cw, nx) + 1) * (
-            axis_cell(ymax[r], y0, inv_ch, ny) - axis_cell(ymin[r], y0, inv_ch, ny) + 1)
-        bound += min(cells * (b - a), n_out)
-    return bound
-
-
-@njit(cache=True)
-def fill_rects_h1(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, cell_target,
-                  cell_tmap, tm_ptr, tm_key, tm_slot, tmc_ptr, tmc_worker, unit_base, units, n_out, out_r, out_w,
-                  total):
-    """Each query to what H1 gives for its routing terms in every cell its rectangle overlaps: a
-    space cell's `cell_target` (its worker, or its unit id), and in a text cell the slot of each
-    routing term (its map entry's, else the hash fallback) as that slot's worker, or with
-    `units` as the slot's unit id (slot 0 = the cell, slot k = unit_base[cell] + k - 1). One
-    kernel for both, so routing is exactly the owners of the units.
-
-    One pass from out[total:], sized by rects_h1_bound (a count-then-fill pass measured twice as
-    slow); returns the new end. When routing, a term map already looked up for the row is skipped
-    (its cells give the same workers)."""
-    stamp = np.full(n_out, -1, np.int64)
-    seen = np.full(max(len(tm_ptr) - 1, 1), -1, np.int64)  # term maps already looked up for row i
-    for i in range(len(rows)):
-        r = rows[i]
-        a = offsets[r]
-        b = offsets[r + 1]
-        if a == b:
-            continue  # no keyword: matches nothing
-        if op[r] == AND:
-            a = b - 1  # one conjunct: its least frequent keyword (largest id)
-        ix0 = axis_cell(xmin[r], x0, inv_cw, nx)
-        ix1 = axis_cell(xmax[r], x0, inv_cw, nx)
-        iy0 = axis_cell(ymin[r], y0, inv_ch, ny)
-        iy1 = axis_cell(ymax[r], y0, inv_ch, ny)
-        for iy in range(iy0, iy1 + 1):
-            for ix in range(ix0, ix1 + 1):
-                c = iy * nx + ix
-                jm = cell_tmap[c]
-                if jm < 0:
-                    w = cell_target[c]
-                    out_r[total] = r  # branch-free duplicate stamp (one slot of slack in the output)
-                    out_w[total] = w
-                    total += stamp[w] != i
-                    stamp[w] = i
-                    continue
-                if not units:
-                    if seen[jm] == i:
-                        continue
-                    seen[jm] = i
-                lo = tm_ptr[jm]
-                hi = tm_ptr[jm + 1]
-                for q in range(a, b):
-                    t = values[q]
-                    key = (jm << 32) | t
-                    k = _lower_bound(tm_key, lo, hi, key)
-                    if k < hi and tm_key[k] == key:
-                        slot = tm_slot[k]
-                    else:
-                        slot = t % (tmc_ptr[jm + 1] - tmc_ptr[jm])
-                    if units:
-                        w = c if slot == 0 else unit_base[c] + slot - 1
-                    else:
-                        w = tmc_worker[tmc_ptr[jm] + slot]
-                    out_r[total] = r
-                    out_w[total] = w
-                    total += stamp[w] != i
-                    stamp[w] = i
-    return total
-
-
-@njit(cache=True)
-def expand_h2_keys(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, row_bits):
-    """A sortable key for every (cell a query overlaps, term it is indexed under), repeats
-    included: (cell << 32 | term) << row_bits | i, i = the query's position in rows. One
-    int64 per pair, so one numpy sort groups them by cell and term (separate cell, term and seq
-    columns sorted per cell measured 2x slower). No bound pass: the output grows geometrically."""
-    cap = 4 * len(rows) + 16
-    keys = np.empty(cap, np.int64)
-    n = 0
-    for i in range(len(rows)):
-        r = rows[i]
-        a = offsets[r]
-        b = offsets[r + 1]
-        if a < b and op[r] == AND:
-            a = b - 1
-        ix0 = axis_cell(xmin[r], x0, inv_cw, nx)
-        ix1 = axis_cell(xmax[r], x0, inv_cw, nx)
-        iy0 = axis_cell(ymin[r], y0, inv_ch, ny)
-        iy1 = axis_cell(ymax[r], y0, inv_ch, ny)
-        need = n + (ix1 - ix0 + 1) * (iy1 - iy0 + 1) * (b - a)
-        if need > cap:
-            cap = max(2 * cap, need)
-            grown = np.empty(cap, np.int64)
-            grown[:n] = keys[:n]
-            keys = grown
-        for iy in range(iy0, iy1 + 1):
-            for ix in range(ix0, ix1 + 1):
-                c = np.int64(iy * nx + ix) << 32
-                for q in range(a, b):
-                    keys[n] = ((c | values[q]) << row_bits) | i
-                    n += 1
-    return keys[:n]
-
-
-@njit(cache=True)
-def merge_h2(h2_ptr, h2_key, h2_worker, h2_seq, new_keys, row_bits, row_seq, cell_worker, low, bits):
-    """H2 with the sorted expand_h2_keys folded in, cell by cell: a term H2 has keeps its entry
-    with the smaller seq (events observed out of order), a new term enters with the smallest seq
-    of its queries (row_seq[i]) and its space cell's worker (-1 in a text cell: the caller assigns
-    it from H1). The object fast path's tables (low seq, filter bits) are updated in place for the
-    changed entries. Returns the new (key, worker, seq, per-cell pointers)."""
-    n_cells = len(h2_ptr) - 1
-    cap = len(h2_key) + len(new_keys)
-    ok = np.empty(cap, np.int64)
-    ow = np.empty(cap, np.int64)
-    os = np.empty(cap, np.int64)
-    ptr = np.empty(n_cells + 1, np.int64)
-    ptr[0] = 0
-    cell_shift = 32 + row_bits
-    row_mask = (np.int64(1) << row_bits) - 1
-    n = 0
-    j = 0
-    m = len(new_keys)
-    for c in range(n_cells):
-        i = h2_ptr[c]
-        ie = h2_ptr[c + 1]
-        if j == m or (new_keys[j] >> cell_shift) != c:  # untouched cell: its run as it was
-            ok[n:n + ie - i] = h2_key[i:ie]
-            ow[n:n + ie - i] = h2_worker[i:ie]
-            os[n:n + ie - i] = h2_seq[i:ie]
-            n += ie - i
-            ptr[c + 1] = n
-            continue
-        base = np.int64(c) << 32
-        while i < ie or (j < m and (new_keys[j] >> cell_shift) == c):
-            t = -1
-            if j < m and (new_keys[j] >> cell_shift) == c:
-                t = (new_keys[j] >> row_bits) & 0xFFFFFFFF
-            if t < 0 or (i < ie and (h2_key[i] & 0xFFFFFFFF) < t):
-                ok[n] = h2_key[i]
-                ow[n] = h2_worker[i]
-                os[n] = h2_seq[i]
-                n += 1
-                i += 1
-                continue
-            pair = new_keys[j] >> row_bits
-            s = row_seq[new_keys[j] & row_mask]
-            j += 1
-            while j < m and (new_keys[j] >> row_bits) == pair:
-                s = min(s, row_seq[new_keys[j] & row_mask])
-                j += 1
-            if i < ie and (h2_key[i] & 0xFFFFFFFF) == t:
-                ok[n] = h2_key[i]
-                ow[n] = h2_worker[i]
-                os[n] = min(h2_seq[i], s)
-                i += 1
-            else:
-                ok[n] = base | t
-                ow[n] = cell_worker[c]
-                os[n] = s
-                if t < LOW_TERMS:
-                    bits[c * FILTER_WORDS] |= np.int64(1) << t
-                else:
-                    b = t & 511
-                    bits[c * FILTER_WORDS + 1 + (b >> 6)] |= np.int64(1) << (b & 63)
-            if t < LOW_TERMS:
-                low[c * LOW_TERMS + t] = os[n]
-            n += 1
-        ptr[c + 1] = n
-    return ok[:n], ow[:n], os[:n], ptr
-
-
-@njit(cache=True)
-def merge_sorted(keys, a, b, new_keys, new_a, new_b):
-    """Merge two sorted, disjoint key arrays with two int64 columns each."""
-    n, m = len(keys), len(new_keys)
-    ok = np.empty(n + m, np.int64)
-    oa = np.empty(n + m, np.int64)
-    ob = np.empty(n + m, np.int64)
-    i = j = 0
-    for k in range(n + m):
-        if j == m or (i < n and keys[i] < new_keys[j]):
-            ok[k], oa[k], ob[k] = keys[i], a[i], b[i]
-            i += 1
-        else:
-            ok[k], oa[k], ob[k] = new_keys[j], new_a[j], new_b[j]
-            j += 1
-    return ok, oa, ob
-
-
-@njit(cache=True)
-def assign_new_terms(tmap, tmc_ptr, tmc_worker, worker_load, tm_unit):
-    """New (term map, term) entries in seq order, each to the least loaded text worker of its map
-    (ties to the lowest id, or to the first slot when a map lists a worker twice); `worker_load` is
-    updated in place. Returns the position in `tmc_worker` (the map's slot), not the worker."""
-    out = np.empty(len(tmap), np.int64)
-    for i in range(len(tmap)):
-        j = tmap[i]
-        best = -1
-        for k in range(tmc_ptr[j], tmc_ptr[j + 1]):
-            if best < 0 or worker_load[tmc_worker[k]] < worker_load[tmc_worker[best]]:
-                best = k
-        out[i] = best
-        worker_load[tmc_worker[best]] += tm_unit[j]
-    return out
-
-
-@njit(cache=True)
-def object_tables(h2_ptr, h2_key, h2_seq):
-    """The object fast path's per-cell tables: the dense seq of the H2 entries of terms below
-    LOW_TERMS (NEVER when absent), and the filter bits of the other H2 terms."""
-    n_cells = len(h2_ptr) - 1
-    low = np.full(n_cells * LOW_TERMS, NEVER, np.int64)
-    bits = np.zeros(n_cells * FILTER_WORDS, np.int64)
-    for c in range(n_cells):
-        for k in range(h2_ptr[c], h2_ptr[c + 1]):
-            t = h2_key[k] & 0xFFFFFFFF
-            if t < LOW_TERMS:
-                low[c * LOW_TERMS + t] = h2_seq[k]
-                bits[c * FILTER_WORDS] |= np.int64(1) << t
-            else:
-                b = t & 511
-                bits[c * FILTER_WORDS + 1 + (b >> 6)] |= np.int64(1) << (b & 63)
-    return low, bits
-
-
-# --- helpers --------------------------------------------------------------------------------------
-
-TERM_BITS = np.int64(32)
-TERM_MASK = np.int64(0xFFFFFFFF)
-
-
-def first_per_key(keys: np.ndarray, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct keys (sorted) with the smallest seq of each. (An unstable sort plus a grouped
-    minimum: a stable argsort measured 2.5x slower.)"""
-    if len(keys) == 0:
-        return keys, seqs
-    order = np.argsort(keys)
-    k, s = keys[order], seqs[order]
-    start = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))
-    return k[start], np.minimum.reduceat(s, start)
-
-
-def sorted_find(keys: np.ndarray, probe: np.ndarray) -> np.ndarray:
-    """Index of each probe in the sorted keys, -1 when absent."""
-    if len(keys) == 0:
-        return np.full(len(probe), -1, np.int64)
-    pos = np.minimum(np.searchsorted(keys, probe), len(keys) - 1)
-    return np.where(keys[pos] == probe, pos, -1)
-
-
-def owner_ptr(keys: np.ndarray, n_owner: int) -> np.ndarray:
-    """CSR pointers of sorted (owner << 32 | term) keys."""
-    return np.searchsorted(keys, np.arange(n_owner + 1, dtype=np.int64) << TERM_BITS).astype(np.int64)
-
-
-def sorted_insert(keys: np.ndarray, cols: tuple, new_keys: np.ndarray, new_cols: tuple) -> tuple:
-    """Insert sorted new keys (absent from keys) and their two columns, keeping keys sorted."""
-    k, a, b = merge_sorted(keys, cols[0], cols[1], np.ascontiguousarray(new_keys, np.int64),
-                           np.ascontiguousarray(new_cols[0], np.int64), np.ascontiguousarray(new_cols[1], np.int64))
-    return k, (a, b)
-
-
-def slots_of_workers(tmap: np.ndarray, workers: np.ndarray, tmc_ptr: np.ndarray, tmc_worker: np.ndarray) -> np.ndarray:
-    """Slot of each (term map, worker) pair: the worker's first position in the map's worker list."""
-    n_maps = len(tmc_ptr) - 1
-    owner = np.repeat(np.arange(n_maps, dtype=np.int64), np.diff(tmc_ptr))
-    keys = (owner << TERM_BITS) | tmc_worker
-    order = np.argsort(keys, kind="stable")
-    probe = (np.asarray(tmap, np.int64) << TERM_BITS) | workers
-    pos = np.minimum(np.searchsorted(keys[order], probe), max(len(keys) - 1, 0))
-    if len(probe) and (len(keys) == 0 or np.any(keys[order][pos] != probe)):
-        raise ValueError("gridt: a term map entry's worker must be one of the map's workers")
-    return order[pos] - tmc_ptr[tmap] if len(probe) else np.zeros(0, np.int64)
-
-
-# --- the router -----------------------------------------------------------------------------------
 
 class GridtRouter(Router):
     """The gridt index over a cell -> (worker | term map) partition; see the module docstring.
@@ -714,7 +350,7 @@ class GridtRouter(Router):
         (map << 32 | term), slots, seqs and slot -> worker lists. H2 keeps its entries and seqs; each
         entry's worker is recomputed (its space cell's worker, or its term's slot's worker), so
         objects follow the subscriptions wherever the layout put them. Used by with_unit_owner and
-        by the adjusters' split/merge (strategies/ps2stream_adjust.py)."""
+        by the adjusters' split/merge (strategies/ps2stream/adjust.py)."""
         i64 = lambda a: np.array(a, np.int64)  # (copies: routers never share mutable state)
         new = copy.copy(self)
         new.cell_worker, new.cell_tmap = i64(cell_worker), i64(cell_tmap)

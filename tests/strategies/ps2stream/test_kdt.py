@@ -13,14 +13,12 @@ from harness.core.events import AND, DELETE, INSERT, OBJECT, OR, Events
 from harness.families.range.oracle import oracle_keys
 from strategies.base import FitContext, route_stream
 from strategies.ps2stream.gridt import GridtRouter
-from strategies.ps2stream.kdt import (
+from strategies.ps2stream.kdt import KdtStrategy
+from strategies.ps2stream.kdt_load import Node, Sample, cosine
+from strategies.ps2stream.kdt_partition import (
     INF,
-    KdtStrategy,
-    Node,
-    Sample,
     balance_factor,
     compute_number_partitions,
-    cosine,
     partition_node,
     partition_workload,
     phase1,
