@@ -4,9 +4,8 @@ The tree has one leaf per worker. A node that must hold k leaves is split into k
 along its longer side, at the position that best balances the sample load per leaf, where the
 load of a side is n_o * n_q + n_o + n_q (objects inside, queries overlapping; strategies/load.py).
 Candidate positions are quantiles of the node's sample coordinates, evaluated at once with
-sorted arrays, so the fit is O(n log n) per level. Routing walks the tree exactly (no grid
-snapping): an object takes the side its coordinate falls on (< split: left), a query every side
-its rectangle reaches.
+sorted arrays, so the fit is O(n log n) per level. Routing walks the tree exactly
+(`strategies/routers/kdtree.py`).
 """
 
 from __future__ import annotations
@@ -16,38 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.core.events import Events
-from strategies.routers import kernels as route_kernels
-from strategies.base import FitContext, Pairs, Router, Strategy
+from strategies.base import FitContext, Router, Strategy
 from strategies.load import sample_parts, unit_load
-
-
-class KdTreeRouter(Router):
-    families = frozenset({"range"})
-
-    def __init__(self, n_workers, split_dim, split_val, left, right, leaf_worker, regions):
-        super().__init__(n_workers)
-        self.split_dim = np.asarray(split_dim, np.int64)
-        self.split_val = np.asarray(split_val, np.float64)
-        self.left = np.asarray(left, np.int64)
-        self.right = np.asarray(right, np.int64)
-        self.leaf_worker = np.asarray(leaf_worker, np.int64)
-        self.regions = np.asarray(regions, np.float64)  # per node xmin, ymin, xmax, ymax (for plots)
-
-    def _tree(self):
-        return self.split_dim, self.split_val, self.left, self.right, self.leaf_worker
-
-    def route_objects(self, ev: Events, rows: np.ndarray) -> Pairs:
-        return rows, route_kernels.kd_descend(rows, ev.x, ev.y, *self._tree())
-
-    def route_range(self, ev: Events, rows: np.ndarray) -> Pairs:
-        return route_kernels.kd_route_rects(rows, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self._tree(), self.n_workers)
-
-    def describe(self) -> dict:
-        leaves = np.flatnonzero(self.split_dim < 0)
-        return {
-            **super().describe(),
-            "leaves": [{"worker": int(self.leaf_worker[i]), "region": self.regions[i].tolist()} for i in leaves],
-        }
+from strategies.routers.kdtree import KdTreeRouter
 
 
 def best_split(coord, lo_q, hi_q, k_left, k_right, candidates):

@@ -11,7 +11,7 @@ from numba import njit
 from harness.core.events import AND, Events, csr_take
 from harness.core import allocate
 from strategies.load import sample_parts
-from strategies.ps2stream.text_frequency import TermMapRouter
+from strategies.routers.termmap import TermMapRouter
 
 
 class PartitionedTermRouter(TermMapRouter):

@@ -13,7 +13,7 @@ import numpy as np
 
 from harness.core.events import Events, splitmix64
 from strategies.base import FitContext, Router, Strategy
-from strategies.ps2stream.text_frequency import TermMapRouter
+from strategies.routers.termmap import TermMapRouter
 
 
 class TextHashStrategy(Strategy):

@@ -18,20 +18,13 @@ from harness.core.events import AND, DELETE, INSERT, OBJECT, OR, Events
 from harness.engine.migration import live_queries, validate_plan
 from strategies.adjust_base import UNIT_COLUMNS, EpochStats, get_adjuster
 from strategies.base import FitContext, route_stream
-from strategies.ps2stream.grid import CellMapRouter
+from strategies.routers.cellmap import CellMapRouter
 from strategies.ps2stream.gridt import GridtRouter
 from strategies.ps2stream.kdt import KdtStrategy
-from strategies.ps2stream.adjust import (
-    DPAdjuster,
-    DualRouter,
-    GRAdjuster,
-    PairModel,
-    SelectionRefused,
-    select_dp,
-    select_gr,
-    select_ra,
-    select_si,
-)
+from strategies.ps2stream.adjust import DPAdjuster, GRAdjuster
+from strategies.ps2stream.load_model import PairModel
+from strategies.ps2stream.selection import SelectionRefused, select_dp, select_gr, select_ra, select_si
+from strategies.routers.dual import DualRouter
 from harness.core.grid import UniformGrid
 from tests.streams import events_from_lists, item_events, random_stream
 

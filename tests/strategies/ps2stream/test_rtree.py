@@ -10,7 +10,8 @@ import pytest
 from harness.core.events import INSERT, OBJECT
 from strategies.base import FitContext, route_stream
 from strategies.load import unit_load
-from strategies.ps2stream.rtree import RTreeStrategy, route_points_str, route_rects_str, str_tiles, tile_regions
+from strategies.ps2stream.rtree import RTreeStrategy, str_tiles
+from strategies.routers.rtree import route_points_str, route_rects_str, tile_regions
 from tests.streams import random_stream
 
 EXTENT = (0.0, 0.0, 100.0, 100.0)

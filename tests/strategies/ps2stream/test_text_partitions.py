@@ -13,7 +13,7 @@ from harness.families.range.oracle import oracle_keys
 from strategies import registry
 from strategies.base import FitContext, route_stream
 from strategies.load import sample_parts, term_loads
-from strategies.ps2stream.text_frequency import TermMapRouter
+from strategies.routers.termmap import TermMapRouter
 from strategies.ps2stream.text_hypergraph import build_hypergraph, hypergraph_partition
 from strategies.ps2stream.textpart import dedup_sets, sample_items, water_level
 from strategies.ps2stream.text_metric import metric_partition, term_work
