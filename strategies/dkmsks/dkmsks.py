@@ -10,7 +10,8 @@ until there are gamma1 * m subsets. Algorithm 3 then deals the subscriptions out
 by cost descending and members by cost descending, each to the least loaded worker, so that
 neighbours with similar keywords land on different workers. A later subscription s_n takes the
 subset S* whose R overlaps its own region most (Eq. 7), costs Eq. 5 under that R*, and goes
-online to argmin C(w) (strategies/dkm_cost.py). Objects are broadcast to every worker.
+online to argmin C(w) (strategies/routers/subscription_table.py). Objects are broadcast to every
+worker.
 
 Decisions (the paper leaves them open; see docs/decisions.md): C(s) is recomputed with the
 R of the subset s is in, for every candidate child; the space r of a Hybrid child is its parent's
@@ -27,19 +28,11 @@ import numpy as np
 
 from harness.core.events import Events, csr_take
 from strategies.base import FitContext, Router, Strategy
-from strategies.dkmsks.cost import (
-    ObjectStats,
-    RegionIndex,
-    RegionTerms,
-    SubscriptionTableRouter,
-    assign_members,
-    eq5_numerators,
-    finish,
-    locations,
-    partition_subsets,
-    regions,
-    sample_state,
-)
+from strategies.dkmsks.cost import eq5_numerators
+from strategies.dkmsks.counts import ObjectStats
+from strategies.dkmsks.partition import assign_members, partition_subsets
+from strategies.dkmsks.regions import RegionIndex, RegionTerms, locations, regions
+from strategies.routers.subscription_table import SubscriptionTableRouter, finish, sample_state
 from strategies.load import sample_parts
 
 DESCRIBE_SUBSETS = 2000  # subsets listed by describe() (the costliest), for plots

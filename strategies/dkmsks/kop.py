@@ -5,8 +5,9 @@ A subscription costs Eq. (1), C(s) = sum over its keywords of P(lambda) = |O_lam
 (O_init = the sample's objects): the expected number of its keywords a new object holds, space
 ignored. Algorithm 1 (Graham's LPT over the individual subscriptions, cost descending, ties to
 the lowest worker id) places the sample's subscriptions; later ones go online to argmin C(w)
-with the same Eq. (1) cost, and a deletion subtracts its cost (strategies/dkm_cost.py). Objects
-are broadcast to every worker, so no pair can be missed whatever the keyword operator.
+with the same Eq. (1) cost, and a deletion subtracts its cost
+(strategies/routers/subscription_table.py). Objects are broadcast to every worker, so no pair can
+be missed whatever the keyword operator.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import numpy as np
 from harness.core.events import Events, csr_take
 from harness.core import allocate
 from strategies.base import FitContext, Router, Strategy
-from strategies.dkmsks.cost import SubscriptionTableRouter, eq1_numerators, finish, sample_state
+from strategies.dkmsks.cost import eq1_numerators
+from strategies.routers.subscription_table import SubscriptionTableRouter, finish, sample_state
 from strategies.load import sample_parts
 
 

@@ -26,16 +26,10 @@ import numpy as np
 from harness.core.events import Events
 from harness.core import allocate
 from strategies.base import FitContext, Router, Strategy
-from strategies.dkmsks.cost import (
-    MAX_DEPTH,
-    ObjectStats,
-    SubscriptionTableRouter,
-    _quadrants,
-    finish,
-    locations,
-    regions,
-    sample_state,
-)
+from strategies.dkmsks.counts import ObjectStats
+from strategies.dkmsks.partition import MAX_DEPTH, quadrants
+from strategies.dkmsks.regions import locations, regions
+from strategies.routers.subscription_table import SubscriptionTableRouter, finish, sample_state
 from strategies.load import sample_parts
 
 
@@ -100,7 +94,7 @@ def quadtree_subspaces(stats: ObjectStats, cx, cy, rects, space, n_target: int):
         _, _, (mem, box, _, depth) = heapq.heappop(heap)
         mid_x, mid_y = (box[0] + box[2]) / 2.0, (box[1] + box[3]) / 2.0
         quad = (cy[mem] >= mid_y).astype(np.int64) * 2 + (cx[mem] >= mid_x)
-        quads = _quadrants(box[None, :])[0]
+        quads = quadrants(box[None, :])[0]
         kids = [node(mem[quad == q], quads[q], depth + 1) for q in np.unique(quad)]
         for nd, c in zip(kids, cost(kids)):
             push(nd, c)

@@ -1,5 +1,5 @@
-"""DkM-SKS, KOP and SOP (strategies/dkm_cost.py, dkmsks.py, kop.py, sop.py): the cost formulas
-against hand-computed values, Algorithms 2 and 3 on tiny cases, Eq. (7), and the routing
+"""DkM-SKS, KOP and SOP (strategies/dkmsks/, strategies/routers/subscription_table.py): the cost
+formulas against hand-computed values, Algorithms 2 and 3 on tiny cases, Eq. (7), and the routing
 contract (objects broadcast, each subscription on exactly one worker, deletions follow insertions)."""
 
 from __future__ import annotations
@@ -13,17 +13,10 @@ from harness.core.events import AND, DELETE, INSERT, OBJECT, RANGE, Events
 from harness.core import allocate
 from strategies import registry
 from strategies.base import FitContext, route_stream
-from strategies.dkmsks.cost import (
-    ObjectStats,
-    RegionIndex,
-    RegionTerms,
-    SubsetPartition,
-    assign_members,
-    eq1_numerators,
-    eq5_numerators,
-    eq6_numerators,
-    partition_subsets,
-)
+from strategies.dkmsks.cost import eq1_numerators, eq5_numerators, eq6_numerators
+from strategies.dkmsks.counts import ObjectStats
+from strategies.dkmsks.partition import SubsetPartition, assign_members, partition_subsets
+from strategies.dkmsks.regions import RegionIndex, RegionTerms
 from tests.streams import random_stream
 
 NAMES = ["dkmsks", "kop", "sop"]
