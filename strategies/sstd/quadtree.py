@@ -6,7 +6,7 @@ Same statistics J, cost model (Eq. 1-2), heap order, theta and Karmarkar-Karp al
 
 from __future__ import annotations
 
-from strategies.sstd.qttree import QTTreeStrategy
+from strategies.sstd.qttree.strategy import QTTreeStrategy
 
 
 class QuadtreeStrategy(QTTreeStrategy):

@@ -8,7 +8,7 @@ to every leaf, since its routers never check keywords; see docs/decisions.md).
 
 from __future__ import annotations
 
-from strategies.sstd.qttree import QTTreeStrategy
+from strategies.sstd.qttree.strategy import QTTreeStrategy
 
 
 class TextOnlyStrategy(QTTreeStrategy):

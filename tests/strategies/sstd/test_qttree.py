@@ -1,5 +1,5 @@
-"""SSTD's QT-tree, its two ablations and the Karmarkar-Karp allocation (strategies/qttree.py,
-quadtree.py, text_only.py, allocate.py). The oracle and routing-invariant tests every strategy
+"""SSTD's QT-tree, its two ablations and the Karmarkar-Karp allocation (strategies/sstd/qttree/,
+quadtree.py, text_only.py, harness/core/allocate.py). The oracle and routing-invariant tests every strategy
 gets are in test_strategies.py; these check what is specific to the QT-tree."""
 
 from __future__ import annotations
@@ -25,17 +25,12 @@ from harness.core import allocate
 from strategies import registry
 from strategies.base import FitContext, route_stream
 from harness.core.allocate import karmarkar_karp, makespan
-from strategies.sstd.qttree import (
-    LEAF,
-    SPATIAL,
-    TEXT,
-    CostModel,
-    QTTreeBuilder,
-    QTTreeStrategy,
-    QueryStats,
-    _polyval,
-    to_router,
-)
+from strategies.sstd.qttree.assemble import to_router
+from strategies.sstd.qttree.builder import QTTreeBuilder
+from strategies.sstd.qttree.cost import CostModel, _polyval
+from strategies.sstd.qttree.route import LEAF, SPATIAL, TEXT
+from strategies.sstd.qttree.stats import QueryStats
+from strategies.sstd.qttree.strategy import QTTreeStrategy
 from strategies.sstd.quadtree import QuadtreeStrategy
 from strategies.sstd.text_only import TextOnlyStrategy
 
@@ -293,7 +288,7 @@ def test_a_full_output_buffer_grows_without_changing_the_pairs(name, monkeypatch
     ev = clustered_stream(8, n_objects=600, n_queries=200)
     router = fit(registry.get(name), ev.take(np.arange(len(ev) // 3)), n_workers=5, theta=16)
     roomy = router.route(ev)
-    monkeypatch.setattr("strategies.sstd.qttree.LAZY_PAIRS", 7)
+    monkeypatch.setattr("strategies.sstd.qttree.router.LAZY_PAIRS", 7)
     tight = router.route(ev)
     assert len(roomy[0]) > 7 * 8  # the tight buffer had to grow several times
     for a, b in zip(roomy, tight):

@@ -1,5 +1,5 @@
-"""SSTD's load balancing (strategies/sstd_balance.py) and the QT-tree's migration units
-(strategies/qttree.py): leaves as units, rebuilding a tree from its term maps, FM's assignment
+"""SSTD's load balancing (strategies/sstd/balance.py, reallocation.py, fgtree.py) and the QT-tree's
+migration units (strategies/sstd/qttree/): leaves as units, rebuilding a tree from its term maps, FM's assignment
 against brute force, PM's two workers, FG's split/merge loop (Eq. 3, exact leaf contents), the
 PM -> FM -> FG escalation, and end-to-end runs in the in-process simulator."""
 
@@ -22,20 +22,13 @@ from strategies import registry
 from strategies.adjust_base import UNIT_COLUMNS, EpochStats, get_adjuster
 from strategies.base import FitContext, route_stream
 from harness.core.allocate import karmarkar_karp, subset_loads
-from strategies.sstd.qttree import (
-    LEAF,
-    SPATIAL,
-    TEXT,
-    CostModel,
-    QueryStats,
-    assemble,
-    to_router,
-)
-from strategies.sstd.balance import (
-    FGAdjuster,
-    FGTree,
-    FMAdjuster,
-    PMAdjuster,
+from strategies.sstd.balance import FGAdjuster, FMAdjuster, PMAdjuster
+from strategies.sstd.fgtree import FGTree
+from strategies.sstd.qttree.assemble import assemble, to_router
+from strategies.sstd.qttree.cost import CostModel
+from strategies.sstd.qttree.route import LEAF, SPATIAL, TEXT
+from strategies.sstd.qttree.stats import QueryStats
+from strategies.sstd.reallocation import (
     assign_subsets,
     fm_owner,
     imbalance,

@@ -1,0 +1,147 @@
+"""The query distribution statistics J of SSTD's QT-tree (Section 4.1): a quadtree over the sample
+built lazily. A cell holds the sample queries overlapping it (p = count / all queries of the
+family), the objects inside it (E_obj), and the routing-keyword distribution M of its queries.
+
+Decisions (docs/decisions.md):
+- J is never materialised beyond the cells the tree visits; a J cell is the QT node's own region.
+- E_{P,O} = mean query lifetime x objects per time unit; the lifetime of a sample query is its
+  insert-to-delete time, or insert-to-end-of-sample if not deleted there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.core.events import (
+    DELETE,
+    FAMILY_NAMES,
+    INSERT,
+    OBJECT,
+    RANGE,
+    SNAPSHOT,
+    Events,
+    csr_take,
+)
+from strategies.load import routing_terms
+
+
+@dataclass
+class StatsCell:
+    """One cell of J: its region and the sample queries/objects it holds (positions, not rows)."""
+
+    key: tuple[int, int, int]  # depth, ix, iy
+    region: tuple[float, float, float, float]
+    queries: np.ndarray  # range queries overlapping the cell
+    objects: np.ndarray  # objects inside the cell (routing rule: x >= mid goes right)
+    n_entries: int  # routing keywords of those queries: M's normaliser
+
+    @property
+    def mid(self) -> tuple[float, float]:
+        x0, y0, x1, y1 = self.region
+        return (x0 + x1) * 0.5, (y0 + y1) * 0.5
+
+
+class QueryStats:
+    """J over the fitting sample: a quadtree of query distribution statistics, built on demand.
+
+    The root covers the extent and holds every sample query and object (even those outside it);
+    a child keeps its parent's queries whose rectangle reaches its quadrant and objects whose point
+    falls in it, by the same comparisons the router makes, so J cells and QT nodes agree exactly.
+    """
+
+    def __init__(self, sample: Events, extent):
+        self.sample = sample
+        self.objs = np.flatnonzero(sample.kind == OBJECT)
+        is_query = (sample.kind == INSERT) | (sample.kind == SNAPSHOT)
+        fam = sample.family[is_query]
+        self.family_counts = {FAMILY_NAMES.get(int(f), str(int(f))): int(c) for f, c in zip(*np.unique(fam, return_counts=True))}
+        self.qs = np.flatnonzero((sample.kind == INSERT) & (sample.family == RANGE))
+        self.ox = sample.x[self.objs].astype(np.float64)
+        self.oy = sample.y[self.objs].astype(np.float64)
+        self.o_off, self.o_val = csr_take(sample.offsets, sample.values, self.objs)
+        self.rect = np.stack([sample.xmin[self.qs], sample.ymin[self.qs], sample.xmax[self.qs], sample.ymax[self.qs]], 1).astype(np.float64)
+        # Routing entries (query position, term): the least frequent keyword of an AND query, every
+        # keyword of an OR query; sorted by query so a query's entries are contiguous.
+        e_rows, e_terms = routing_terms(sample, self.qs)
+        keep = e_terms >= 0  # a query without keywords has no routing keyword (and matches nothing)
+        e_rows, e_terms = e_rows[keep], e_terms[keep]
+        e_q = np.searchsorted(self.qs, e_rows)
+        order = np.argsort(e_q, kind="stable")
+        self.e_q, self.e_t = e_q[order].astype(np.int64), e_terms[order].astype(np.int64)
+        self.e_count = np.bincount(self.e_q, minlength=len(self.qs)).astype(np.int64)
+        self.e_off = np.concatenate([[0], np.cumsum(self.e_count)]).astype(np.int64)
+        self.n_queries = len(self.qs)
+        self.lifetime_rate = self._lifetime_rate(sample)
+        self.pr_route_len = self._route_len_distribution()
+        root = StatsCell((0, 0, 0), tuple(float(v) for v in extent), np.arange(self.n_queries), np.arange(len(self.objs)),
+                         len(self.e_q))
+        self.cells: dict[tuple[int, int, int], StatsCell] = {root.key: root}
+
+    def _lifetime_rate(self, sample: Events) -> float:
+        """mean lifetime / sample span: turns a sample object count into E_{P,O} (Eq. for CRQ)."""
+        if len(sample) == 0 or self.n_queries == 0:
+            return 1.0
+        t0, t1 = float(sample.ts.min()), float(sample.ts.max())
+        if t1 <= t0:
+            return 1.0
+        dels = np.flatnonzero((sample.kind == DELETE) & (sample.family == RANGE))
+        end = np.full(self.n_queries, t1)
+        if len(dels):
+            ids = sample.id[dels]
+            order = np.argsort(ids, kind="stable")
+            ids, dts = ids[order], sample.ts[dels][order]
+            q_ids = sample.id[self.qs]
+            pos = np.clip(np.searchsorted(ids, q_ids), 0, len(ids) - 1)
+            hit = ids[pos] == q_ids
+            end[hit] = dts[pos[hit]]
+        life = np.maximum(end - sample.ts[self.qs], 0.0)
+        return float(life.mean() / (t1 - t0))
+
+    def _route_len_distribution(self) -> np.ndarray:
+        """Pr(l), l = number of routing keywords of a range query (1 for AND, |q.phi| for OR);
+        global, like the paper's Pr(|q.phi| = l) (it does not say per cell)."""
+        if self.n_queries == 0:
+            return np.array([0.0, 1.0])
+        return np.bincount(self.e_count).astype(np.float64) / self.n_queries
+
+    def cell(self, key: tuple[int, int, int]) -> StatsCell:
+        if key not in self.cells:
+            depth, ix, iy = key
+            self.children((depth - 1, ix >> 1, iy >> 1))
+        return self.cells[key]
+
+    def children(self, key: tuple[int, int, int]) -> list[StatsCell]:
+        """The four child cells in routing order: SW, SE, NW, NE (index = 2 * north + east)."""
+        depth, ix, iy = key
+        keys = [(depth + 1, 2 * ix + (c & 1), 2 * iy + (c >> 1)) for c in range(4)]
+        if keys[0] not in self.cells:
+            parent = self.cell(key)
+            mx, my = parent.mid
+            x0, y0, x1, y1 = parent.region
+            q, o = parent.queries, parent.objects
+            qx = (self.rect[q, 0] < mx, self.rect[q, 2] >= mx)
+            qy = (self.rect[q, 1] < my, self.rect[q, 3] >= my)
+            quad = (self.oy[o] >= my) * 2 + (self.ox[o] >= mx)
+            xs, ys = ((x0, mx), (mx, x1)), ((y0, my), (my, y1))
+            for c, k in enumerate(keys):
+                qq = q[qx[c & 1] & qy[c >> 1]]
+                region = (xs[c & 1][0], ys[c >> 1][0], xs[c & 1][1], ys[c >> 1][1])
+                self.cells[k] = StatsCell(k, region, qq, o[quad == c], int(self.e_count[qq].sum()))
+        return [self.cells[k] for k in keys]
+
+    def keyword_distribution(self, key) -> tuple[np.ndarray, np.ndarray]:
+        """M of a cell: (terms, probabilities) of the routing keywords of its queries."""
+        c = self.cell(key)
+        ent = _entries_of(c.queries, self.e_off)
+        terms, counts = np.unique(self.e_t[ent], return_counts=True)
+        return terms, counts / max(len(ent), 1)
+
+
+def _entries_of(queries: np.ndarray, e_off: np.ndarray) -> np.ndarray:
+    """Entry indices of a set of queries (their contiguous CSR ranges, concatenated)."""
+    lengths = e_off[queries + 1] - e_off[queries]
+    total = int(lengths.sum())
+    starts = np.repeat(e_off[queries] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    return starts + np.arange(total, dtype=np.int64)
