@@ -4,7 +4,7 @@ cell -> term -> list of query ids, a deleted-id set (lazy deletion), and per-eve
 an insertion posts the query in every cell its rectangle overlaps (AND: under its least frequent
 keyword, i.e. the largest term id; OR: under each keyword), a deletion marks the id, an object
 probes its cell under each of its terms and verifies rectangle and keywords. Independent of
-harness/workers/gi2.py on purpose (own cell arithmetic, sets instead of sorted-run merges).
+harness/families/range/gi2.py on purpose (own cell arithmetic, sets instead of sorted-run merges).
 """
 
 from __future__ import annotations

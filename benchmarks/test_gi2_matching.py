@@ -15,7 +15,7 @@ import shapely
 from bench_data import object_events
 from conftest import cpu_timer
 from harness.core.events import AND, csr_take, pair_keys, sorted_unique, unpack_keys
-from harness.families.base import IndexContext
+from harness.families.base import IndexContext, StateBundle
 from harness.families.range.gi2 import GI2Index
 
 SIZES = {"100k": 100_000, "1M": 1_000_000}
@@ -49,7 +49,7 @@ def test_gi2_matching(benchmark, label, dataset, query_pool, scale, record):
     vocab = len(df)
 
     index = GI2Index(IndexContext(tuple(extent), vocab))
-    restore_s = index.restore(queries)
+    restore_s = index.restore(StateBundle(queries=queries))
     index.process(objects.take(np.arange(10)))  # numba warm-up
     outs = []
 
@@ -70,9 +70,9 @@ def test_gi2_matching(benchmark, label, dataset, query_pool, scale, record):
                                                                  queries.xmax, queries.ymax)), rounds=1)
     base_s, base_keys = cpu_timer(lambda: strtree_match(tree, queries, sub, vocab), rounds=2)
 
-    gi2_keys = sorted_unique(out.keys)
+    gi2_keys = sorted_unique(out.results)
     _, oids = unpack_keys(gi2_keys)
-    assert len(out.keys) == len(gi2_keys), "GI2 reported a pair twice"
+    assert len(out.results) == len(gi2_keys), "GI2 reported a pair twice"
     assert np.array_equal(gi2_keys[oids < n_sub], sorted_unique(base_keys)), "GI2 and STRtree+numpy disagree"
 
     base = f"gi2@{label}/strtree_numpy"

@@ -18,7 +18,8 @@ import pytest
 
 from bench_data import object_events
 from conftest import cpu_timer
-from datasets.workloads import WorkloadConfig, build_workload
+from datasets.workloads.config import WorkloadConfig
+from datasets.workloads.range import build_workload
 from harness.core.events import INSERT, OBJECT
 from strategies import registry
 from strategies.base import FitContext, route_stream

@@ -14,7 +14,7 @@ import numpy as np
 from bench_data import object_events
 from conftest import cpu_timer
 from harness.core.events import DELETE, RANGE, Events, sorted_unique, unpack_keys
-from harness.families.base import IndexContext
+from harness.families.base import IndexContext, StateBundle
 from harness.families.range.gi2 import GI2Index
 from naive_gi2 import NaiveGI2
 
@@ -54,12 +54,12 @@ def test_worker_stream(benchmark, dataset, query_pool, scale, record):
 
     index = GI2Index(ctx)
     warm = GI2Index(ctx)
-    warm.restore(state.take(np.arange(1000)))
+    warm.restore(StateBundle(queries=state.take(np.arange(1000))))
     warm.process(stream.take(np.arange(200)))  # numba warm-up
     outs, restores = [], []
 
     def setup():
-        restores.append(index.restore(state))
+        restores.append(index.restore(StateBundle(queries=state)))
         return (), {}
 
     def run():
@@ -68,7 +68,7 @@ def test_worker_stream(benchmark, dataset, query_pool, scale, record):
     benchmark.pedantic(run, setup=setup, rounds=2, iterations=1)
     busy = min(o.busy_s for o in outs)
     out = outs[-1]
-    assert len(out.keys) == len(sorted_unique(out.keys)), "GI2 reported a pair twice"
+    assert len(out.results) == len(sorted_unique(out.results)), "GI2 reported a pair twice"
     assert out.counters["orphan_deletes"] == 0
 
     # naive baseline on a prefix, against the same restored queries
@@ -77,8 +77,8 @@ def test_worker_stream(benchmark, dataset, query_pool, scale, record):
     prefix = stream.take(np.arange(min(scale["naive_prefix"], len(stream))))
     naive_s, naive_keys = cpu_timer(lambda: naive.run(prefix), rounds=1)
     prefix_oids = prefix.id[prefix.kind == 0]
-    _, oids = unpack_keys(out.keys)
-    gi2_prefix = sorted_unique(out.keys[np.isin(oids, prefix_oids)])
+    _, oids = unpack_keys(out.results)
+    gi2_prefix = sorted_unique(out.results[np.isin(oids, prefix_oids)])
     assert np.array_equal(gi2_prefix, sorted_unique(naive_keys)), "GI2 and the naive index disagree"
 
     c = out.counters

@@ -7,7 +7,7 @@ where each event is stored or matched, `Router.unit_owner()` the worker of each 
 `Router.with_unit_owner(owner)` a copy with units reassigned. The routing of an event is then
 exactly the owners of its units. A plan names units of the *new* router.
 
-The harness (harness/migration.py) checks a plan before anything moves: no unit on two workers,
+The harness (harness/engine/migration.py) checks a plan before anything moves: no unit on two workers,
 workers in range, every live subscription placed somewhere, and every subscription that lands on
 a worker which did not hold it belongs to a unit the plan declares as moving there. Then it
 re-routes the workers' stored subscriptions under the new router (a Spark job), which is what
@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from harness.core.events import Events
-from strategies.base import FitContext, ParamsMixin, Router
+from harness.core.params import ParamsMixin
+from strategies.base import FitContext, Router
 
 # Columns of EpochStats.units: one row per (unit, worker) that saw objects or stores queries.
 UNIT_COLUMNS = ("unit", "worker", "objects", "updates", "queries_start", "queries_end", "queries", "query_bytes",
@@ -40,7 +41,7 @@ class EpochStats:
     cell load of Definition 3 plus the Definition 1 per-event terms, every c = 1); `checks` the
     work of the unit's objects (1 + candidate checks each, the index's per-object work); `busy_s` the worker's measured busy time apportioned
     to its units by checks; `query_bytes` the size of the unit's stored subscriptions (S_g).
-    workers: the per-worker table of harness/metrics.py for this epoch (worker, objects, inserts,
+    workers: the per-worker table of harness/report/metrics.py for this epoch (worker, objects, inserts,
     deletes, updates, candidates, results, busy_s, restored, load, ...).
     recent: the epoch's events (a recent sample for repartitioning).
     live: the subscriptions alive at the epoch's end (their insert events).

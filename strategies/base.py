@@ -9,12 +9,14 @@ router for range subscriptions never has to assume that every query is a rectang
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from harness.core.events import FAMILY_NAMES, INSERT, OBJECT, Events
+from harness.core.params import ParamsMixin
+from harness.families import registry as families
 
 
 FAMILY_LOW = -128  # the family column is int8: codes are counted from here (a bincount, not a sort)
@@ -44,13 +46,28 @@ def empty_pairs() -> Pairs:
     return np.zeros(0, np.int64), np.zeros(0, np.int64)
 
 
-class Router(ABC):
-    """Routes events to workers. Subclasses implement objects and the families they support."""
+_ROUTED: dict[type, frozenset[str]] = {}
 
-    families: frozenset[str] = frozenset()
+
+def routed_families(cls: type) -> frozenset[str]:
+    """The query families a router class routes: those it has a `route_<family>` method for."""
+    if cls not in _ROUTED:
+        _ROUTED[cls] = frozenset(n[len("route_"):] for n in dir(cls)
+                                 if n.startswith("route_") and n not in ("route_objects", "route_queries")
+                                 and callable(getattr(cls, n)))
+    return _ROUTED[cls]
+
+
+class Router(ABC):
+    """Routes events to workers. Subclasses implement `route_objects` and a `route_<family>` per
+    query family they route; what a router routes is what it implements, nothing to declare."""
 
     def __init__(self, n_workers: int):
         self.n_workers = int(n_workers)
+
+    @property
+    def families(self) -> frozenset[str]:
+        return routed_families(type(self))
 
     def observe_inserts(self, ev: Events, rows: np.ndarray) -> None:
         """Called on the driver with an epoch's query insertions (`rows` in seq order) before the
@@ -58,6 +75,12 @@ class Router(ABC):
         term maps that assign new terms) records here the seq at which each entry appeared, and
         routes an event on the entries older than its own seq: exact per-event semantics whatever
         Spark partition the event lands in. Default: the routing state is fixed by `fit`."""
+
+    def observe_feedback(self, family: str, table) -> None:
+        """Called on the driver between epochs with a family merger's per-query feedback (a table
+        with `qid` and `value`: a kNN radius, a top-k threshold) before the next epoch is
+        dispatched; the router is broadcast afterwards, so workers can read what it keeps.
+        Default: feedback changes nothing."""
 
     def route(self, ev: Events) -> Pairs:
         """All events of a batch; every query kind (insert, delete, snapshot) routes alike."""
@@ -96,7 +119,7 @@ class Router(ABC):
         present = []
         codes = np.flatnonzero(np.bincount(fam.astype(np.int64) - FAMILY_LOW)) + FAMILY_LOW if len(fam) else []
         for code in codes:
-            name = FAMILY_NAMES.get(int(code), str(code))
+            name = FAMILY_NAMES.get(int(code)) or families.name_of(int(code))
             if name not in self.families:
                 raise UnsupportedFamilyError(
                     f"{type(self).__name__} cannot route {name!r} queries; it supports {sorted(self.families)}"
@@ -137,37 +160,20 @@ class Router(ABC):
         return int(sum(v.nbytes for v in vars(self).values() if isinstance(v, np.ndarray)))
 
 
+def routes(cls: type["Strategy"], family: str) -> bool:
+    """Whether the strategy routes `family` exactly: natively or as the family it routes like."""
+    return families.routable(family, cls.families)
+
+
 def route_stream(router: Router, ev: Events) -> Pairs:
     """Route a whole stream in-process as the pipeline does: observe its insertions, then route."""
     router.observe_inserts(ev, np.flatnonzero(ev.kind == INSERT))
     return router.route(ev)
 
 
-class ParamsMixin:
-    """A `Params` dataclass built from a dict, rejecting unknown keys with the valid ones listed
-    (strategies and adjusters alike)."""
-
-    kind: ClassVar[str] = "strategy"
-    name: ClassVar[str]
-
-    @dataclass
-    class Params:
-        pass
-
-    @classmethod
-    def make_params(cls, params: dict[str, Any] | None) -> Any:
-        params = dict(params or {})
-        valid = {f.name for f in fields(cls.Params)}
-        unknown = sorted(set(params) - valid)
-        if unknown:
-            raise ValueError(
-                f"{cls.kind} {cls.name!r}: unknown parameter(s) {unknown}; valid parameters: {sorted(valid) or 'none'}"
-            )
-        return cls.Params(**params)
-
-
 class Strategy(ParamsMixin, ABC):
-    """One partitioning strategy. Subclasses set `name`, `families` and a `Params` dataclass."""
+    """One partitioning strategy. Subclasses set `name`, `families` (the query families its
+    router routes natively: the one place this is declared) and a `Params` dataclass."""
 
     name: ClassVar[str]
     families: ClassVar[frozenset[str]] = frozenset({"range"})

@@ -50,5 +50,8 @@ def get(name: str) -> type[Strategy]:
 
 
 def supporting(family: str) -> list[str]:
-    """Names of the strategies that route the given query family."""
-    return [n for n, cls in _discover().items() if family in cls.families]
+    """Names of the strategies that route the given query family (natively, or as the family it
+    routes like)."""
+    from strategies.base import routes
+
+    return [n for n, cls in _discover().items() if routes(cls, family)]

@@ -18,12 +18,15 @@ import pyarrow as pa
 OBJECT, INSERT, DELETE, SNAPSHOT = 0, 1, 2, 3
 KIND_NAMES = {OBJECT: "object", INSERT: "insert", DELETE: "delete", SNAPSHOT: "snapshot"}
 
-# query family (DESIGN.md, query families); objects carry -1
-RANGE, KNN, TOPK, SNAPSHOT_QUERY = 0, 1, 2, 3
-FAMILY_NAMES = {RANGE: "range", KNN: "knn", TOPK: "topk", SNAPSHOT_QUERY: "snapshot"}
+# Query family: the predicate or ranking (DESIGN.md, query families); objects carry -1. The kind
+# above is the lifetime (insert/delete: continuous, snapshot: one-shot), an independent axis:
+# SSTD's SRQ is (range, snapshot), its CKQ (knn, insert), its STQ (terms, snapshot). These are
+# the built-in families' codes; a plugin family declares its own code (harness.families.registry).
+RANGE, KNN, TOPK, TERMS = 0, 1, 2, 3
+FAMILY_NAMES = {RANGE: "range", KNN: "knn", TOPK: "topk", TERMS: "terms"}
 FAMILY_IDS = {v: k for k, v in FAMILY_NAMES.items()}
 
-# keyword operator of a range subscription
+# keyword operator of a subscription (range; kNN: OR as DkM-SKS, AND as SSTD's CKQ)
 AND, OR = 0, 1
 
 EVENT_FIELDS = [
@@ -39,13 +42,19 @@ EVENT_FIELDS = [
     ("xmax", pa.float64()),
     ("ymax", pa.float64()),
     ("terms", pa.list_(pa.int32())),  # term ids, sorted ascending, distinct
-    ("op", pa.int8()),  # AND / OR for range subscriptions
-    ("k", pa.int32()),  # kNN / top-k result size
+    ("op", pa.int8()),  # AND / OR of a query's keywords
+    ("k", pa.int32()),  # kNN / top-k / top-k terms result size
     ("alpha", pa.float32()),  # top-k spatial weight
+    ("tau", pa.float64()),  # snapshot look-back, or a continuous query's lifetime (seconds; NaN: none)
+    ("win", pa.float64()),  # continuous top-k terms (CTQ): window T (seconds; NaN when unused)
+    ("step", pa.float64()),  # CTQ: report period delta (seconds; NaN when unused)
 ]
 EVENT_SCHEMA = pa.schema(EVENT_FIELDS)
 NUMERIC_FIELDS = [name for name, _ in EVENT_FIELDS if name != "terms"]
 NUMPY_DTYPES = {name: t.to_pandas_dtype() for name, t in EVENT_FIELDS if name != "terms"}
+# what a column holds for an event that does not use it
+BLANK = {**{name: 0 for name in NUMERIC_FIELDS}, "family": -1, "xmin": np.nan, "ymin": np.nan, "xmax": np.nan,
+         "ymax": np.nan, "tau": np.nan, "win": np.nan, "step": np.nan}
 
 # Objects of a prepared dataset (before they become events).
 OBJECT_SCHEMA = pa.schema(
@@ -102,6 +111,13 @@ class Events:
     offsets: np.ndarray
     values: np.ndarray
 
+    def __post_init__(self):
+        if len(self.cols) < len(NUMERIC_FIELDS):  # a builder that does not use a column leaves it blank
+            n = len(self.offsets) - 1
+            for name in NUMERIC_FIELDS:
+                if name not in self.cols:
+                    self.cols[name] = np.full(n, BLANK[name], NUMPY_DTYPES[name])
+
     def __len__(self) -> int:
         return len(self.cols["seq"])
 
@@ -114,7 +130,10 @@ class Events:
     @classmethod
     def from_arrow(cls, data: pa.RecordBatch | pa.Table) -> "Events":
         cols = {}
+        names = set(data.schema.names)
         for name in NUMERIC_FIELDS:
+            if name not in names:  # written before the column existed: blank
+                continue
             col = data.column(name)
             if isinstance(col, pa.ChunkedArray):
                 col = col.combine_chunks()

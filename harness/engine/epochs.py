@@ -71,11 +71,13 @@ def plan_step(adjuster: Adjuster, router, stats: EpochStats) -> Step:
 
 
 def epoch_row(epoch: int, n_events: int, worker_stats: dict[int, dict], route_s: float, n_dispatchers: int,
-              n_workers: int, unit_tables: list[pa.Table] | None = None) -> dict:
-    """Per-epoch series: throughput (events / bottleneck, the migration stall included) and balance."""
+              n_workers: int, unit_tables: list[pa.Table] | None = None, observe_s: float = 0.0) -> dict:
+    """Per-epoch series: throughput (events / bottleneck, the migration stall included) and balance.
+    A dispatcher's time is its share of the routing plus the whole routing-state upkeep
+    (`observe_s`): every dispatcher keeps its own copy of the routing state current."""
     table = workers_frame(worker_stats, n_workers)
     busy = (table["busy_s"] + table["pause_s"]).to_numpy()
-    bottleneck = max(route_s / n_dispatchers, float(busy.max()) if len(busy) else 0.0, 1e-12)
+    bottleneck = max(route_s / n_dispatchers + observe_s, float(busy.max()) if len(busy) else 0.0, 1e-12)
     loads = table["load"].to_numpy()
     row = {
         "epoch": epoch, "events": n_events, "throughput_eps": n_events / bottleneck,

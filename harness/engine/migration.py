@@ -6,10 +6,12 @@ its own router, a live subscription the new router would place nowhere (lost), a
 subscription that would land on a worker that did not hold it without the plan declaring its
 unit as moving there (an undeclared move).
 
-The move itself is per worker, in two steps that run as Spark tasks (`migrate_state`) or in
-process (harness/simulate.py): `split_state` re-routes a worker's stored subscriptions under the
-new router and cuts them by destination; `gather_state` keeps what a worker already had, adds
-what arrives (each subscription once) and says what moved. Only the moving subscriptions are
+The move itself is per worker and family, in two steps that run as Spark tasks (`migrate_state`)
+or in process (harness/engine/inprocess.py): `split_bundle` re-routes a worker's stored
+subscriptions under the new router and cuts them by destination (the results a worker keeps for a
+subscription travel with it, stored objects go where the new router sends them); `gather_bundle`
+keeps what a worker already had, adds what arrives (each subscription and object once) and says
+what moved. Only the moving subscriptions are
 timed (serialising them out, de-serialising and indexing them in): that is the stall a
 migration causes on the workers involved (the latency model charges it there).
 """
@@ -23,10 +25,14 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
+import pyarrow.compute as pc
 
 from harness.core.events import DELETE, INSERT, Events
+from harness.engine.blocks import (BLOCK_SCHEMA, fresh_dir, from_ipc, one_row, read_bundle, spark_schema, to_ipc,
+                                   write_bundle)
 from harness.engine.monitor import row_bytes
+from harness.engine.worker import routing_view
+from harness.families.base import StateBundle
 from strategies.adjust_base import MigrationPlan
 
 
@@ -128,7 +134,7 @@ def validate_plan(plan: MigrationPlan, old_router, live: Events, n_workers: int)
     return Placement(old, new, moved)
 
 
-def split_state(state: Events, router, worker: int, old_router=None) -> tuple[dict[int, Events], float, int]:
+def split_state(state: Events, router, worker: int, old_router=None, codes=None) -> tuple[dict[int, Events], float, int]:
     """A worker's stored subscriptions by destination under `router`; the seconds spent cutting
     out the copies that leave (what the migration costs this worker) and how many leave.
 
@@ -139,10 +145,11 @@ def split_state(state: Events, router, worker: int, old_router=None) -> tuple[di
     if len(state) == 0:
         return {}, 0.0, 0
     rows = np.arange(len(state), dtype=np.int64)
-    r, w = router.route_queries(state, rows)
+    view = routing_view(state, codes)
+    r, w = router.route_queries(view, rows)
     stays = w == worker
     if old_router is not None:
-        ro, wo = old_router.route_queries(state, rows)
+        ro, wo = old_router.route_queries(view, rows)
         n = router.n_workers
         held = np.zeros(len(state) * n, bool)
         held[ro * n + wo] = True
@@ -167,76 +174,142 @@ def split_state(state: Events, router, worker: int, old_router=None) -> tuple[di
     return parts, out_s, leaving
 
 
+def _results_of(results: pa.Table | None, qids: np.ndarray) -> pa.Table | None:
+    if results is None or results.num_rows == 0:
+        return None
+    return results.filter(pc.is_in(results.column("qid"), value_set=pa.array(np.asarray(qids, np.int64))))
+
+
+def split_bundle(bundle: StateBundle, router, worker: int, old_router=None,
+                 codes=None) -> tuple[dict[int, StateBundle], float, int]:
+    """`split_state` for a worker's whole state of one family: its subscriptions by destination,
+    each with the results the worker keeps for it; its stored objects where the new router sends
+    them. Returns the parts by destination, the seconds spent on what leaves, and how many
+    subscriptions and objects leave."""
+    q_parts, out_s, leaving = split_state(bundle.queries, router, worker, old_router, codes)
+    parts = {dest: StateBundle(queries=q) for dest, q in q_parts.items()}
+    for dest, part in parts.items():
+        t0 = time.perf_counter()
+        part.results = _results_of(bundle.results, part.queries.id)
+        if dest != worker:
+            out_s += time.perf_counter() - t0
+    if len(bundle.objects):
+        r, w = router.route_objects(routing_view(bundle.objects, codes), np.arange(len(bundle.objects)))
+        for dest in np.unique(w).tolist():
+            t0 = time.perf_counter()
+            part = parts.setdefault(dest, StateBundle())
+            part.objects = bundle.objects.take(np.sort(r[w == dest]))
+            if dest != worker:
+                out_s += time.perf_counter() - t0
+                leaving += len(part.objects)
+    return parts, out_s, leaving
+
+
 @dataclass
 class Gathered:
-    state: Events  # the worker's subscriptions after the migration, in seq order
-    moved_in: int = 0
+    state: StateBundle  # the worker's state after the migration, subscriptions and objects in seq order
+    moved_in: int = 0  # subscriptions that arrived
     moved_bytes: int = 0
     index_s: float = 0.0  # indexing the arrivals (the destination's migration work)
     info: dict = field(default_factory=dict)
 
 
-def gather_state(worker: int, kept: Events | None, incoming: list[Events], index_factory) -> Gathered:
-    """A worker's state after a migration: what it kept plus each arriving subscription once."""
-    kept = kept if kept is not None else Events.empty()
-    arrivals = Events.concat(incoming) if incoming else Events.empty()
-    if len(arrivals):
-        _, first = np.unique(arrivals.id, return_index=True)
-        fresh = first[~np.isin(arrivals.id[first], kept.id)]
-        arrivals = arrivals.take(np.sort(fresh))
+def _fresh(kept: Events, arrivals: Events) -> Events:
+    """Each arriving event once, and none the worker already holds (by id)."""
+    if len(arrivals) == 0:
+        return arrivals
+    _, first = np.unique(arrivals.id, return_index=True)
+    fresh = first[~np.isin(arrivals.id[first], kept.id)]
+    return arrivals.take(np.sort(fresh))
+
+
+def _joined(kept: Events, arrivals: Events) -> Events:
+    if len(arrivals) == 0:
+        return kept
+    both = Events.concat([kept, arrivals])
+    return both.take(np.argsort(both.seq, kind="stable"))
+
+
+def gather_bundle(worker: int, kept: StateBundle | None, incoming: list[StateBundle], index_factory) -> Gathered:
+    """A worker's state of one family after a migration: what it kept plus each arriving
+    subscription (with its kept results) and object once."""
+    kept = kept if kept is not None else StateBundle()
+    queries = _fresh(kept.queries, Events.concat([b.queries for b in incoming]) if incoming else Events.empty())
+    objects = _fresh(kept.objects, Events.concat([b.objects for b in incoming]) if incoming else Events.empty())
+    tables = [b.results for b in incoming if b.results is not None and b.results.num_rows]
+    arriving_results = _results_of(pa.concat_tables(tables), queries.id) if tables else None
+    arrivals = StateBundle(queries, objects, arriving_results)
     index_s = index_factory().restore(arrivals) if len(arrivals) else 0.0
-    state = Events.concat([kept, arrivals]) if len(arrivals) else kept
-    if len(arrivals):
-        state = state.take(np.argsort(state.seq, kind="stable"))
-    return Gathered(state, len(arrivals), int(row_bytes(arrivals).sum()) if len(arrivals) else 0, index_s)
+    results = [t for t in (kept.results, arriving_results) if t is not None and t.num_rows]
+    state = StateBundle(_joined(kept.queries, queries), _joined(kept.objects, objects),
+                        pa.concat_tables(results) if results else None)
+    moved_bytes = int(row_bytes(queries).sum() + row_bytes(objects).sum()) if len(queries) + len(objects) else 0
+    moved_bytes += arriving_results.nbytes if arriving_results is not None else 0
+    return Gathered(state, len(queries), moved_bytes, index_s)
 
 
 # -- on Spark -----------------------------------------------------------------------------------
 
-def _split_task(batches, routers_bc, state_in: str):
-    from harness.engine.pipeline import BLOCK_SCHEMA, _read_state, _row, to_ipc
+def _bundle_blocks(bundle: StateBundle) -> dict[str, bytes]:
+    blocks = {}
+    if len(bundle.queries):
+        blocks["queries"] = to_ipc(bundle.queries.to_arrow())
+    if len(bundle.objects):
+        blocks["objects"] = to_ipc(bundle.objects.to_arrow())
+    if bundle.results is not None and bundle.results.num_rows:
+        blocks["results"] = to_ipc(bundle.results)
+    return blocks
 
+
+def _split_task(batches, routers_bc, state_in: str, codes_by_family: dict[int, object]):
     router, old_router = routers_bc.value
     for batch in batches:
         for w in batch.column("worker").to_numpy().tolist():
-            parts, out_s, leaving = split_state(_read_state(state_in, w), router, w, old_router)
-            for dest, part in parts.items():
-                t0 = time.perf_counter()
-                blob = to_ipc(part.to_arrow())
-                if dest != w:
-                    out_s += time.perf_counter() - t0
-                yield _row(BLOCK_SCHEMA, worker=dest, payload=blob, info=json.dumps({"src": w}))
-            yield _row(BLOCK_SCHEMA, worker=-1, info=json.dumps({"src": w, "out_s": out_s, "leaving": int(leaving)}))
+            out_s, leaving = 0.0, 0
+            for family, codes in codes_by_family.items():
+                parts, f_out_s, f_leaving = split_bundle(read_bundle(state_in, w, family), router, w, old_router, codes)
+                out_s += f_out_s
+                leaving += f_leaving
+                for dest, part in parts.items():
+                    t0 = time.perf_counter()
+                    blocks = _bundle_blocks(part)
+                    if dest != w:
+                        out_s += time.perf_counter() - t0
+                    for name, blob in blocks.items():
+                        yield one_row(BLOCK_SCHEMA, worker=dest, payload=blob, family=family,
+                                      info=json.dumps({"src": w, "part": name}))
+            yield one_row(BLOCK_SCHEMA, worker=-1, info=json.dumps({"src": w, "out_s": out_s, "leaving": int(leaving)}))
 
 
-def _gather_task(batches, index_factory, state_out: str):
-    from harness.engine.pipeline import BLOCK_SCHEMA, from_ipc, state_file
-
+def _gather_task(batches, factories: dict[int, object], state_out: str):
     table = pa.Table.from_batches([b for b in batches if b.num_rows], schema=BLOCK_SCHEMA)
     workers = table.column("worker").to_numpy()
-    infos = table.column("info")
-    payload = table.column("payload")
+    infos, payload, fams = table.column("info"), table.column("payload"), table.column("family")
     out = []
     for i in np.flatnonzero(workers < 0):
         out.append(infos[int(i)].as_py())
     for w in np.unique(workers[workers >= 0]).tolist():
-        kept, incoming, read_s = None, [], 0.0
-        for i in np.flatnonzero(workers == w):
-            if not payload[int(i)].is_valid:
-                continue
-            t0 = time.perf_counter()
-            part = Events.from_arrow(from_ipc(payload[int(i)].as_py()))
-            if json.loads(infos[int(i)].as_py())["src"] == w:
-                kept = part
-            else:
-                incoming.append(part)
-                read_s += time.perf_counter() - t0
-        g = gather_state(w, kept, incoming, index_factory)
-        g.index_s += read_s if g.moved_in else 0.0
-        if len(g.state):
-            pq.write_table(pa.Table.from_batches([g.state.to_arrow()]), state_file(state_out, w))
-        out.append(json.dumps({"dst": w, "moved_in": int(g.moved_in), "moved_bytes": int(g.moved_bytes),
-                               "in_s": g.index_s}))
+        summary = {"dst": w, "moved_in": 0, "moved_bytes": 0, "in_s": 0.0}
+        for family, factory in factories.items():
+            kept, incoming, read_s = StateBundle(), {}, 0.0
+            for i in np.flatnonzero((workers == w)).tolist():
+                if not payload[i].is_valid or fams[i].as_py() != family:
+                    continue
+                info = json.loads(infos[i].as_py())
+                t0 = time.perf_counter()
+                table_i = from_ipc(payload[i].as_py())
+                part = table_i if info["part"] == "results" else Events.from_arrow(table_i)
+                if info["src"] == w:
+                    setattr(kept, info["part"], part)
+                else:
+                    setattr(incoming.setdefault(info["src"], StateBundle()), info["part"], part)
+                    read_s += time.perf_counter() - t0
+            g = gather_bundle(w, kept, list(incoming.values()), factory)
+            write_bundle(state_out, w, family, g.state)
+            summary["moved_in"] += int(g.moved_in)
+            summary["moved_bytes"] += int(g.moved_bytes)
+            summary["in_s"] += g.index_s + (read_s if g.moved_in else 0.0)
+        out.append(json.dumps(summary))
     yield pa.RecordBatch.from_arrays([pa.array(out, pa.string())], names=["info"])
 
 
@@ -253,24 +326,24 @@ class MigrationResult:
         return max(self.pause_s.values(), default=0.0)
 
 
-def migrate_state(spark, state_in: Path, state_out: Path, router, n_workers: int, index_factory,
+def migrate_state(spark, state_in: Path, state_out: Path, router, n_workers: int, setup,
                   old_router=None) -> MigrationResult:
-    """Move the workers' stored subscriptions from where `old_router` placed them to where `router`
-    places them (one Spark job)."""
-    from harness.engine.pipeline import BLOCK_SCHEMA, _fresh_dir, _spark_schema
-
+    """Move the workers' stored state (every family's) from where `old_router` placed it to where
+    `router` places it (one Spark job); `setup` is the run's FamilySetup."""
     sc = spark.sparkContext
     parts = max(2, min(n_workers, 2 * sc.defaultParallelism))
-    out_dir = _fresh_dir(Path(state_out))
+    out_dir = fresh_dir(Path(state_out))
     t0 = time.perf_counter()
     routers_bc = sc.broadcast((router, old_router))
-    workers = spark.createDataFrame([(w, None, None) for w in range(n_workers)], _spark_schema(BLOCK_SCHEMA))
+    codes_by_family = {family: setup.codes for family in setup.factories}
+    workers = spark.createDataFrame([(w, None, None, None, None) for w in range(n_workers)],
+                                    spark_schema(BLOCK_SCHEMA))
     rows = (
         workers.repartition(parts, "worker")
-        .mapInArrow(lambda it: _split_task(it, routers_bc, str(state_in)), _spark_schema(BLOCK_SCHEMA))
+        .mapInArrow(lambda it: _split_task(it, routers_bc, str(state_in), codes_by_family), spark_schema(BLOCK_SCHEMA))
         .unionByName(workers)
         .repartition(parts, "worker")
-        .mapInArrow(lambda it: _gather_task(it, index_factory, out_dir), "info string")
+        .mapInArrow(lambda it: _gather_task(it, setup.factories, out_dir), "info string")
         .toArrow()
     )
     job_s = time.perf_counter() - t0

@@ -1,60 +1,37 @@
-"""The worker-index contract shared by every strategy: one index per query family.
+"""The query-family plugin contract: what a family brings so that the engine never names it.
 
-A worker receives its sub-stream of an epoch in `seq` order. It first restores the state the
-previous epoch left (the live subscriptions, as insert events), then processes the epoch, and
-finally exports its state for the next epoch (or for a migration, which may split it by cell).
-Semantics are exactly per event: an object matches the subscriptions inserted before it and not
-yet deleted, however the index batches its work internally.
+A family is a predicate or ranking over the stream (range, knn, topk, terms); the kind of a query
+event (insert/delete: continuous, snapshot: one-shot) is a separate axis (harness.core.events).
+A family carries four parts that sit together in its folder (harness/families/<name>/):
+
+- a `WorkerIndex`: consumes a worker's sub-stream of an epoch in seq order, emits its partial
+  results, counts its work, and keeps its state (a `StateBundle`) across epochs and migrations;
+- a `Merger`: combines the workers' partial results per query, bucket by bucket (buckets by query
+  id, so one query's partials always meet), with state kept across epochs and the epoch's query
+  events at hand; it may hand a small per-query feedback table back to the router;
+- a brute-force oracle that shares no code with the index, the answer every run is checked against;
+- a workload generator (datasets/workloads/).
+
+A family defining its class registers itself (harness.families.registry), whether it lives in this
+package or in a user's module. A family may declare `routes_like`: a family whose routing rule is
+a sound superset for it (every result of its predicate is a result of that family's predicate on
+the same event columns), so every strategy routing that family routes it exactly with no edit.
 """
 
 from __future__ import annotations
 
-import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from typing import ClassVar
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, ClassVar, Iterator
 
 import numpy as np
+import pyarrow as pa
 
-from harness.core.events import DELETE, Events
-
+from harness.core.events import DELETE, Events, splitmix64
+from harness.core.params import ParamsMixin
 
 NEVER = np.iinfo(np.int64).max  # deletion seq of a subscription that is still live
-
-
-class CompileClock:
-    """Seconds numba spends compiling inside a `with` block (outermost compilations only: nested
-    ones are part of their caller's). Busy times exclude it: a kernel compiled for a type
-    signature no earlier epoch met (once per machine, as it is then cached) is not index work,
-    and one such compilation in one epoch used to swamp a whole run's throughput."""
-
-    def __init__(self):
-        self.seconds = 0.0
-        self._depth = 0
-        self._t0 = 0.0
-
-    def __enter__(self):
-        from numba.core import event
-
-        clock = self
-
-        class _Listener(event.Listener):
-            def on_start(self, ev):
-                if clock._depth == 0:
-                    clock._t0 = time.perf_counter()
-                clock._depth += 1
-
-            def on_end(self, ev):
-                clock._depth -= 1
-                if clock._depth == 0:
-                    clock.seconds += time.perf_counter() - clock._t0
-
-        self._ctx = event.install_listener("numba:compile", _Listener())
-        self._ctx.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return self._ctx.__exit__(*exc)
+MAX_BLOCK_BYTES = 64 << 20  # a result block stays well under Arrow's 2 GiB per binary array
 
 
 def deletion_seqs(query_ids: np.ndarray, ev: Events) -> tuple[np.ndarray, int]:
@@ -75,9 +52,28 @@ def deletion_seqs(query_ids: np.ndarray, ev: Events) -> tuple[np.ndarray, int]:
     return dele, int((~found).sum())
 
 
+def qid_buckets(qids: np.ndarray, n_buckets: int) -> np.ndarray:
+    """The merge bucket of each query id: every partial result of a query meets in one bucket."""
+    return (splitmix64(np.asarray(qids, np.int64)) % np.uint64(n_buckets)).astype(np.int64)
+
+
+@dataclass
+class StateBundle:
+    """What a worker keeps for one family between epochs: its live subscriptions (as insert
+    events), the objects it stores (snapshot families; empty otherwise) and per-subscription
+    results it keeps (a table with a `qid` column, e.g. a kNN subscription's current top k)."""
+
+    queries: Events = field(default_factory=Events.empty)
+    objects: Events = field(default_factory=Events.empty)
+    results: pa.Table | None = None
+
+    def __len__(self) -> int:
+        return len(self.queries) + len(self.objects) + (self.results.num_rows if self.results is not None else 0)
+
+
 @dataclass
 class WorkerOutput:
-    keys: np.ndarray  # matched (query, object) pairs as int64 keys (harness.core.events.pair_keys)
+    results: Any  # the family's partial results (range: int64 pair keys); its Merger splits and reads them
     work: np.ndarray  # work units per input event (for apportioning service time)
     counters: dict[str, int] = field(default_factory=dict)  # objects, inserts, deletes, candidates, results
     busy_s: float = 0.0  # CPU time of the index work on this epoch (restore excluded)
@@ -96,17 +92,96 @@ class WorkerIndex(ABC):
         self.context = context
 
     @abstractmethod
-    def restore(self, state: Events) -> float:
-        """Load the live subscriptions of the previous epoch; returns the CPU seconds it took."""
+    def restore(self, state: StateBundle) -> float:
+        """Load the state the previous epoch left; returns the CPU seconds it took."""
 
     @abstractmethod
     def process(self, events: Events) -> WorkerOutput:
         """Run the epoch's sub-stream (sorted by seq) through the index."""
 
     @abstractmethod
-    def export_state(self) -> Events:
-        """The subscriptions still live, as insert events, for the next epoch or a migration."""
+    def export_state(self) -> StateBundle:
+        """What the next epoch (or a migration) needs: live subscriptions, stored objects, results."""
 
     @abstractmethod
     def size_bytes(self) -> int:
         """Memory held by the index."""
+
+
+@dataclass
+class MergeOutput:
+    keys: np.ndarray  # distinct final result keys of the bucket's epoch (int64; the run's digest hashes them)
+    feedback: pa.Table | None = None  # (qid, value) rows the router receives before the next epoch
+
+
+class Merger(ABC):
+    """Combines the workers' partial results of one bucket of queries for one epoch.
+
+    Workers split their output with `blocks` (by query id, `qid_buckets`); the merge stage gives
+    every bucket its blocks, the epoch's query events of the bucket when `needs_queries`, and the
+    state the bucket's merger exported the epoch before when `stateful` (then every bucket is
+    merged every epoch, even one that received nothing, so its state carries on)."""
+
+    stateful: ClassVar[bool] = False
+    needs_queries: ClassVar[bool] = False
+
+    @staticmethod
+    @abstractmethod
+    def blocks(results: Any, n_buckets: int) -> Iterator[tuple[int, bytes]]:
+        """(bucket, bytes) blocks of one worker's partial results."""
+
+    def restore(self, state: pa.Table | None) -> None:
+        """The bucket's state from the previous epoch (None on the first)."""
+
+    @abstractmethod
+    def merge(self, blobs: list[bytes], queries: Events) -> MergeOutput:
+        """The bucket's final results of the epoch from every worker's blocks."""
+
+    def export_state(self) -> pa.Table | None:
+        """The bucket's state for the next epoch (None: nothing to keep)."""
+        return None
+
+
+class Family(ParamsMixin):
+    """One query family. Subclasses set `name`, `code` (the events' family column), `index` and
+    `merger`, a `Params` dataclass for the index settings (`index.<name>.*` in the config), and
+    implement `oracle` and `build_workload`."""
+
+    kind: ClassVar[str] = "query family"
+    name: ClassVar[str]
+    code: ClassVar[int]
+    index: ClassVar[type[WorkerIndex]]
+    merger: ClassVar[type[Merger]]
+    routes_like: ClassVar[str | None] = None  # route as this family when a router has no route_<name>
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            from harness.families import registry
+
+            registry.register(cls)
+
+    @classmethod
+    def index_factory(cls, context: IndexContext, params: dict | None = None) -> Callable[[], WorkerIndex]:
+        """A picklable zero-argument constructor of this family's worker index."""
+        from functools import partial
+
+        return partial(cls.index, context, **asdict(cls.make_params(params)))
+
+    @classmethod
+    def check_params(cls, params: Any) -> None:
+        """Reject index settings that cannot run (ValueError naming the field, value and what is allowed)."""
+
+    @staticmethod
+    @abstractmethod
+    def oracle(stream: Events) -> np.ndarray:
+        """Distinct final result keys of a whole stream, by brute force."""
+
+    @staticmethod
+    @abstractmethod
+    def build_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, seed: int):
+        """The workload's event stream (datasets.workloads.Workload) over a prepared dataset."""
+
+    @classmethod
+    def validate_workload(cls, cfg) -> None:
+        """Reject workload settings this family's generator cannot use (ValueError)."""

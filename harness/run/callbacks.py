@@ -1,6 +1,6 @@
 """Hydra callback: a multirun (sweep) is one MLflow parent run with one child per job; its runs
 share a sweep id; when it ends its plots are drawn, and an experiment preset's own figures and
-report (harness/experiments.py)."""
+report (harness/report/experiments.py)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 
 from datasets.config import DatasetConfig, validate_dataset_config
-from datasets.workloads import WorkloadConfig, validate_workload_config
+from datasets.workloads.config import WorkloadConfig
 
 
 @dataclass
@@ -31,7 +31,6 @@ class VariantConfig:
 @dataclass
 class StrategyConfig:
     name: str = "all"  # a registered strategy, or "all" for every one that routes the workload
-    families: list[str] = field(default_factory=lambda: ["range"])  # query families it routes
     params: dict[str, Any] = field(default_factory=dict)
     include: list[str] = field(default_factory=list)  # with name=all: only these (empty = every one)
     variants: list[VariantConfig] = field(default_factory=list)  # extra labelled runs
@@ -39,7 +38,7 @@ class StrategyConfig:
 
 @dataclass
 class ExperimentConfig:
-    """Set by conf/experiment/<name>.yaml: what the experiment's plots show (harness/experiments.py)."""
+    """Set by conf/experiment/<name>.yaml: what the experiment's plots show (harness/report/experiments.py)."""
 
     name: Optional[str] = None
     title: str = ""
@@ -64,11 +63,6 @@ class ClusterConfig:
 
 
 @dataclass
-class IndexConfig:
-    gi2_cells_per_side: int = 64  # GI2 granularity, 2^6 as in PS2Stream's experiments
-
-
-@dataclass
 class LatencyConfig:
     rate_fraction: float = 0.7  # input rate as a fraction of the run's own throughput ...
     rate_eps: Optional[float] = None  # ... or an absolute rate in events/s (wins when set)
@@ -82,7 +76,7 @@ class OracleConfig:
 
 @dataclass
 class EpochsConfig:
-    """How the measured stream is cut into epochs (harness/epochs.py)."""
+    """How the measured stream is cut into epochs (harness/engine/epochs.py)."""
 
     by: str = "count"  # count: `size` events per epoch; time: `size` seconds of event time
     size: float = 0  # 0: the measured stream is one epoch (a static experiment)
@@ -114,7 +108,10 @@ class Config:
     workers: int = 8
     dispatchers: int = 4
     seed: int = 42
-    index: IndexConfig = field(default_factory=IndexConfig)
+    # per query family, its worker index's settings (index.<family>.*; the family's Params dataclass
+    # holds the defaults and the valid keys: harness/families/<family>/)
+    index: dict[str, Any] = field(default_factory=dict)
+    families: list[str] = field(default_factory=list)  # modules defining more query families (plugins)
     latency: LatencyConfig = field(default_factory=LatencyConfig)
     oracle: OracleConfig = field(default_factory=OracleConfig)
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
@@ -162,6 +159,7 @@ def strategy_runs(cfg) -> list[RunSpec]:
     """The runs a job covers: the named strategy, or every registered one routing the workload's
     family (or those of `strategy.include`), then the labelled variants. Raises ConfigError."""
     from strategies import registry
+    from strategies.base import routes
 
     family = cfg.workload.family
     runs = [RunSpec(n, n, dict(cfg.strategy.params) if cfg.strategy.name != "all" else {})
@@ -174,7 +172,7 @@ def strategy_runs(cfg) -> list[RunSpec]:
             cls.make_params(dict(v.params))
         except ValueError as exc:
             raise ConfigError(f"strategy.variants[{v.label}]: {exc}") from None
-        if family not in cls.families:
+        if not routes(cls, family):
             raise ConfigError(f"strategy.variants[{v.label}]: {v.name!r} does not route {family!r} queries")
         runs.append(RunSpec(v.label, v.name, dict(v.params)))
     labels = [r.label for r in runs]
@@ -186,6 +184,7 @@ def strategy_runs(cfg) -> list[RunSpec]:
 def strategy_names(cfg) -> list[str]:
     """The strategies a run covers: the named one, or every registered one routing the family."""
     from strategies import registry
+    from strategies.base import routes
 
     family = cfg.workload.family
     if cfg.strategy.name == "all":
@@ -198,13 +197,9 @@ def strategy_names(cfg) -> list[str]:
                                   f"strategies that do: {', '.join(supported)}")
         return [n for n in supported if n in include] if include else supported
     cls = registry.get(cfg.strategy.name)  # raises with the valid names
-    declared = list(cfg.strategy.families)
-    unknown_fam = sorted(set(declared) - set(cls.families))
-    if unknown_fam:
-        raise _bad(f"strategy.families (for {cls.name})", declared, sorted(cls.families))
-    if family not in declared:
+    if not routes(cls, family):
         raise ConfigError(
-            f"strategy {cls.name!r} does not route {family!r} queries (it routes {declared}); "
+            f"strategy {cls.name!r} does not route {family!r} queries (it routes {sorted(cls.families)}); "
             f"strategies that do: {', '.join(registry.supporting(family))}"
         )
     return [cls.name]
@@ -218,19 +213,18 @@ def validate(cfg) -> list[RunSpec]:
         raise _bad("workers", cfg.workers, "an integer >= 1")
     if cfg.dispatchers < 1:
         raise _bad("dispatchers", cfg.dispatchers, "an integer >= 1")
-    if cfg.index.gi2_cells_per_side < 1:
-        raise _bad("index.gi2_cells_per_side", cfg.index.gi2_cells_per_side, "an integer >= 1")
+    validate_families(cfg)
     if not 0 < cfg.latency.rate_fraction <= 10:
         raise _bad("latency.rate_fraction", cfg.latency.rate_fraction, "a number in (0, 10]")
     if cfg.latency.rate_eps is not None and cfg.latency.rate_eps <= 0:
         raise _bad("latency.rate_eps", cfg.latency.rate_eps, "a positive rate in events/s, or null")
-    for check in (validate_dataset_config, validate_workload_config):
-        try:
-            check(cfg.dataset if check is validate_dataset_config else cfg.workload)
-        except ConfigError:
-            raise
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
+    from harness.families import registry as families
+
+    try:
+        validate_dataset_config(cfg.dataset)
+        families.get(cfg.workload.family).validate_workload(cfg.workload)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     from harness.engine.epochs import EPOCH_BY
 
     if cfg.epochs.by not in EPOCH_BY:
@@ -251,6 +245,27 @@ def validate(cfg) -> list[RunSpec]:
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     return adjustable_runs(cfg, runs)
+
+
+def validate_families(cfg) -> None:
+    """Plugin modules import, the workload's family exists, and every `index.<family>` block names
+    a family and only its index's settings."""
+    from harness.families import registry as families
+
+    try:
+        known = families.load_plugins(list(cfg.families))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if cfg.workload.family not in known:
+        raise _bad("workload.family", cfg.workload.family, ", ".join(known))
+    for name, params in dict(cfg.index).items():
+        if name not in known or not hasattr(params, "keys"):
+            raise _bad(f"index.{name}", params, f"a block of settings per query family: {', '.join(known)}")
+        fam = families.get(name)
+        try:
+            fam.check_params(fam.make_params(dict(params)))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"index.{name}: {exc}") from None
 
 
 def adjustable_runs(cfg, runs: list[RunSpec]) -> list[RunSpec]:

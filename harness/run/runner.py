@@ -14,7 +14,6 @@ import shutil
 import time
 import traceback
 from dataclasses import asdict, is_dataclass
-from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -23,20 +22,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from omegaconf import OmegaConf
 
+from harness.core.events import DELETE, INSERT, OBJECT, Events, digest_of, format_digest
+from harness.engine.epochs import epoch_bounds
+from harness.engine.executors import SparkExecutor
+from harness.engine.loop import run_epochs
+from harness.engine.monitor import worker_table
+from harness.engine.setup import family_setup
+from harness.engine.worker import routing_view
+from harness.families import registry as families
+from harness.families.base import IndexContext
 from harness.report import latency as latency_model
 from harness.report import results
-from harness.run.config import RunSpec, validate
-from harness.engine.epochs import epoch_bounds, epoch_row, epoch_stats, migration_pause, plan_step, stall
-from harness.core.events import INSERT, DELETE, OBJECT, Events, digest_of, format_digest
 from harness.report.metrics import run_metrics
-from harness.engine.monitor import worker_table
+from harness.run.config import RunSpec, validate
 from harness.run.progress import Progress
-from harness.families.base import IndexContext
-from harness.families.range.gi2 import GI2Index
-from harness.families.range.oracle import oracle_keys
-from harness.engine.migration import migrate_state
-from strategies.adjust_base import get_adjuster
 from strategies import registry
+from strategies.adjust_base import get_adjuster
 from strategies.base import FitContext
 
 
@@ -49,7 +50,7 @@ def _plain(cfg) -> dict:
 def workload_key(workload_cfg) -> dict:
     """The workload's cache identity: its config, without the drift knobs when there is no drift
     (so workloads cached before drift existed keep their key)."""
-    from datasets.workloads import DRIFT_FIELDS
+    from datasets.workloads.config import DRIFT_FIELDS
 
     plain = _plain(workload_cfg)
     if plain.get("drift", "none") == "none":
@@ -59,8 +60,6 @@ def workload_key(workload_cfg) -> dict:
 
 def load_or_build_workload(ds, cfg, cache_root: Path):
     """The workload's event stream as Parquet (for Spark) and in memory (for fitting and the oracle)."""
-    from datasets.workloads import build_workload
-
     key = json.dumps({"dataset": ds.cache_path, "workload": workload_key(cfg.workload), "seed": cfg.seed},
                      sort_keys=True)
     folder = cache_root / "workloads" / f"{cfg.workload.name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
@@ -70,7 +69,7 @@ def load_or_build_workload(ds, cfg, cache_root: Path):
         meta = json.loads(meta_path.read_text())
         return Events.from_arrow(pq.read_table(path)), meta["warmup"], folder
     df = ds.vocab.column("df").to_numpy()
-    wl = build_workload(ds.objects, df, ds.extent, cfg.workload, cfg.seed)
+    wl = families.get(cfg.workload.family).build_workload(ds.objects, df, ds.extent, cfg.workload, cfg.seed)
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / "events.tmp.parquet"
     pq.write_table(pa.Table.from_batches([wl.events.to_arrow()]), tmp, row_group_size=65536)
@@ -80,8 +79,9 @@ def load_or_build_workload(ds, cfg, cache_root: Path):
     return wl.events, wl.warmup, folder
 
 
-def oracle_digest(events: Events, folder: Path, max_checks: float) -> str | None:
-    """The centralised brute-force answer's digest, cached beside the workload; None if too big."""
+def oracle_digest(events: Events, folder: Path, max_checks: float, family: str) -> str | None:
+    """The centralised brute-force answer's digest (the workload family's oracle), cached beside
+    the workload; None if too big."""
     path = folder / "oracle.json"
     if path.exists():
         return json.loads(path.read_text())["digest"]
@@ -89,7 +89,7 @@ def oracle_digest(events: Events, folder: Path, max_checks: float) -> str | None
     n_q = int((events.kind == INSERT).sum())
     if n_obj * n_q > max_checks:
         return None
-    digest = digest_of(oracle_keys(events))
+    digest = digest_of(families.get(family).oracle(events))
     path.write_text(json.dumps({"digest": digest}))
     return digest
 
@@ -116,7 +116,6 @@ def merged_service(epochs) -> dict[int, tuple[np.ndarray, np.ndarray]]:
 def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, events_path: Path,
                  oracle: str | None, root: Path, logger: results.MlflowLogger, parent_id: str | None,
                  progress: Progress) -> dict:
-    from harness.engine.pipeline import run_epoch
 
     name = spec.label
     run_id = results.new_run_id(name)
@@ -138,58 +137,26 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
     try:
         cls = registry.get(spec.name)
         params = cls.make_params(spec.params)
-        sample = events.take(np.arange(warmup))
+        setup = family_setup([cfg.workload.family], cls.families, IndexContext(ds.extent, ds.vocab.num_rows),
+                             dict(cfg.index))
+        sample = routing_view(events, setup.codes).take(np.arange(warmup))
         context = FitContext(ds.extent, ds.vocab.column("df").to_numpy().astype(np.float64), cfg.seed)
         progress.step(f"{name}: fit")
         t0 = time.perf_counter()
         router = cls().fit(sample, cfg.workers, params, context)
         build_s = time.perf_counter() - t0
-        index_factory = partial(GI2Index, IndexContext(ds.extent, ds.vocab.num_rows),
-                                cells_per_side=cfg.index.gi2_cells_per_side)
         adjuster = None
         if cfg.adjust.name != "none":
             adj_cls = get_adjuster(cfg.adjust.name)
             adjuster = adj_cls(adj_cls.make_params(dict(cfg.adjust.params)), cfg.workers, context, spec.name)
-        events_df = spark.read.parquet(str(events_path))
+        executor = SparkExecutor(spark, spark.read.parquet(str(events_path)), setup, cfg.workers, run_dir / "state",
+                                 cfg.keep_pairs, run_dir / "pairs")
         bounds = epoch_bounds(events, warmup, cfg.epochs.by, cfg.epochs.size)
         progress.extend(len(bounds) - 2)
-        last = bounds[-1][0]
-        epochs, series = [], []
-        state = None
-        pause: dict[int, float] = {}
-        for epoch, lo, hi in bounds:
-            label = "warm-up" if epoch == 0 else f"measured {epoch}/{last}"
-            progress.step(f"{name}: epoch {epoch} ({label}, {hi - lo:,} events)")
-            router.observe_inserts(events, lo + np.flatnonzero(events.kind[lo:hi] == INSERT))
-            nxt = run_dir / "state" / f"epoch={epoch}"
-            res = run_epoch(spark, events_df, epoch, lo, hi, router, index_factory, cfg.workers, state, nxt,
-                            cfg.keep_pairs, run_dir / "pairs", collect_service=epoch > 0,
-                            monitor=adjuster is not None and 0 < epoch < last)
-            stall(res, pause)
-            epochs.append(res)
-            state, pause = nxt, {}
-            if epoch == 0:
-                continue
-            row = epoch_row(epoch, res.n_events, res.worker_stats, res.route_ns / 1e9, cfg.dispatchers, cfg.workers,
-                            res.units)
-            row.update(results=res.result_count, migrated_queries=0, migrated_bytes=0, select_s=0.0,
-                       migration_s=0.0, **res.timings)
-            if adjuster is not None and epoch < last:
-                step = plan_step(adjuster, router,
-                                 epoch_stats(epoch, res.units, res.worker_stats, events, lo, hi, cfg.workers))
-                row["select_s"] = step.select_s
-                if step.plan is not None:
-                    moved_dir = run_dir / "state" / f"epoch={epoch}-migrated"
-                    mig = migrate_state(spark, state, moved_dir, step.plan.router, cfg.workers, index_factory,
-                                        old_router=router)
-                    state, router = moved_dir, step.plan.router
-                    pause = migration_pause(step, mig)
-                    row.update(select_cells_s=float(step.plan.info.get("select_cells_s", step.select_s)),
-                               migrated_queries=mig.moved_queries, migrated_bytes=mig.moved_bytes,
-                               migration_s=mig.migration_s, migration_job_s=mig.job_s,
-                               operation=str(step.plan.info.get("operation", cfg.adjust.name)))
-            series.append(row)
-        measured = epochs[1:]
+        loop = run_epochs(executor, router, events, setup, bounds, adjuster, cfg.workers, cfg.dispatchers, progress,
+                          name)
+        epochs, series, router = loop.epochs, loop.series, loop.router
+        measured = loop.measured
         workers_df = worker_table([e.worker_stats for e in measured], cfg.workers)
         kinds = events.kind[warmup:]
         n_obj = int((kinds == OBJECT).sum())
@@ -198,7 +165,10 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
         rate = cfg.latency.rate_eps or cfg.latency.rate_fraction * metrics["throughput_eps"]
         n_meas = len(events) - warmup
         route_s = sum(e.route_ns for e in measured) / 1e9
-        lat = latency_model.event_latencies(events.seq[warmup:], route_s / max(n_meas, 1), cfg.dispatchers, rate,
+        observe_s = sum(e.observe_s for e in measured)
+        # a dispatcher routes its share of the events and keeps the whole routing state current
+        service_s = (route_s + observe_s * cfg.dispatchers) / max(n_meas, 1)
+        lat = latency_model.event_latencies(events.seq[warmup:], service_s, cfg.dispatchers, rate,
                                             merged_service(measured))
         metrics.update(latency_model.summarise(lat))
         metrics["latency_rate_eps"] = rate
@@ -212,7 +182,7 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
         router_info = router.describe()
         steps = series
         row = {
-            **base, **metrics, "status": "ok", "error": None, "build_s": build_s,
+            **base, **metrics, "status": "ok", "error": None, "build_s": build_s, "family": cfg.workload.family,
             "dispatcher_bytes": float(router.size_bytes()), "result_count": count, "result_digest": digest,
             "oracle_ok": None if oracle is None else bool(digest == oracle), "epochs": len(measured),
             "adjust": cfg.adjust.name,
@@ -243,6 +213,17 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
     return row
 
 
+def ship_plugins(spark, modules: list[str]) -> None:
+    """Make the query-family plugin modules that are single files importable on the executors
+    (a package must be installed where the executors run)."""
+    import importlib.util
+
+    for module in modules:
+        spec = importlib.util.find_spec(module)
+        if spec is not None and spec.origin and spec.origin.endswith(".py") and not spec.submodule_search_locations:
+            spark.sparkContext.addPyFile(spec.origin)
+
+
 def run_experiment(cfg) -> list[dict]:
     """Everything `python -m harness` does after Hydra composed the config."""
     from datasets import prepare_dataset
@@ -256,6 +237,7 @@ def run_experiment(cfg) -> list[dict]:
     progress.step(f"starting Spark ({cfg.cluster.master})")
     spark = get_session(cfg.cluster.master, conf=dict(cfg.cluster.conf))
     timings["spark_start_s"] = session_start_seconds()
+    ship_plugins(spark, list(cfg.families))
     progress.step(f"preparing dataset {cfg.dataset.name}")
     t0 = time.perf_counter()
     ds = prepare_dataset(cfg.dataset, spark, root / "cache" / "datasets")
@@ -265,7 +247,8 @@ def run_experiment(cfg) -> list[dict]:
     timings["data_s"] = time.perf_counter() - t0
     progress.step("oracle (brute force)")
     t0 = time.perf_counter()
-    oracle = oracle_digest(events, folder, cfg.oracle.max_checks) if cfg.oracle.enabled else None
+    oracle = (oracle_digest(events, folder, cfg.oracle.max_checks, cfg.workload.family) if cfg.oracle.enabled
+              else None)
     timings["oracle_s"] = time.perf_counter() - t0
     logger = results.MlflowLogger(root, cfg.mlflow.experiment, cfg.mlflow.enabled)
     parent = cfg.mlflow.parent_run_id or results.current_sweep_parent()

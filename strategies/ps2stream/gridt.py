@@ -78,8 +78,6 @@ class GridtRouter(Router):
     list (its slot): the migration units are space cells and the slots of text cells (see units).
     """
 
-    families = frozenset({"range"})
-
     def __init__(self, n_workers: int, grid: UniformGrid, cell_worker: np.ndarray, cell_tmap: np.ndarray,
                  tm_ptr: np.ndarray, tm_term: np.ndarray, tm_worker: np.ndarray, tmc_ptr: np.ndarray,
                  tmc_worker: np.ndarray, tm_unit: np.ndarray, worker_load: np.ndarray, plan: dict | None = None):

@@ -17,8 +17,6 @@ from strategies.routers import kernels as route_kernels
 class CellMapRouter(Router):
     """Routes by a cell -> worker map over a uniform grid (also the shape of any grid-snapped plan)."""
 
-    families = frozenset({"range"})
-
     def __init__(self, n_workers: int, grid: UniformGrid, cell_worker: np.ndarray):
         super().__init__(n_workers)
         self.grid = grid

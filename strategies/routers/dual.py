@@ -27,7 +27,10 @@ class DualRouter(Router):
         self.new = new
         self.old_qids = np.unique(np.asarray(old_qids, np.int64))
         self.n_old = len(self.old_qids) if n_old is None else int(n_old)  # old subscriptions at the switch
-        self.families = frozenset(old.families) & frozenset(new.families)
+
+    @property
+    def families(self) -> frozenset[str]:
+        return frozenset(self.old.families) & frozenset(self.new.families)
 
     def _is_old(self, ev: Events, rows: np.ndarray) -> np.ndarray:
         ids = ev.id[rows]

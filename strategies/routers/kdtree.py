@@ -15,8 +15,6 @@ from strategies.routers import kernels as route_kernels
 
 
 class KdTreeRouter(Router):
-    families = frozenset({"range"})
-
     def __init__(self, n_workers, split_dim, split_val, left, right, leaf_worker, regions):
         super().__init__(n_workers)
         self.split_dim = np.asarray(split_dim, np.int64)

@@ -124,8 +124,6 @@ def tile_regions(xcuts, ycuts, ycut_off, leaf_start) -> np.ndarray:
 
 
 class RTreeRouter(Router):
-    families = frozenset({"range"})
-
     def __init__(self, n_workers, xcuts, ycuts, ycut_off, leaf_start, leaf_worker, leaf_load, extent):
         super().__init__(n_workers)
         self.xcuts = np.ascontiguousarray(xcuts, np.float64)

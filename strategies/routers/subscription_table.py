@@ -209,7 +209,6 @@ class SubscriptionTableRouter(Router):
     falls back to a hash of its id. Appending (instead of keeping the table sorted by qid) measured
     about 2 ms less per 10k insertions."""
 
-    families = frozenset({"range"})
     cost_model = ""
     e_qid, e_seq, e_worker, e_cost, e_live, e_prev = (_LogColumn() for _ in LOG_COLUMNS)
 

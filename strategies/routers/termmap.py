@@ -19,8 +19,6 @@ from strategies.routers import kernels as route_kernels
 class TermMapRouter(Router):
     """Routes by a term -> worker map: the shape shared by every lexicon-partitioning strategy."""
 
-    families = frozenset({"range"})
-
     def __init__(self, n_workers: int, term_worker: np.ndarray):
         super().__init__(n_workers)
         self.term_worker = np.ascontiguousarray(term_worker, np.int64)

@@ -9,9 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from datasets.workloads import WorkloadConfig, build_workload
+from datasets.workloads.config import WorkloadConfig
+from datasets.workloads.range import build_workload
 from harness.core.events import DELETE, INSERT, OBJECT, sorted_unique, unpack_keys
-from harness.families.base import IndexContext
+from harness.families.base import IndexContext, StateBundle
 from harness.families.range.gi2 import GI2Index
 from harness.families.range.oracle import oracle_keys
 from strategies import registry
@@ -40,8 +41,8 @@ def route_and_match(name, events, sample, n_workers, df, extent):
     for w in range(n_workers):
         sub = np.sort(rows[workers == w])
         idx = GI2Index(IndexContext(extent, len(df)))
-        idx.restore(events.take(np.zeros(0, np.int64)))
-        keys.append(idx.process(events.take(sub)).keys)
+        idx.restore(StateBundle())
+        keys.append(idx.process(events.take(sub)).results)
     return sorted_unique(np.concatenate(keys)), rows, workers
 
 

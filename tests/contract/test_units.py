@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from datasets.workloads import WorkloadConfig, build_workload
+from datasets.workloads.config import WorkloadConfig
+from datasets.workloads.range import build_workload
 from harness.core.events import OBJECT
 from strategies import registry
 from strategies.base import FitContext, route_stream

@@ -10,7 +10,8 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from datasets.workloads import WorkloadConfig, build_workload
+from datasets.workloads.config import WorkloadConfig
+from datasets.workloads.range import build_workload
 from harness.core.events import DELETE, INSERT, OBJECT, csr_take
 from tests.helpers import random_objects
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from harness.core.events import AND, INSERT, OR, Events, sorted_unique
-from harness.families.base import IndexContext
+from harness.families.base import IndexContext, StateBundle
 from harness.families.range.gi2 import GI2Index
 from harness.families.range.oracle import BruteForceRangeIndex, oracle_keys
 from tests.streams import random_stream
@@ -16,8 +16,8 @@ CTX = IndexContext((0.0, 0.0, 100.0, 100.0), 12)
 
 def _run(index_cls, ev: Events, **kw) -> np.ndarray:
     idx = index_cls(CTX, **kw)
-    idx.restore(Events.empty())
-    return sorted_unique(idx.process(ev).keys)
+    idx.restore(StateBundle())
+    return sorted_unique(idx.process(ev).results)
 
 
 @pytest.mark.parametrize("seed", range(25))
@@ -38,15 +38,15 @@ def test_queries_whose_keywords_do_not_fit_the_posting_row_match_exactly(seed, v
     ev = random_stream(seed, n_objects=80, n_queries=30, vocab=8, max_query_terms=6)
     assert np.diff(ev.offsets)[ev.kind == INSERT].max() > 3
     idx = GI2Index(IndexContext(CTX.extent, vocab_size))
-    idx.restore(Events.empty())
-    np.testing.assert_array_equal(sorted_unique(idx.process(ev).keys), oracle_keys(ev))
+    idx.restore(StateBundle())
+    np.testing.assert_array_equal(sorted_unique(idx.process(ev).results), oracle_keys(ev))
 
 
 def test_gi2_emits_each_pair_once_per_worker():
     ev = random_stream(3, n_objects=200, n_queries=40, vocab=4)
     idx = GI2Index(CTX)
-    idx.restore(Events.empty())
-    keys = idx.process(ev).keys
+    idx.restore(StateBundle())
+    keys = idx.process(ev).results
     assert len(keys) == len(np.unique(keys)) > 0
 
 
@@ -96,11 +96,11 @@ def test_state_export_and_restore_is_seamless(seed):
     cut = len(ev) // 2
     first, second = ev.take(np.arange(cut)), ev.take(np.arange(cut, len(ev)))
     a = GI2Index(CTX)
-    a.restore(Events.empty())
-    k1 = a.process(first).keys
+    a.restore(StateBundle())
+    k1 = a.process(first).results
     b = GI2Index(CTX)
     b.restore(a.export_state())
-    k2 = b.process(second).keys
+    k2 = b.process(second).results
     np.testing.assert_array_equal(sorted_unique(np.concatenate([k1, k2])), oracle_keys(ev))
 
 
@@ -110,16 +110,16 @@ def test_several_batches_in_one_epoch_keep_every_insert(seed):
     call stay matchable."""
     ev = random_stream(seed, n_objects=120, n_queries=50)
     idx = GI2Index(CTX)
-    idx.restore(Events.empty())
+    idx.restore(StateBundle())
     parts = np.array_split(np.arange(len(ev)), 3)
-    keys = np.concatenate([idx.process(ev.take(rows)).keys for rows in parts])
+    keys = np.concatenate([idx.process(ev.take(rows)).results for rows in parts])
     np.testing.assert_array_equal(sorted_unique(keys), oracle_keys(ev))
 
 
 def test_compile_time_is_measured_and_kept_out_of_busy_time():
     from numba import njit
 
-    from harness.families.base import CompileClock
+    from harness.core.timing import CompileClock
 
     @njit
     def inner(x):

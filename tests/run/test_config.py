@@ -9,7 +9,7 @@ import time
 import pytest
 from hydra import compose, initialize_config_dir
 
-from harness.run.config import ConfigError, check_overrides, register_configs, strategy_names, validate
+from harness.run.config import ConfigError, check_overrides, register_configs, validate
 from harness.report.results import PROJECT_ROOT
 from strategies import registry
 
@@ -42,7 +42,7 @@ def test_any_value_is_overridable():
 def test_every_registered_strategy_has_a_config_file(name):
     cfg = composed(f"strategy={name}")
     assert cfg.strategy.name == name
-    assert set(cfg.strategy.families) <= set(registry.get(name).families)
+    assert "families" not in cfg.strategy  # declared once, on the strategy
     registry.get(name).make_params(dict(cfg.strategy.params))
 
 
@@ -60,15 +60,21 @@ def test_unknown_strategy_lists_valid_ones():
     assert "grid" in str(err.value) and "kdtree" in str(err.value)
 
 
-def test_unsupported_family_is_a_clear_error():
+def test_unknown_family_lists_the_registered_ones():
     cfg = composed("strategy=grid")
-    cfg.workload.family = "knn"
-    with pytest.raises(ConfigError):
+    cfg.workload.family = "nearest"
+    with pytest.raises(ConfigError, match="workload.family='nearest'.*range"):
         validate(cfg)
-    cfg = composed("strategy=grid")
-    cfg.strategy.families = ["knn"]
-    with pytest.raises(ConfigError, match="strategy.families"):
-        strategy_names(cfg)
+
+
+def test_index_settings_are_checked_per_family():
+    with pytest.raises(ConfigError, match="index.gi2_cells_per_side.*a block of settings per query family: .*range"):
+        validate(composed("+index.gi2_cells_per_side=8"))
+    with pytest.raises(ConfigError, match="index.range.*unknown parameter.*cellz.*cells_per_side"):
+        validate(composed("+index.range.cellz=8"))
+    with pytest.raises(ConfigError, match="index.range.cells_per_side=0"):
+        validate(composed("index.range.cells_per_side=0"))
+    assert composed("index.range.cells_per_side=32").index.range.cells_per_side == 32
 
 
 @pytest.mark.parametrize("arg,hint", [("wrkers=3", "workers"), ("workload.querys=5", "queries"),

@@ -24,7 +24,8 @@ import numpy as np
 from numba import njit
 
 from harness.core.events import AND, DELETE, INSERT, OBJECT, Events
-from harness.families.base import NEVER, CompileClock, IndexContext, WorkerIndex, WorkerOutput, deletion_seqs
+from harness.core.timing import CompileClock
+from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
 from harness.core.kernels import axis_cell, lower_bound
 from harness.core.grid import UniformGrid
 
@@ -307,9 +308,9 @@ class GI2Index(WorkerIndex):
                                         self.ins, self.dele, *self.grid.args, self.vocab),
                         self.grid.n_cells, self.vocab)
 
-    def restore(self, state: Events) -> float:
+    def restore(self, state: StateBundle) -> float:
         with CompileClock() as compiling:
-            seconds = self._restore(state)
+            seconds = self._restore(state.queries)
         return max(seconds - compiling.seconds, 0.0)
 
     def _restore(self, state: Events) -> float:
@@ -370,11 +371,10 @@ class GI2Index(WorkerIndex):
             "results": len(keys),
             "postings": int(len(self.base.post) + len(self.delta.post)),
         }
-        return WorkerOutput(keys=keys, work=work, counters=counters, busy_s=busy)
+        return WorkerOutput(results=keys, work=work, counters=counters, busy_s=busy)
 
-    def export_state(self) -> Events:
-        live = np.flatnonzero(self.dele == NEVER)
-        return self.queries.take(live)
+    def export_state(self) -> StateBundle:
+        return StateBundle(queries=self.queries.take(np.flatnonzero(self.dele == NEVER)))
 
     def size_bytes(self) -> int:
         arrays = [self.ins, self.dele, self.queries.offsets, self.queries.values, *self.queries.cols.values()]

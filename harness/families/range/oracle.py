@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from harness.core.events import AND, DELETE, INSERT, OBJECT, RANGE, Events, sorted_unique
-from harness.families.base import NEVER, IndexContext, WorkerIndex, WorkerOutput, deletion_seqs
+from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
 
 
 @njit(cache=True)
@@ -89,7 +89,8 @@ class BruteForceRangeIndex(WorkerIndex):
         self.ins = np.zeros(0, np.int64)
         self.dele = np.zeros(0, np.int64)
 
-    def restore(self, state: Events) -> float:
+    def restore(self, state: StateBundle) -> float:
+        state = state.queries
         self.queries = state
         self.ins = np.full(len(state), -1, np.int64)
         self.dele = np.full(len(state), NEVER, np.int64)
@@ -108,10 +109,10 @@ class BruteForceRangeIndex(WorkerIndex):
         work[obj_rows] = obj_work
         counters = {"objects": len(obj_rows), "inserts": len(ins_rows), "deletes": int((ev.kind == DELETE).sum()),
                     "candidates": int(obj_work.sum() - len(obj_rows)), "results": len(keys)}
-        return WorkerOutput(keys=keys, work=work, counters=counters, busy_s=time.process_time() - t0)
+        return WorkerOutput(results=keys, work=work, counters=counters, busy_s=time.process_time() - t0)
 
-    def export_state(self) -> Events:
-        return self.queries.take(np.flatnonzero(self.dele == NEVER))
+    def export_state(self) -> StateBundle:
+        return StateBundle(queries=self.queries.take(np.flatnonzero(self.dele == NEVER)))
 
     def size_bytes(self) -> int:
         return int(sum(a.nbytes for a in self.queries.cols.values()) + self.queries.values.nbytes)

@@ -24,8 +24,6 @@ class QTTreeRouter(Router):
     midpoints (spatial) or, at the head of a run of textual nodes, its term -> exit table, and
     leaf -> worker (`leaf_worker`, the movable unit map an adjuster rewrites)."""
 
-    families = frozenset({"range"})
-
     def __init__(self, n_workers, kind, first_child, mid_x, mid_y, exit_off, exit_len, exit_table, empty_exit,
                  leaf_run, node_leaf, leaf_worker, regions, leaf_cost):
         super().__init__(n_workers)

@@ -1,5 +1,5 @@
-"""PS2Stream's dynamic load adjustment (strategies/ps2stream_adjust.py) and the gridt router's
-migration units (strategies/gridt.py): cell selection against brute force, the DP's refusal, the
+"""PS2Stream's dynamic load adjustment (strategies/ps2stream/adjust.py) and the gridt router's
+migration units (strategies/ps2stream/gridt.py): cell selection against brute force, the DP's refusal, the
 units invariant through reassignment and growth, Phase I split/merge and Phase II plans on
 constructed statistics, the dual router of the global adjustment, and end-to-end drift runs in
 the in-process simulator."""

@@ -1,4 +1,4 @@
-"""R-tree partitioning (strategies/rtree.py): STR tiles cover the plane without overlap, objects go
+"""R-tree partitioning (strategies/ps2stream/rtree.py): STR tiles cover the plane without overlap, objects go
 to the one tile holding them, queries to every tile they overlap, leaf loads are the sample's, and
 workers are balanced within the list-scheduling bound."""
 

@@ -89,7 +89,7 @@ def live_of(ev: Events) -> Events:
 
 
 def epoch_stats(router, recent: Events, live_start: Events, live_end: Events) -> EpochStats:
-    """The monitor's statistics (harness/monitor.py), each worker given what the router sends it."""
+    """The monitor's statistics (harness/engine/monitor.py), each worker given what the router sends it."""
     m = router.n_workers
     routed = [(ev, *route_stream(router, ev)) for ev in (recent, live_start, live_end)]
     tables = []

@@ -1,0 +1,66 @@
+"""The workload config schema (Hydra) and the generated workload, shared by every family's generator.
+
+`family` picks the generator (harness.families.registry); the other fields are read by the
+generators that use them (each validates its own), so one schema serves every family.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from harness.core.events import Events
+
+PROFILES = ("q1", "q2", "q3")
+
+DRIFTS = ("none", "q3_switch", "hotspot_objects", "hotspot_queries", "scale")
+
+DRIFT_FIELDS = ("drift", "drift_start", "drift_every", "drift_fraction", "hotspot_fraction", "hotspot_region_km",
+                "hotspot_seed", "scale_factor", "scale_fraction")
+
+
+@dataclass
+class WorkloadConfig:
+    name: str = "sts_q1"
+    family: str = "range"
+    profile: str = "q1"  # q1 | q2 | q3
+    queries: int = 20_000  # mu: live subscriptions after the warm-up
+    updates: int = 8_000  # measured query updates (insertions + deletions)
+    objects_per_update: float = 5.0
+    warmup_objects_per_query: float = 1.0
+    lifetime_sd: float = 0.2  # lifetime ~ N(mu, (lifetime_sd * mu)^2) insertions
+    keywords_min: int = 1
+    keywords_max: int = 3
+    or_fraction: float = 0.5
+    q1_side_km_min: float = 1.0
+    q1_side_km_max: float = 50.0
+    q2_side_km_min: float = 1.0
+    q2_side_km_max: float = 100.0
+    rare_top_fraction: float = 0.01  # Q2: a keyword outside this top fraction of terms
+    regions_per_side: int = 10  # Q3
+    q2_region_fraction: float = 0.5  # Q3
+    seed_offset: int = 0
+    note: Optional[str] = None
+    # drift of the measured part (module docstring); the warm-up never drifts
+    drift: str = "none"  # none | q3_switch | hotspot_objects | hotspot_queries | scale
+    drift_start: float = 0.2  # fraction of the measured events before the drift begins
+    drift_every: Optional[int] = None  # q3_switch: query insertions between switches; None = queries // 4
+    drift_fraction: float = 0.1  # q3_switch: share of the regions switching at each drift point
+    hotspot_fraction: float = 0.5  # hotspot_*: share relocated at the end of the stream (linear ramp)
+    hotspot_region_km: float = 100.0  # hotspot_*: side of the hot square
+    hotspot_seed: Optional[int] = None  # hotspot_*: fixes the hot square across seeds; None = from the seed
+    scale_factor: float = 0.5  # scale: sf (Tornado: .4 to .7)
+    scale_fraction: float = 1.0  # scale: share of the events after the drift start that move
+
+
+@dataclass
+class Workload:
+    events: Events  # the whole ordered stream
+    warmup: int  # the first `warmup` events are the warm-up prefix (the fitting sample)
+    drift: Optional[dict] = None  # what the drift did (kind, start event, drift points, regions)
+
+    @property
+    def sample(self) -> Events:
+        return self.events.take(np.arange(self.warmup))

@@ -1,0 +1,193 @@
+"""Range-subscription workloads: PS2Stream's STS query sets and event mix over a prepared dataset.
+
+STS-Q1: square ranges with sides uniform in [1, 50] km, keywords drawn by term frequency.
+STS-Q2: sides in [1, 100] km and at least one keyword outside the top 1% most frequent terms.
+STS-Q3: the extent cut into 10 x 10 equal regions, each region using Q1 or Q2 (a seeded coin).
+A query is centred on a random object of the dataset and draws its 1-3 keywords from that
+object's terms (frequency-weighted), so queries follow the data's spatio-textual correlation;
+AND or OR with equal odds.
+
+Event mix: a warm-up inserts mu queries (interleaved with objects, no deletions) and is the
+strategies' fitting sample; then inserts and deletes alternate with about `objects_per_update`
+objects per update. A query lives N(mu, (0.2 mu)^2) subsequent insertions, so about mu stay live
+(warm-up queries keep a proportional share of their lifetime, as if the stream had been running).
+Everything is vectorised numpy, deterministic for a seed.
+
+Drift (`drift`, issue 4): the measured part of the stream can drift away from the warm-up that
+the strategies were fitted on. The warm-up, the event timeline (which event is an object, an
+insert or a delete, ids, times) and, with drift=none, every byte of the stream are those of the
+undrifted workload; a drift only rewrites payloads (locations, rectangles, keywords) of measured
+objects and of queries inserted in the measured part, so a delete still carries its insert's
+payload. The drift begins at `drift_start` (a fraction of the measured events).
+- q3_switch (PS2Stream Sec. 7, Fig. 16, STS-US-Q3): from the drift start and then every
+  `drift_every` query insertions, another `drift_fraction` of the Q3 regions switch between Q1
+  and Q2 (regions taken in a seeded random order, wrapping round, so they switch back later);
+  a switched query keeps its source object, k, its side's uniform draw and its AND/OR coin.
+- hotspot_objects / hotspot_queries (SSTD Sec. 7.6, object- and continuous-query-insertion
+  imbalance): a square of side `hotspot_region_km` around a random object; the share of measured
+  objects (or query insertions) replaced by objects of that square (queries: re-centred on them,
+  keywords re-drawn from their terms) ramps linearly from 0 at the drift start to
+  `hotspot_fraction` at the end of the stream.
+- scale (Tornado Sec. 6.4): after the drift start a `scale_fraction` of the objects and query
+  insertions get every coordinate scaled by `scale_factor` about the extent's min corner, i.e.
+  the workload crowds into a corner area and onto fewer workers of a static partitioning.
+Drift draws use their own seeded generators, never the base one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from datasets.workloads.config import DRIFTS, PROFILES, Workload
+from datasets.workloads.drift import drift_objects, drift_queries
+from datasets.workloads.sts import sts_queries
+from harness.core.events import DELETE, INSERT, OBJECT, RANGE, Events, csr_take, list_to_csr
+
+
+
+def validate_range_workload(cfg) -> None:
+    def bad(field, value, allowed):
+        raise ValueError(f"workload.{field}={value!r} is invalid; allowed: {allowed}")
+
+    if cfg.profile not in PROFILES:
+        bad("profile", cfg.profile, ", ".join(PROFILES))
+    for f in ("queries", "updates"):
+        if getattr(cfg, f) < 0:
+            bad(f, getattr(cfg, f), "an integer >= 0")
+    if cfg.queries < 1:
+        bad("queries", cfg.queries, "an integer >= 1")
+    if not 1 <= cfg.keywords_min <= cfg.keywords_max:
+        bad("keywords_min/keywords_max", (cfg.keywords_min, cfg.keywords_max), "1 <= min <= max")
+    if not 0.0 <= cfg.or_fraction <= 1.0:
+        bad("or_fraction", cfg.or_fraction, "a number in [0, 1]")
+    if cfg.objects_per_update < 0 or cfg.warmup_objects_per_query < 0:
+        bad("objects_per_update", cfg.objects_per_update, "a number >= 0")
+    for p in ("q1", "q2"):
+        lo, hi = getattr(cfg, f"{p}_side_km_min"), getattr(cfg, f"{p}_side_km_max")
+        if not 0 < lo <= hi:
+            bad(f"{p}_side_km_min/max", (lo, hi), "0 < min <= max")
+    if cfg.drift not in DRIFTS:
+        bad("drift", cfg.drift, ", ".join(DRIFTS))
+    if cfg.drift == "q3_switch" and cfg.profile != "q3":
+        bad("drift", cfg.drift, f"q3_switch only with profile q3 (profile is {cfg.profile!r}); or none, hotspot_objects, hotspot_queries, scale")
+    if not 0.0 <= cfg.drift_start < 1.0:
+        bad("drift_start", cfg.drift_start, "a number in [0, 1)")
+    if cfg.drift_every is not None and cfg.drift_every < 1:
+        bad("drift_every", cfg.drift_every, "an integer >= 1, or null for queries // 4")
+    if not 0.0 < cfg.drift_fraction <= 1.0:
+        bad("drift_fraction", cfg.drift_fraction, "a number in (0, 1]")
+    if not 0.0 <= cfg.hotspot_fraction <= 1.0:
+        bad("hotspot_fraction", cfg.hotspot_fraction, "a number in [0, 1]")
+    if not cfg.hotspot_region_km > 0:
+        bad("hotspot_region_km", cfg.hotspot_region_km, "a number > 0 (km)")
+    if not 0.0 < cfg.scale_factor <= 1.0:
+        bad("scale_factor", cfg.scale_factor, "a number in (0, 1] (Tornado: .4 to .7)")
+    if not 0.0 <= cfg.scale_fraction <= 1.0:
+        bad("scale_fraction", cfg.scale_fraction, "a number in [0, 1]")
+
+
+def build_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, seed: int) -> Workload:
+    """The ordered event stream of a range-subscription workload (warm-up first)."""
+    validate_range_workload(cfg)
+    rng = np.random.default_rng([int(seed), int(cfg.seed_offset), 0x5757])
+    mu = int(cfg.queries)
+    n_new = int(cfg.updates) // 2  # measured insertions; about as many deletions
+    n_q = mu + n_new
+    life = np.maximum(1, np.rint(rng.normal(mu, cfg.lifetime_sd * mu, size=n_q))).astype(np.int64)
+    expiry = np.arange(n_q) + life
+    # The warm-up stands in for a stream that has been running: warm-up query i keeps the share
+    # (i + 1) / mu of its lifetime after the warm-up, so deletions start at once and spread over
+    # the next ~mu insertions, as in steady state (no bunch of expired queries at the first slot).
+    warm = np.arange(min(mu, n_q))
+    expiry[warm] = mu + np.maximum(0, np.rint(life[warm] * (warm + 1) / mu)).astype(np.int64)
+    # update timeline as (slot, sub-order, query): deletions due at slot j come before insertion j
+    dead = np.flatnonzero(expiry < n_q)
+    slot = np.concatenate([np.arange(n_q), expiry[dead]])
+    sub = np.concatenate([np.ones(n_q, np.int8), np.zeros(len(dead), np.int8)])
+    qref = np.concatenate([np.arange(n_q), dead])
+    kind = np.concatenate([np.full(n_q, INSERT, np.int8), np.full(len(dead), DELETE, np.int8)])
+    order = np.lexsort((qref, sub, slot))
+    slot, qref, kind = slot[order], qref[order], kind[order]
+    n_warm_updates = mu
+    n_meas_updates = len(slot) - mu
+    n_warm_obj = int(round(mu * cfg.warmup_objects_per_query))
+    n_meas_obj = int(round(n_meas_updates * cfg.objects_per_update))
+
+    def interleave(n_upd, n_obj):
+        is_upd = np.zeros(n_upd + n_obj, bool)
+        is_upd[rng.choice(n_upd + n_obj, size=n_upd, replace=False)] = True
+        return is_upd
+
+    is_upd = np.concatenate([interleave(n_warm_updates, n_warm_obj), interleave(n_meas_updates, n_meas_obj)])
+    n_events = len(is_upd)
+    upd_pos = np.flatnonzero(is_upd)
+    obj_pos = np.flatnonzero(~is_upd)
+    n_obj = len(obj_pos)
+
+    payload, q_off, q_val, qinfo = sts_queries(cfg, rng, objects, term_df, extent, n_q)
+    src_rows = np.arange(n_obj) % objects.num_rows  # objects in time order, cycled if needed
+    loc_rows = src_rows  # where an object event takes its location and terms from (its time: src_rows)
+    obj_x = objects.column("x").to_numpy()[src_rows]
+    obj_y = objects.column("y").to_numpy()[src_rows]
+    warmup = n_warm_updates + n_warm_obj
+    drift = None
+    if cfg.drift != "none":
+        n_meas = max(n_events - warmup, 1)
+        start_event = warmup + int(np.ceil(cfg.drift_start * (n_events - warmup)))
+        drift = dict(kind=cfg.drift, start_event=start_event)
+        ins = kind == INSERT
+        ins_pos = np.empty(n_q, np.int64)
+        ins_pos[qref[ins]] = upd_pos[ins]
+        meas_q = np.arange(mu, n_q)  # queries inserted after the warm-up
+        q_off, q_val, info = drift_queries(cfg, seed, objects, term_df, extent, payload, q_off, q_val, qinfo, meas_q,
+                                            ins_pos[meas_q], start_event, (ins_pos[meas_q] - warmup) / n_meas)
+        drift.update(info)
+        meas_o = np.arange(n_warm_obj, n_obj)  # objects after the warm-up
+        loc_rows, obj_x, obj_y, info = drift_objects(cfg, seed, objects, extent, src_rows, obj_x, obj_y, meas_o,
+                                                      obj_pos[meas_o], start_event, (obj_pos[meas_o] - warmup) / n_meas)
+        drift.update(info)
+    o_off, o_val = list_to_csr(objects.column("terms"))
+    ob_off, ob_val = csr_take(o_off, o_val, loc_rows)
+    qb_off, qb_val = csr_take(q_off, q_val, qref)
+
+    cols = {
+        "seq": np.arange(n_events, dtype=np.int64),
+        "kind": np.empty(n_events, np.int8),
+        "family": np.full(n_events, -1, np.int8),
+        "id": np.empty(n_events, np.int64),
+        "x": np.empty(n_events), "y": np.empty(n_events),
+        "xmin": np.full(n_events, np.nan), "ymin": np.full(n_events, np.nan),
+        "xmax": np.full(n_events, np.nan), "ymax": np.full(n_events, np.nan),
+        "op": np.zeros(n_events, np.int8),
+        "k": np.zeros(n_events, np.int32),
+        "alpha": np.zeros(n_events, np.float32),
+    }
+    cols["kind"][obj_pos] = OBJECT
+    cols["id"][obj_pos] = np.arange(n_obj)
+    cols["x"][obj_pos] = obj_x
+    cols["y"][obj_pos] = obj_y
+    cols["kind"][upd_pos] = kind
+    cols["family"][upd_pos] = RANGE
+    cols["id"][upd_pos] = qref
+    for name in ("x", "y", "xmin", "ymin", "xmax", "ymax", "op"):
+        cols[name][upd_pos] = payload[name][qref]
+    ts_obj = objects.column("ts").to_numpy()[src_rows]
+    if objects.num_rows and n_obj > objects.num_rows:  # cycled: keep time increasing
+        span = float(objects.column("ts").to_numpy()[-1] - objects.column("ts").to_numpy()[0]) + 1.0
+        ts_obj = ts_obj + span * (np.arange(n_obj) // objects.num_rows)
+    ts = np.full(n_events, -np.inf)
+    ts[obj_pos] = ts_obj
+    ts = np.maximum.accumulate(ts)
+    cols["ts"] = np.where(np.isfinite(ts), ts, ts_obj[0] if n_obj else 0.0)
+
+    lengths = np.zeros(n_events, np.int64)
+    lengths[obj_pos] = np.diff(ob_off)
+    lengths[upd_pos] = np.diff(qb_off)
+    offsets = np.zeros(n_events + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    values = np.empty(offsets[-1], np.int32)
+    for pos, off, val in ((obj_pos, ob_off, ob_val), (upd_pos, qb_off, qb_val)):
+        dest = np.repeat(offsets[pos], np.diff(off)) + (np.arange(len(val)) - np.repeat(off[:-1], np.diff(off)))
+        values[dest] = val
+    return Workload(Events(cols, offsets, values), warmup=warmup, drift=drift)

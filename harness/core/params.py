@@ -1,0 +1,32 @@
+"""Parameter dataclasses built from config dicts, shared by strategies, adjusters and query families.
+
+A plugin declares a `Params` dataclass; `make_params` builds it from the config's dict and rejects
+an unknown key with the valid ones listed, so a misspelling fails before Spark starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+
+class ParamsMixin:
+    """A `Params` dataclass built from a dict, rejecting unknown keys with the valid ones listed."""
+
+    kind: ClassVar[str] = "strategy"
+    name: ClassVar[str]
+
+    @dataclass
+    class Params:
+        pass
+
+    @classmethod
+    def make_params(cls, params: dict[str, Any] | None) -> Any:
+        params = dict(params or {})
+        valid = {f.name for f in fields(cls.Params)}
+        unknown = sorted(set(params) - valid)
+        if unknown:
+            raise ValueError(
+                f"{cls.kind} {cls.name!r}: unknown parameter(s) {unknown}; valid parameters: {sorted(valid) or 'none'}"
+            )
+        return cls.Params(**params)

@@ -1,0 +1,124 @@
+"""What crosses Spark and the disk between stages: Arrow blocks and the state files of epochs.
+
+Moving Arrow IPC blocks instead of one Spark row per event or per result keeps Spark's per-row
+conversion cost out of the measurement (a dense epoch yields millions of pairs), while the
+shuffles and the distribution of work stay Spark's. State is Parquet, one file per (worker,
+family, part) and per (family, merge bucket), in a folder per epoch: a retried task overwrites
+rather than duplicates, and an epoch reads only what the one before it wrote.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from harness.core.events import Events
+from harness.families.base import StateBundle
+
+# dispatch -> workers: one block per (batch, worker); worker -1 carries the dispatch statistics
+# (info) and, with a bucket, the batch's query events for a merger that needs them
+BLOCK_SCHEMA = pa.schema([("worker", pa.int32()), ("payload", pa.binary()), ("info", pa.string()),
+                          ("bucket", pa.int32()), ("family", pa.int8())])
+# rtype of the worker and merge stages' rows: result blocks (payload: the family's merger reads
+# them), worker statistics (info JSON), service times (payload IPC of seq, seconds), dispatch
+# statistics (info JSON), merge statistics (info JSON), the monitor's per-unit statistics
+# (payload IPC), query events for a merger, a tick that makes a stateful merger's bucket run,
+# and feedback for the router (payload IPC of qid, value)
+RESULT, STATS, SERVICE, DISPATCH, MERGED, UNITS, QUERIES, TICK, FEEDBACK = range(9)
+OUT_SCHEMA = pa.schema(
+    [("rtype", pa.int8()), ("worker", pa.int32()), ("bucket", pa.int32()), ("payload", pa.binary()),
+     ("info", pa.string()), ("family", pa.int8())]
+)
+BUNDLE_PARTS = ("queries", "objects", "results")
+
+
+def spark_schema(schema: pa.Schema) -> str:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema)
+
+
+def to_ipc(table: pa.Table | pa.RecordBatch) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write(table)
+    return sink.getvalue().to_pybytes()
+
+
+def from_ipc(blob: bytes) -> pa.Table:
+    return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
+
+
+def one_row(schema: pa.Schema, **values) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array([values.get(f.name)], f.type) for f in schema], schema=schema)
+
+
+def out_row(rtype: int, worker: int, bucket: int | None = None, payload: bytes | None = None,
+            info: dict | None = None, family: int | None = None) -> pa.RecordBatch:
+    return one_row(OUT_SCHEMA, rtype=rtype, worker=worker, bucket=bucket, payload=payload,
+                   info=None if info is None else json.dumps(info), family=family)
+
+
+def fresh_dir(path: Path) -> str:
+    path.mkdir(parents=True, exist_ok=True)
+    for old in path.glob("*.parquet"):
+        old.unlink()
+    return str(path)
+
+
+def _events_table(ev: Events) -> pa.Table:
+    return pa.Table.from_batches([ev.to_arrow()])
+
+
+def bundle_file(state_dir: Path | str, worker: int, family: int, part: str) -> Path:
+    return Path(state_dir) / f"worker-{worker:05d}-f{family}-{part}.parquet"
+
+
+def write_bundle(state_dir: Path | str, worker: int, family: int, bundle: StateBundle) -> None:
+    """A worker's state for one family, one Parquet file per non-empty part (an empty part leaves none)."""
+    tables = {"queries": _events_table(bundle.queries) if len(bundle.queries) else None,
+              "objects": _events_table(bundle.objects) if len(bundle.objects) else None,
+              "results": bundle.results if bundle.results is not None and bundle.results.num_rows else None}
+    for part, table in tables.items():
+        path = bundle_file(state_dir, worker, family, part)
+        if table is not None:
+            pq.write_table(table, path)
+        elif path.exists():
+            path.unlink()
+
+
+def read_bundle(state_dir: Path | str | None, worker: int, family: int) -> StateBundle:
+    """The state a worker kept for one family (an empty bundle when it kept nothing)."""
+    if state_dir is None:
+        return StateBundle()
+    parts = {}
+    for part in BUNDLE_PARTS:
+        path = bundle_file(state_dir, worker, family, part)
+        parts[part] = pq.read_table(path) if path.exists() else None
+    return StateBundle(
+        queries=Events.from_arrow(parts["queries"]) if parts["queries"] is not None else Events.empty(),
+        objects=Events.from_arrow(parts["objects"]) if parts["objects"] is not None else Events.empty(),
+        results=parts["results"],
+    )
+
+
+def merge_state_file(state_dir: Path | str, family: int, bucket: int) -> Path:
+    return Path(state_dir) / f"merge-f{family}-{bucket:05d}.parquet"
+
+
+def read_merge_state(state_dir: Path | str | None, family: int, bucket: int) -> pa.Table | None:
+    if state_dir is None:
+        return None
+    path = merge_state_file(state_dir, family, bucket)
+    return pq.read_table(path) if path.exists() else None
+
+
+def write_merge_state(state_dir: Path | str, family: int, bucket: int, state: pa.Table | None) -> None:
+    path = merge_state_file(state_dir, family, bucket)
+    if state is not None and state.num_rows:
+        pq.write_table(state, path)
+    elif path.exists():
+        path.unlink()

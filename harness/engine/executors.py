@@ -1,0 +1,115 @@
+"""Where an epoch runs: on Spark (what experiments measure) or in process (tests, quick studies).
+
+Both run the same stages with the same code: the router's routing, a `WorkerSet` per worker, the
+families' mergers bucket by bucket (`merge_bucket`), the migration's `split_bundle` and
+`gather_bundle`. The in-process executor merges each family in one bucket and does not time
+routing; it exists so that the strategy x workers x family matrix runs in seconds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from harness.core.events import Events, key_hash_sum
+from harness.engine.merge import merge_bucket, query_rows
+from harness.engine.migration import MigrationResult, gather_bundle, migrate_state, split_bundle, summarise
+from harness.engine.monitor import unit_stats
+from harness.engine.pipeline import EpochResult, run_epoch
+from harness.engine.setup import FamilySetup
+from harness.engine.worker import WorkerSet, routing_view, stored_queries
+from harness.families.base import StateBundle
+
+
+class SparkExecutor:
+    """Epochs as Spark jobs; worker state in a folder per epoch under `state_root`."""
+
+    def __init__(self, spark, events_df, setup: FamilySetup, n_workers: int, state_root: Path, keep_pairs: bool,
+                 pairs_path: Path | None):
+        self.spark, self.events_df, self.setup, self.n_workers = spark, events_df, setup, n_workers
+        self.state_root, self.keep_pairs, self.pairs_path = Path(state_root), keep_pairs, pairs_path
+        self.state: Path | None = None
+
+    def epoch(self, epoch, lo, hi, router, collect_service, monitor) -> EpochResult:
+        nxt = self.state_root / f"epoch={epoch}"
+        res = run_epoch(self.spark, self.events_df, epoch, lo, hi, router, self.setup, self.n_workers, self.state,
+                        nxt, self.keep_pairs, self.pairs_path, collect_service=collect_service, monitor=monitor)
+        self.state = nxt
+        return res
+
+    def migrate(self, epoch, router, old_router) -> MigrationResult:
+        moved = self.state_root / f"epoch={epoch}-migrated"
+        mig = migrate_state(self.spark, self.state, moved, router, self.n_workers, self.setup, old_router=old_router)
+        self.state = moved
+        return mig
+
+
+class InProcessExecutor:
+    """The same stages on one core, state in memory."""
+
+    def __init__(self, events: Events, setup: FamilySetup, n_workers: int):
+        self.events, self.setup, self.n_workers = events, setup, n_workers
+        self.states: dict[int, dict[int, StateBundle]] = {w: {} for w in range(n_workers)}
+        self.merge_states: dict[int, pa.Table | None] = {}
+
+    def epoch(self, epoch, lo, hi, router, collect_service, monitor) -> EpochResult:
+        ev = self.events.take(np.arange(lo, hi))
+        rows, workers = router.route(routing_view(ev, self.setup.codes))
+        n_obj_copies = int(np.count_nonzero(ev.kind[rows] == 0))
+        res = EpochResult(epoch, hi - lo, 0, len(rows), n_obj_copies, len(rows) - n_obj_copies)
+        blobs: dict[int, list[bytes]] = {code: [] for code in self.setup.mergers}
+        for w in range(self.n_workers):
+            sub = ev.take(np.sort(rows[workers == w]))
+            start = self.states[w]
+            indexes = WorkerSet.build(self.setup.factories)
+            indexes.restore(start)
+            outs, work, counters, busy_s = indexes.process(sub)
+            for code, out in outs.items():
+                blobs[code] += [blob for _, blob in self.setup.mergers[code].blocks(out.results, 1)]
+            self.states[w] = indexes.export_state()
+            start_q, end_q = stored_queries(start), stored_queries(self.states[w])
+            res.worker_stats[w] = {**counters, "busy_s": busy_s, "restored": len(start_q), "events": len(sub)}
+            if monitor:
+                codes = self.setup.codes
+                res.units.append(unit_stats(router, w, routing_view(sub, codes), work, busy_s,
+                                            routing_view(start_q, codes), routing_view(end_q, codes)))
+        for code, merger in self.setup.mergers.items():
+            queries = ev.take(query_rows(ev, {code})) if merger.needs_queries else None
+            out = merge_bucket(merger, self.merge_states.get(code), blobs[code], queries)
+            self.merge_states[code] = out.state
+            res.result_count += len(out.keys)
+            res.result_hash = (res.result_hash + key_hash_sum(out.keys)) % (1 << 64)
+            res.merge_busy_s += out.busy_s
+            if out.feedback is not None and out.feedback.num_rows:
+                res.feedback[code] = out.feedback
+        return res
+
+    def migrate(self, epoch, router, old_router) -> MigrationResult:
+        infos = []
+        kept: dict[int, dict[int, StateBundle]] = {w: {} for w in range(self.n_workers)}
+        incoming: dict[int, dict[int, list[StateBundle]]] = {w: {} for w in range(self.n_workers)}
+        for w in range(self.n_workers):
+            out_s = leaving = 0
+            for code in self.setup.factories:
+                bundle = self.states[w].get(code, StateBundle())
+                parts, f_out_s, f_leaving = split_bundle(bundle, router, w, old_router, self.setup.codes)
+                out_s += f_out_s
+                leaving += f_leaving
+                for dest, part in parts.items():
+                    if dest == w:
+                        kept[w][code] = part
+                    else:
+                        incoming[dest].setdefault(code, []).append(part)
+            infos.append({"src": w, "out_s": out_s, "leaving": leaving})
+        for w in range(self.n_workers):
+            info = {"dst": w, "moved_in": 0, "moved_bytes": 0, "in_s": 0.0}
+            for code, factory in self.setup.factories.items():
+                g = gather_bundle(w, kept[w].get(code), incoming[w].get(code, []), factory)
+                self.states[w][code] = g.state
+                info["moved_in"] += g.moved_in
+                info["moved_bytes"] += g.moved_bytes
+                info["in_s"] += g.index_s
+            infos.append(info)
+        return summarise(infos, self.n_workers, 0.0)

@@ -1,0 +1,87 @@
+"""The epoch loop of a run, shared by the Spark runner and the in-process executor.
+
+Per epoch: the driver's routing upkeep (`Router.observe_inserts`, timed and charged to the
+dispatchers, as the papers' main server does it), the epoch itself (an `Executor`: one Spark job,
+or the same stages in process), the stall a migration left, the adjustment step, and the mergers'
+feedback handed to the router that routes the next epoch. Routers only ever see the stream
+through `routing_view`, so a family routed like another looks like it everywhere.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from harness.core.events import INSERT, Events
+from harness.engine.epochs import epoch_row, epoch_stats, migration_pause, plan_step, stall
+from harness.engine.migration import MigrationResult
+from harness.engine.pipeline import EpochResult
+from harness.engine.setup import FamilySetup
+from harness.engine.worker import routing_view
+
+
+class Executor(Protocol):
+    """Runs one epoch's stages and moves the workers' state for a migration."""
+
+    def epoch(self, epoch: int, lo: int, hi: int, router, collect_service: bool, monitor: bool) -> EpochResult: ...
+
+    def migrate(self, epoch: int, router, old_router) -> MigrationResult: ...
+
+
+@dataclass
+class LoopResult:
+    epochs: list[EpochResult]  # every epoch, the warm-up first
+    series: list[dict]  # one row per measured epoch (epochs.parquet)
+    router: object  # the router after the last epoch
+    plans: list = field(default_factory=list)  # the migration plans applied
+
+    @property
+    def measured(self) -> list[EpochResult]:
+        return self.epochs[1:]
+
+
+def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, bounds: list[tuple[int, int, int]],
+               adjuster, n_workers: int, n_dispatchers: int, progress=None, label: str = "") -> LoopResult:
+    view = routing_view(events, setup.codes)
+    last = bounds[-1][0]
+    out = LoopResult([], [], router)
+    pause: dict[int, float] = {}
+    for epoch, lo, hi in bounds:
+        if progress is not None:
+            name = "warm-up" if epoch == 0 else f"measured {epoch}/{last}"
+            progress.step(f"{label}: epoch {epoch} ({name}, {hi - lo:,} events)")
+        t0 = time.perf_counter()
+        router.observe_inserts(view, lo + np.flatnonzero(view.kind[lo:hi] == INSERT))
+        observe_s = time.perf_counter() - t0
+        res = executor.epoch(epoch, lo, hi, router, collect_service=epoch > 0,
+                             monitor=adjuster is not None and 0 < epoch < last)
+        res.observe_s = observe_s
+        stall(res, pause)
+        pause = {}
+        out.epochs.append(res)
+        if epoch > 0:
+            row = epoch_row(epoch, res.n_events, res.worker_stats, res.route_ns / 1e9, n_dispatchers, n_workers,
+                            res.units, observe_s=observe_s)
+            row.update(results=res.result_count, migrated_queries=0, migrated_bytes=0, select_s=0.0,
+                       migration_s=0.0, observe_s=observe_s, **res.timings)
+            if adjuster is not None and epoch < last:
+                step = plan_step(adjuster, router, epoch_stats(epoch, res.units, res.worker_stats, view, lo, hi,
+                                                               n_workers))
+                row["select_s"] = step.select_s
+                if step.plan is not None:
+                    mig = executor.migrate(epoch, step.plan.router, router)
+                    router = step.plan.router
+                    out.plans.append(step.plan)
+                    pause = migration_pause(step, mig)
+                    row.update(select_cells_s=float(step.plan.info.get("select_cells_s", step.select_s)),
+                               migrated_queries=mig.moved_queries, migrated_bytes=mig.moved_bytes,
+                               migration_s=mig.migration_s, migration_job_s=mig.job_s,
+                               operation=str(step.plan.info.get("operation", adjuster.name)))
+            out.series.append(row)
+        for code, table in res.feedback.items():  # before the next epoch is dispatched
+            router.observe_feedback(setup.names[code], table)
+    out.router = router
+    return out

@@ -1,0 +1,44 @@
+"""What a run's workers and mergers are: built on the driver from the family registry, shipped to
+the executors inside the Spark tasks (index factories and merger classes pickle by reference),
+so executors never consult a registry that a user's plugin module may not have filled there."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from harness.families import registry as families
+from harness.families.base import IndexContext, Merger, WorkerIndex
+
+
+@dataclass
+class FamilySetup:
+    factories: dict[int, Callable[[], WorkerIndex]]  # family code -> worker index constructor
+    mergers: dict[int, type[Merger]]  # family code -> merger
+    codes: np.ndarray | None = None  # the routers' view of the family column (registry.routing_codes)
+    names: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def merge_queries(self) -> set[int]:
+        """Families whose mergers read the epoch's query events."""
+        return {c for c, m in self.mergers.items() if m.needs_queries}
+
+    @property
+    def stateful(self) -> set[int]:
+        return {c for c, m in self.mergers.items() if m.stateful}
+
+
+def family_setup(workload_families: list[str], routed: frozenset[str] | set[str], context: IndexContext,
+                 index_params: dict | None = None) -> FamilySetup:
+    """The setup of a run whose workload holds `workload_families`, routed by a strategy that routes
+    `routed`; `index_params` maps a family name to its `index.<family>.*` settings."""
+    index_params = dict(index_params or {})
+    factories, mergers, names = {}, {}, {}
+    for name in workload_families:
+        fam = families.get(name)
+        factories[fam.code] = fam.index_factory(context, index_params.get(name))
+        mergers[fam.code] = fam.merger
+        names[fam.code] = name
+    return FamilySetup(factories, mergers, families.routing_codes(workload_families, routed), names)

@@ -1,0 +1,33 @@
+"""Range subscriptions (PS2Stream, Tornado, SSTD's CRQ): a point in the rectangle and the keywords
+satisfied (AND: all, OR: any), over the objects that arrive while the subscription is live."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from datasets.workloads.range import build_workload, validate_range_workload
+from harness.core.events import RANGE
+from harness.families.base import Family
+from harness.families.range.gi2 import GI2Index
+from harness.families.range.merge import RangeMerger
+from harness.families.range.oracle import oracle_keys
+
+
+class RangeFamily(Family):
+    name = "range"
+    code = RANGE
+    index = GI2Index
+    merger = RangeMerger
+
+    @dataclass
+    class Params:
+        cells_per_side: int = 64  # GI2 granularity, 2^6 as in PS2Stream's experiments
+
+    @classmethod
+    def check_params(cls, params) -> None:
+        if not isinstance(params.cells_per_side, int) or params.cells_per_side < 1:
+            raise ValueError(f"index.range.cells_per_side={params.cells_per_side!r} is invalid; allowed: an integer >= 1")
+
+    oracle = staticmethod(oracle_keys)
+    build_workload = staticmethod(build_workload)
+    validate_workload = staticmethod(validate_range_workload)
