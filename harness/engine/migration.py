@@ -236,8 +236,14 @@ def gather_bundle(worker: int, kept: StateBundle | None, incoming: list[StateBun
     kept = kept if kept is not None else StateBundle()
     queries = _fresh(kept.queries, Events.concat([b.queries for b in incoming]) if incoming else Events.empty())
     objects = _fresh(kept.objects, Events.concat([b.objects for b in incoming]) if incoming else Events.empty())
-    tables = [b.results for b in incoming if b.results is not None and b.results.num_rows]
-    arriving_results = _results_of(pa.concat_tables(tables), queries.id) if tables else None
+    # a subscription may arrive from several holders: its results come from the first one only
+    tables, pending = [], set(queries.id.tolist())
+    for b in incoming:
+        taken = _results_of(b.results, np.array(sorted(pending), np.int64))
+        if taken is not None and taken.num_rows:
+            tables.append(taken)
+            pending -= set(taken.column("qid").to_pylist())
+    arriving_results = pa.concat_tables(tables) if tables else None
     arrivals = StateBundle(queries, objects, arriving_results)
     index_s = index_factory().restore(arrivals) if len(arrivals) else 0.0
     results = [t for t in (kept.results, arriving_results) if t is not None and t.num_rows]
