@@ -3,7 +3,8 @@
 A claim names a metric, a subject strategy (a runs-table `variant`), the strategies it is
 compared with, and where (dataset, workload, workers). Each matching configuration is one
 comparison, made on the latest successful run of every variant there; the verdict says whether
-the claim held in all of them, some, none, or could not be measured.
+the claim held in all of them, some, none, or could not be measured. Which way "better" points
+comes from the metrics registry, so a claim cannot read a metric backwards.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.report import results
 import yaml
 
+from harness.report import metrics, results
 from harness.report.results import PROJECT_ROOT
 
 CLAIMS_FILE = PROJECT_ROOT / "conf" / "claims.yaml"
@@ -36,7 +37,25 @@ def load_claims(path: Path = CLAIMS_FILE) -> list[dict]:
         kind = c.get("check", {}).get("kind")
         if kind not in KINDS:
             raise ValueError(f"claim {c.get('id')!r}: check.kind={kind!r} is invalid; allowed: {', '.join(KINDS)}")
+        higher_is_better(c)
     return claims
+
+
+def higher_is_better(claim: dict) -> bool:
+    """The claim's direction: the registry's; `check.higher_is_better` only for an undirected metric."""
+    chk = claim["check"]
+    try:
+        known = metrics.higher_is_better(chk["metric"])
+    except metrics.UnknownMetric as exc:
+        raise ValueError(f"claim {claim.get('id')!r}: {exc}") from None
+    given = chk.get("higher_is_better")
+    if known is None and given is None:
+        raise ValueError(f"claim {claim.get('id')!r}: {chk['metric']} has no better direction in the metrics "
+                         "registry; set check.higher_is_better")
+    if known is not None and given is not None and bool(given) != known:
+        raise ValueError(f"claim {claim.get('id')!r}: check.higher_is_better={given} contradicts the registry "
+                         f"({chk['metric']}: {metrics.metric(chk['metric']).better} is better)")
+    return known if known is not None else bool(given)
 
 
 def latest(table: pd.DataFrame) -> pd.DataFrame:
@@ -61,15 +80,11 @@ def _value(rows: pd.DataFrame, variant: str, metric: str) -> float | None:
     return None if hit.empty else float(hit[metric].iloc[-1])
 
 
-def _fmt(v: float) -> str:
-    return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
-
-
 def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
     chk = claim["check"]
     metric, subject = chk["metric"], chk["subject"]
     others = list(chk.get("others") or [])
-    higher = chk.get("higher_is_better", True)
+    higher = higher_is_better(claim)
     rows = _where(latest(table), chk.get("where", {}))
     if metric not in rows:
         return Verdict(claim, "not measured", [f"no column {metric!r}"])
@@ -93,14 +108,15 @@ def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
                 continue
             if chk["kind"] == "better":
                 ok = all((mine > v) if higher else (mine < v) for v in theirs.values())
-                detail = ", ".join(f"{o} {_fmt(v)}" for o, v in theirs.items())
+                detail = ", ".join(f"{o} {metrics.show(metric, v, unit=True)}" for o, v in theirs.items())
             else:  # ratio_at_least: subject / each other >= value (or <= 1/value when lower is better)
                 ratios = {o: (mine / v if higher else v / mine) if v and mine else float("nan")
                           for o, v in theirs.items()}
                 ok = all(r >= float(chk.get("value") or 1.0) for r in ratios.values())
                 detail = ", ".join(f"x{r:.2f} vs {o}" for o, r in ratios.items())
             held.append(ok)
-            notes.append(f"{wl}/{ds}/{w}w: {subject} {_fmt(mine)}; {detail} ({'yes' if ok else 'no'})")
+            notes.append(f"{wl}/{ds}/{w}w: {subject} {metrics.show(metric, mine, unit=True)}; {detail} "
+                         f"({'yes' if ok else 'no'})")
     if not held:
         return Verdict(claim, "not measured", ["no run of the subject and a comparison strategy matches"])
     verdict = "holds" if all(held) else ("does not hold" if not any(held) else f"partly ({sum(held)}/{len(held)})")

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from harness.report import claims as claims_mod
-from harness.report import results
-from harness.report.plots import plt, save_figure
+from harness.report import metrics, results
+from harness.report.plots import EPOCH_PANELS, plt, save_figure
 
 
 def _label(runs: pd.DataFrame) -> pd.DataFrame:
@@ -38,6 +38,28 @@ def sweep_rows(root: Path, sweep_id: str | None, name: str) -> pd.DataFrame:
     return rows.sort_values("started_at").groupby([k for k in keys], dropna=False).tail(1)
 
 
+def _registered(figures: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    for names in figures.values():
+        for name in names:
+            metrics.metric(name)  # raises UnknownMetric naming the known ones
+    return figures
+
+
+# the metrics each figure draws (a preset names figures in experiment.plots); checked against the
+# registry on import, so a renamed metric fails at once, not when a sweep draws its figures
+PLOT_METRICS = _registered({
+    "throughput_bars": ("throughput_eps",),
+    "latency_bars": ("latency_p50_ms", "latency_p95_ms"),
+    "memory_bars": ("dispatcher_bytes", "worker_index_bytes_max"),
+    "throughput_vs_x": ("throughput_eps",),
+    "heatmap": ("throughput_eps",),
+    "replication_balance": ("obj_replication", "query_replication", "load_max_min"),
+    "epoch_series": EPOCH_PANELS,
+    "migration_bars": ("select_cells_s", "select_s", "migration_s", "migrated_bytes", "migrated_queries"),
+    "latency_shares": ("latency_share_lt_100ms", "latency_share_100ms_1s", "latency_share_gt_1s"),
+})
+
+
 def _numeric(series: pd.Series) -> pd.Series:
     out = pd.to_numeric(series, errors="coerce")
     return out if out.notna().all() else series
@@ -52,21 +74,27 @@ def _grid(n: int, width: float = 4.6, height: float = 3.4):
     return fig, list(axes.flat)
 
 
-def _bars(runs: pd.DataFrame, metrics: list[tuple[str, str]], title: str, scale: float = 1.0, ylabel: str = ""):
-    """Grouped bars: one panel per (scenario, workers), one group per variant, one bar per metric."""
+def _bars(runs: pd.DataFrame, names: tuple[str, ...], title: str):
+    """Grouped bars: one panel per (scenario, workers), one group per variant, one bar per metric
+    (metrics sharing a display unit, which labels the axis)."""
+    units = {metrics.metric(m).shown_unit for m in names}
+    if len(units) > 1:
+        raise ValueError(f"one axis cannot show {', '.join(names)}: their units differ ({', '.join(units)})")
+    ylabel = metrics.label(names[0]) if len(names) == 1 else units.pop()
     panels = list(runs.groupby(["scenario", "workers"]))
     fig, axes = _grid(len(panels))
     for ax, ((scenario, workers), g) in zip(axes, panels):
         g = g.sort_values("variant")
         xs = np.arange(len(g))
-        width = 0.8 / len(metrics)
-        for k, (col, label) in enumerate(metrics):
-            ax.bar(xs + k * width - 0.4 + width / 2, g[col].to_numpy(float) * scale, width, label=label)
+        width = 0.8 / len(names)
+        for k, col in enumerate(names):
+            ax.bar(xs + k * width - 0.4 + width / 2, g[col].to_numpy(float) * metrics.scale(col), width,
+                   label=metrics.metric(col).short)
         ax.set_xticks(xs, g["variant"], rotation=45, ha="right", fontsize=8)
         ax.set_title(f"{scenario}, {workers} workers", fontsize=9)
         ax.set_ylabel(ylabel)
         ax.grid(axis="y", alpha=0.3)
-    if len(metrics) > 1:
+    if len(names) > 1:
         axes[0].legend(fontsize=8)
     fig.suptitle(title, fontsize=11)
     return fig
@@ -80,11 +108,11 @@ def _lines(runs: pd.DataFrame, x: str, xlabel: str, title: str, facet: str | Non
     for ax, (key, g) in zip(axes, panels):
         for variant, s in g.groupby("variant"):
             s = s.assign(_x=_numeric(s[x])).sort_values("_x")
-            ax.plot(s["_x"], s["throughput_eps"], marker="o", label=variant)
+            ax.plot(s["_x"], s["throughput_eps"] * metrics.scale("throughput_eps"), marker="o", label=variant)
         if logx:
             ax.set_xscale("log", base=2)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel("throughput (events/s)")
+        ax.set_ylabel(metrics.label("throughput_eps"))
         name = key if isinstance(key, str) else " | ".join(str(k) for k in key)
         ax.set_title(name if not facet else name.replace(" | ", f" | {facet}="), fontsize=9)
         ax.grid(alpha=0.3)
@@ -93,13 +121,21 @@ def _lines(runs: pd.DataFrame, x: str, xlabel: str, title: str, facet: str | Non
     return fig
 
 
+def relative_to_best(table: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Each column against its best value, the direction from the registry: 1 is the best, less is worse."""
+    higher = metrics.higher_is_better(name)
+    if higher is None:
+        raise ValueError(f"{name} has no better direction, so no best")
+    return table / table.max(axis=0) if higher else table.min(axis=0) / table
+
+
 def _heatmap(runs: pd.DataFrame, title: str):
     """Throughput relative to the best strategy of each scenario, one panel per worker count."""
     panels = list(runs.groupby("workers"))
     fig, axes = _grid(len(panels), width=5.2, height=0.35 * runs["variant"].nunique() + 1.8)
     for ax, (workers, g) in zip(axes, panels):
         table = g.pivot_table(index="variant", columns="scenario", values="throughput_eps", aggfunc="last")
-        rel = table / table.max(axis=0)
+        rel = relative_to_best(table, "throughput_eps")
         ax.imshow(rel.to_numpy(float), cmap="viridis", vmin=0, vmax=1, aspect="auto")  # cells carry values
         ax.set_xticks(range(len(rel.columns)), rel.columns, rotation=30, ha="right", fontsize=8)
         ax.set_yticks(range(len(rel.index)), rel.index, fontsize=8)
@@ -113,19 +149,19 @@ def _heatmap(runs: pd.DataFrame, title: str):
 
 def _replication_balance(runs: pd.DataFrame, title: str):
     """Per variant: object and query replication and L_max/L_min, median over the sweep with range."""
-    fig, axes = plt.subplots(1, 3, figsize=(15, 0.3 * runs["variant"].nunique() + 2.5))
-    for ax, (col, label) in zip(axes, [("obj_replication", "object replication"),
-                                       ("query_replication", "query replication"),
-                                       ("load_max_min", "L_max / L_min")]):
-        stats = runs.groupby("variant")[col].agg(["median", "min", "max"]).sort_index(ascending=False)
+    names = PLOT_METRICS["replication_balance"]
+    fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 0.3 * runs["variant"].nunique() + 2.5))
+    for ax, col in zip(axes, names):
+        stats = runs.groupby("variant")[col].agg(["median", "min", "max"]) * metrics.scale(col)
+        stats = stats.sort_index(ascending=False)
         stats = stats.replace([np.inf, -np.inf], np.nan)
         y = np.arange(len(stats))
         ax.barh(y, stats["median"], color="tab:blue", alpha=0.8)
         ax.errorbar(stats["median"], y, xerr=[stats["median"] - stats["min"], stats["max"] - stats["median"]],
                     fmt="none", ecolor="k", lw=0.8)
         ax.set_yticks(y, stats.index, fontsize=8)
-        ax.set_xlabel(f"{label} (median, min-max over the sweep)")
-        if col == "load_max_min":
+        ax.set_xlabel(f"{metrics.label(col)}: median, min-max over the sweep")
+        if metrics.metric(col).log:
             ax.set_xscale("log")
         ax.grid(axis="x", alpha=0.3)
     fig.suptitle(title, fontsize=11)
@@ -150,28 +186,25 @@ def _epoch_series(runs: pd.DataFrame, title: str, x: str | None):
 def _migration_bars(runs: pd.DataFrame, title: str, x: str | None):
     """Per adjuster (and swept x): selection time, migration time and cost per migration."""
     runs = runs.copy()
+    if "select_cells_s" not in runs:
+        runs["select_cells_s"] = runs["select_s"]
+    runs["select_cells_s"] = runs["select_cells_s"].fillna(runs["select_s"])
     n = runs["adjustments"].replace(0, np.nan)
-    runs["select_per"] = runs["select_s"] / n * 1e3
-    cells = runs["select_cells_s"] if "select_cells_s" in runs else runs["select_s"]
-    runs["cells_per"] = cells.fillna(runs["select_s"]) / n * 1e3
-    runs["migration_per"] = runs["migration_s"] / n * 1e3
-    runs["bytes_per"] = runs["migrated_bytes"] / n / 1e3
-    runs["queries_per"] = runs["migrated_queries"] / n
-    panels = [("cells_per", "cell selection time per adjustment (ms)"),
-              ("select_per", "plan time per adjustment (ms)"),
-              ("migration_per", "migration time per adjustment (ms)"),
-              ("bytes_per", "migrated data per adjustment (KB)"), ("queries_per", "migrated queries per adjustment")]
+    panels = PLOT_METRICS["migration_bars"]
+    for col in panels:  # per adjustment, in the registry's display unit
+        runs[col] = runs[col] / n * metrics.scale(col)
     fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 3.4))
     groups = list(runs.groupby("x", dropna=False)) if x else [(None, runs)]
     variants = sorted(runs["variant"].unique())
     width = 0.8 / len(groups)
-    for ax, (col, label) in zip(axes, panels):
+    for ax, col in zip(axes, panels):
         for i, (xv, g) in enumerate(groups):
             g = g.set_index("variant").reindex(variants)
             ax.bar(np.arange(len(variants)) - 0.4 + width * (i + 0.5), g[col].to_numpy(float), width,
                    label=None if xv is None else f"{x}={xv}")
         ax.set_xticks(range(len(variants)), variants, rotation=45, ha="right", fontsize=8)
-        ax.set_ylabel(label, fontsize=8)
+        m = metrics.metric(col)
+        ax.set_ylabel(f"{m.short} per adjustment" + (f" ({m.shown_unit})" if m.shown_unit else ""), fontsize=8)
         ax.grid(axis="y", alpha=0.3)
     if x:
         axes[0].legend(fontsize=7)
@@ -183,24 +216,22 @@ def _migration_bars(runs: pd.DataFrame, title: str, x: str | None):
 def _latency_shares(runs: pd.DataFrame, title: str):
     """Share of events with latency < 100 ms, 100 ms - 1 s, > 1 s (PS2Stream Fig. 12c), stacked."""
     labels = runs["variant"] + (" (" + runs["x"].astype(str) + ")" if runs["x"].notna().any() else "")
-    shares = [("latency_share_lt_100ms", "< 100 ms"), ("latency_share_100ms_1s", "100 ms - 1 s"),
-              ("latency_share_gt_1s", "> 1 s")]
+    shares = PLOT_METRICS["latency_shares"]
     fig, ax = plt.subplots(figsize=(0.6 * len(runs) + 3, 3.6))
     bottom = np.zeros(len(runs))
-    for col, label in shares:
-        v = runs[col].to_numpy(float) * 100
-        ax.bar(np.arange(len(runs)), v, bottom=bottom, label=label)
+    for col in shares:
+        v = runs[col].to_numpy(float) * metrics.scale(col)
+        ax.bar(np.arange(len(runs)), v, bottom=bottom, label=metrics.metric(col).short)
         bottom += np.nan_to_num(v)
     ax.set_xticks(range(len(runs)), labels, rotation=45, ha="right", fontsize=8)
-    ax.set_ylabel("share of events (%)")
+    ax.set_ylabel(f"share of events ({metrics.metric(shares[0]).shown_unit})")
     ax.legend(fontsize=7)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return fig
 
 
-PLOTS = ("throughput_bars", "latency_bars", "memory_bars", "throughput_vs_x", "heatmap", "replication_balance",
-         "epoch_series", "migration_bars", "latency_shares")
+PLOTS = tuple(PLOT_METRICS)
 
 
 def figures(runs: pd.DataFrame, exp) -> dict[str, object]:
@@ -210,13 +241,9 @@ def figures(runs: pd.DataFrame, exp) -> dict[str, object]:
     xlabel = exp.x_label or (exp.x or "workers")
     facet = "facet" if exp.facet else None
     makers = {
-        "throughput_bars": lambda: _bars(runs, [("throughput_eps", "throughput")], f"{title}: throughput",
-                                         ylabel="events/s"),
-        "latency_bars": lambda: _bars(runs, [("latency_p50_ms", "p50"), ("latency_p95_ms", "p95")],
-                                      f"{title}: latency (queue model)", ylabel="ms"),
-        "memory_bars": lambda: _bars(runs, [("dispatcher_bytes", "dispatcher"), ("worker_index_bytes_max",
-                                                                                  "largest worker")],
-                                     f"{title}: memory", scale=1e-6, ylabel="MB"),
+        "throughput_bars": lambda: _bars(runs, PLOT_METRICS["throughput_bars"], f"{title}: throughput"),
+        "latency_bars": lambda: _bars(runs, PLOT_METRICS["latency_bars"], f"{title}: latency (queue model)"),
+        "memory_bars": lambda: _bars(runs, PLOT_METRICS["memory_bars"], f"{title}: memory"),
         "throughput_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: throughput", facet,
                                           logx=x == "workers"),
         "heatmap": lambda: _heatmap(runs, f"{title}: throughput relative to the best"),
@@ -242,12 +269,17 @@ def finish(config, root: Path, sweep_id: str | None) -> list[Path]:
     return paths
 
 
-def _table(frame: pd.DataFrame, fmt=lambda v: f"{v:,.0f}") -> str:
-    cols = [str(c) for c in frame.columns]
-    lines = ["| " + " | ".join([frame.index.name or ""] + cols) + " |",
-             "|" + "---|" * (len(cols) + 1)]
+SUMMARY = ("obj_replication", "query_replication", "load_max_min", "dispatcher_bytes", "worker_index_bytes_max",
+           "build_s")  # the report's median table
+
+
+def _table(frame: pd.DataFrame, show=lambda col, v: f"{v:.2f}", header=str) -> str:
+    """Markdown; `show(column, value)` writes a cell, `header(column)` a column title."""
+    lines = ["| " + " | ".join([frame.index.name or ""] + [header(c) for c in frame.columns]) + " |",
+             "|" + "---|" * (len(frame.columns) + 1)]
     for idx, row in frame.iterrows():
-        lines.append("| " + " | ".join([str(idx)] + [fmt(v) if pd.notna(v) else "-" for v in row]) + " |")
+        lines.append("| " + " | ".join([str(idx)] + [show(c, v) if pd.notna(v) else "-" for c, v in row.items()])
+                     + " |")
     return "\n".join(lines)
 
 
@@ -257,25 +289,22 @@ def write_report(root: Path, exp, runs: pd.DataFrame, plot_paths: list[Path]) ->
              f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC} by `make experiment NAME={exp.name}` on "
              f"{platform.node()} ({platform.machine()}, Python {platform.python_version()}); "
              f"{len(runs)} runs, sweep `{runs['sweep_id'].iloc[0] if 'sweep_id' in runs else '-'}`.",
-             "Throughput is input events / bottleneck CPU time (README, metrics); figures are from one run each.",
-             ""]
+             f"Throughput is {metrics.metric('throughput_eps').description}; see the README's metric "
+             "definitions. Figures are from one run each.", ""]
     sizes = runs.groupby("scenario")["events"].max()
-    lines += ["## Throughput (events/s) per strategy and worker count", ""]
+    heading = metrics.label("throughput_eps")
+    lines += [f"## {heading[0].upper() + heading[1:]} per strategy and worker count", ""]
     for scenario, g in runs.groupby("scenario"):
         table = g.pivot_table(index="variant", columns="workers", values="throughput_eps", aggfunc="last")
-        best = table.max(axis=0)
         table.index.name = "strategy"
         lines += [f"### {scenario} ({int(sizes[scenario]):,} measured events)", "",
-                  _table(table), "",
+                  _table(table, lambda _, v: metrics.show("throughput_eps", v)), "",
                   "Relative to the best of each worker count:", "",
-                  _table(table / best, fmt=lambda v: f"{v:.2f}"), ""]
+                  _table(relative_to_best(table, "throughput_eps")), ""]
     lines += ["## Replication, balance and memory (median over the sweep)", ""]
-    med = runs.groupby("variant")[["obj_replication", "query_replication", "load_max_min", "dispatcher_bytes",
-                                    "worker_index_bytes_max", "build_s"]].median()
+    med = runs.groupby("variant")[list(SUMMARY)].median()
     med.index.name = "strategy"
-    med[["dispatcher_bytes", "worker_index_bytes_max"]] /= 1e6
-    med.columns = ["object repl.", "query repl.", "L_max/L_min", "dispatcher MB", "largest worker MB", "build s"]
-    lines += [_table(med, fmt=lambda v: f"{v:.2f}"), ""]
+    lines += [_table(med, metrics.show, metrics.label), ""]
     table = results.read_runs_table(root)
     verdicts = claims_mod.evaluate_all(pd.concat([table[~table["run_id"].isin(runs["run_id"])], runs]))
     counts = pd.Series([v.verdict.split(" (")[0] for v in verdicts]).value_counts()

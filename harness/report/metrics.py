@@ -1,4 +1,6 @@
-"""Run metrics from the per-epoch pipeline results (definitions: README, DESIGN.md).
+"""Run metrics from the per-epoch pipeline results (definitions: README, DESIGN.md), and the
+registry (METRICS) that gives every metric a run reports its unit, meaning, better direction and
+display format, for the table, plots, report, claims and MLflow to share.
 
 Throughput = input events / bottleneck time, the bottleneck being the larger of the busiest
 worker's CPU time and the dispatchers' routing time (split evenly over `dispatchers`).
@@ -9,6 +11,11 @@ paper's cell load (Definition 3) uses stored queries: L_i = |O_i| * q_i + |O_i| 
 
 from __future__ import annotations
 
+import math
+import re
+from dataclasses import dataclass, replace
+
+import numpy as np
 import pandas as pd
 
 
@@ -16,7 +23,9 @@ def run_metrics(epochs, workers: pd.DataFrame, n_dispatchers: int, n_input_objec
                 n_input_queries: int) -> dict[str, float]:
     n_events = sum(e.n_events for e in epochs)
     route_s = sum(e.route_ns for e in epochs) / 1e9
-    dispatcher_s = route_s / n_dispatchers
+    observe_s = sum(e.observe_s for e in epochs)
+    # a dispatcher routes its share of the events and keeps its whole copy of the routing state current
+    dispatcher_s = route_s / n_dispatchers + observe_s
     worker_s = float((workers["busy_s"] + workers["pause_s"]).max()) if len(workers) else 0.0
     bottleneck = max(dispatcher_s, worker_s, 1e-12)
     loads = workers["load"].to_numpy()
@@ -29,6 +38,9 @@ def run_metrics(epochs, workers: pd.DataFrame, n_dispatchers: int, n_input_objec
         "throughput_wall_eps": n_events / wall if wall > 0 else float("nan"),
         "bottleneck_s": bottleneck,
         "dispatcher_s": dispatcher_s,
+        "observe_s": observe_s,
+        "merge_s": sum(e.merge_busy_s for e in epochs),
+        "feedback_rows": float(sum(t.num_rows for e in epochs for t in e.feedback.values())),
         "worker_busy_max_s": worker_s,
         "worker_busy_sum_s": float(workers["busy_s"].sum()),
         "load_sum": float(loads.sum()),
@@ -42,3 +54,192 @@ def run_metrics(epochs, workers: pd.DataFrame, n_dispatchers: int, n_input_objec
         "worker_index_bytes_max": float(workers["index_bytes"].max()),
         "partitions_actual": float((workers["events"] > 0).sum()),
     }
+
+
+# ---------------------------------------------------------------- the registry
+# After ann-benchmarks' plotting/metrics.py: every reader takes names, units, directions and
+# formats from here, so no two of them can disagree on what a metric means or which way is better.
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    short: str  # what a reader calls it: "throughput", "L_max/L_min"
+    unit: str  # of the stored value; "" for ratios and shares
+    description: str
+    better: str | None  # "higher", "lower", or None for descriptive figures (counts, digests, setup times)
+    fmt: str = "{:,.2f}"  # display format, applied to value * scale
+    display_unit: str | None = None  # shown instead of `unit` (bytes as MB)
+    scale: float = 1.0  # stored value * scale = displayed value
+    log: bool = False  # plotted on a log axis (ratios that span orders of magnitude)
+
+    @property
+    def shown_unit(self) -> str:
+        return self.unit if self.display_unit is None else self.display_unit
+
+
+BETTER = ("higher", "lower", None)
+_COUNT = "{:,.0f}"
+_MB = {"fmt": "{:,.2f}", "display_unit": "MB", "scale": 1e-6}
+_MS = {"fmt": "{:,.1f}", "display_unit": "ms", "scale": 1e3}
+_PCT = {"fmt": "{:.1f}", "display_unit": "%", "scale": 100.0}
+_RATIO = {"fmt": "{:.2f}", "log": True}
+
+_METRICS = [
+    # throughput and time (README, "Metrics (definitions)")
+    Metric("events", "events", "events", "measured input events (warm-up excluded)", None, _COUNT),
+    Metric("throughput_eps", "throughput", "events/s",
+           "measured events / bottleneck time (the busiest worker's CPU time or a dispatcher's time)",
+           "higher", _COUNT),
+    Metric("throughput_wall_eps", "wall-clock throughput", "events/s",
+           "measured events / Spark wall-clock time of the measured epochs", "higher", _COUNT),
+    Metric("bottleneck_s", "bottleneck time", "s", "max(dispatcher_s, worker_busy_max_s), what throughput divides",
+           "lower", "{:.3f}"),
+    Metric("dispatcher_s", "dispatcher time", "s", "a dispatcher's time: its share of the routing plus observe_s",
+           "lower", "{:.3f}"),
+    Metric("observe_s", "routing-state upkeep", "s",
+           "driver seconds of Router.observe_inserts, charged in full to every dispatcher", "lower", "{:.3f}"),
+    Metric("worker_busy_max_s", "busiest worker time", "s", "the busiest worker's index CPU time plus its stalls",
+           "lower", "{:.3f}"),
+    Metric("worker_busy_sum_s", "total worker time", "s", "index CPU time summed over workers", "lower", "{:.3f}"),
+    Metric("merge_s", "merge time", "s", "merge stage CPU seconds (all mergers)", "lower", "{:.3f}"),
+    Metric("build_s", "build time", "s", "strategy fit time", "lower", "{:.3f}"),
+    # latency (the queue model, harness/report/latency.py)
+    *(Metric(f"latency_{k}_ms", f"latency {k}", "ms", f"{k} event latency under the queue model", "lower")
+      for k in ("mean", "p50", "p95", "p99")),
+    Metric("latency_share_lt_100ms", "latency < 100 ms", "", "share of events with latency < 100 ms", "higher", **_PCT),
+    Metric("latency_share_100ms_1s", "latency 100 ms - 1 s", "", "share of events with latency in [100 ms, 1 s]",
+           None, **_PCT),
+    Metric("latency_share_gt_1s", "latency > 1 s", "", "share of events with latency > 1 s", "lower", **_PCT),
+    Metric("latency_rate_eps", "latency input rate", "events/s", "the input rate the latency model assumed", None,
+           _COUNT),
+    # work and balance
+    Metric("load_sum", "total load", "", "sum of the worker loads L_i (PS2Stream Def. 1, c = 1)", "lower", _COUNT),
+    Metric("load_max_min", "L_max/L_min", "", "largest / smallest worker load L_i (inf if a worker has none)",
+           "lower", **_RATIO),
+    Metric("load_max_mean", "L_max/L_mean", "", "largest / mean worker load L_i", "lower", **_RATIO),
+    Metric("unit_load_max_min", "unit L_max/L_min", "",
+           "balance of the monitor's unit loads per worker (what SSTD's detection compares)", "lower", **_RATIO),
+    Metric("obj_replication", "object replication", "", "routed object copies / input objects", "lower", "{:.2f}"),
+    Metric("query_replication", "query replication", "", "routed query-update copies / input query updates",
+           "lower", "{:.2f}"),
+    Metric("messages_routed", "messages routed", "messages", "(event, worker) pairs the dispatchers sent", "lower",
+           _COUNT),
+    Metric("candidates_sum", "candidate checks", "checks", "(object, subscription) checks summed over workers",
+           "lower", _COUNT),
+    Metric("partitions_actual", "partitions used", "workers", "workers that received any event", None, _COUNT),
+    Metric("busy_max_s", "busiest worker time", "s", "the epoch's busiest worker's CPU time plus its stall",
+           "lower", "{:.3f}"),
+    Metric("pause_max_s", "largest stall", "s", "the longest migration stall a worker paid in the epoch", "lower",
+           "{:.3f}"),
+    # memory
+    Metric("dispatcher_bytes", "dispatcher memory", "bytes", "bytes of the router's arrays", "lower", **_MB),
+    Metric("worker_index_bytes_max", "largest worker index", "bytes", "bytes of the largest worker index", "lower",
+           **_MB),
+    # results and correctness
+    Metric("results_raw", "raw results", "pairs", "(query, object) pairs the workers found, duplicates included",
+           None, _COUNT),
+    Metric("results", "results", "pairs", "distinct (query, object) pairs of the epoch", None, _COUNT),
+    Metric("result_count", "results", "pairs", "distinct (query, object) pairs, all epochs", None, _COUNT),
+    Metric("result_digest", "result digest", "", "count and order-independent hash of the distinct pairs", None,
+           "{}"),
+    Metric("oracle_ok", "oracle match", "", "the digest equals the brute-force oracle's (null: not computed)",
+           "higher", "{}"),
+    Metric("feedback_rows", "feedback rows", "rows", "per-query feedback values the mergers handed the router", None,
+           _COUNT),
+    # load adjustment
+    Metric("epochs", "measured epochs", "epochs", "measured epochs of the run", None, _COUNT),
+    Metric("adjustments", "adjustments", "", "migration plans carried out", None, _COUNT),
+    Metric("migrated_queries", "migrated queries", "", "subscriptions moved between workers", "lower", _COUNT),
+    Metric("migrated_bytes", "migrated data", "bytes", "worker state moved between workers", "lower", "{:,.1f}",
+           display_unit="KB", scale=1e-3),
+    Metric("select_s", "plan time", "s", "the adjuster's time to choose its plans", "lower", **_MS),
+    Metric("select_cells_s", "cell selection time", "s", "the part of select_s spent choosing cells", "lower", **_MS),
+    Metric("migration_s", "migration time", "s", "time moving state between workers", "lower", **_MS),
+    Metric("migration_job_s", "migration job time", "s", "Spark wall-clock time of the migration job", None,
+           "{:.3f}"),
+    # where the harness's own time went: descriptive, not the strategy's figure
+    *(Metric(f"{k}_span_s", f"{k} stage span", "s", f"wall-clock span of the {k} stage's tasks", None, "{:.3f}")
+      for k in ("dispatch", "workers", "merge")),
+    Metric("job_s", "Spark job time", "s", "wall-clock time of the epoch's Spark job", None, "{:.3f}"),
+    Metric("spark_overhead_s", "Spark overhead", "s", "job_s minus the stage spans", None, "{:.3f}"),
+    Metric("wall_s", "run wall time", "s", "wall-clock time of the strategy's whole run", None, "{:.1f}"),
+    Metric("logging_s", "logging time", "s", "time writing the run's folder, table row and MLflow run", None,
+           "{:.1f}"),
+    Metric("time_spark_start_s", "Spark start", "s", "the invocation's Spark start time (shared by its runs)", None,
+           "{:.1f}"),
+    Metric("time_data_s", "data preparation", "s", "the invocation's dataset and workload preparation time", None,
+           "{:.1f}"),
+    Metric("time_oracle_s", "oracle time", "s", "the invocation's brute-force oracle time", None, "{:.1f}"),
+]
+METRICS: dict[str, Metric] = {m.name: m for m in _METRICS}
+# a run row carries each epoch's stage timings as epoch<N>_<timing>, e.g. epoch0_job_s
+_PER_EPOCH = re.compile(r"epoch(\d+)_(\w+)")
+
+
+class UnknownMetric(ValueError):
+    pass
+
+
+def metric(name: str) -> Metric:
+    """The registered metric (or the per-epoch copy of one); an unknown name lists the known ones."""
+    if name in METRICS:
+        return METRICS[name]
+    hit = _PER_EPOCH.fullmatch(name)
+    if hit and hit.group(2) in METRICS:
+        base = METRICS[hit.group(2)]
+        return replace(base, name=name, short=f"epoch {hit.group(1)} {base.short}",
+                       description=f"epoch {hit.group(1)}: {base.description}")
+    raise UnknownMetric(f"unknown metric {name!r}; known metrics: {', '.join(sorted(METRICS))} "
+                        "(and epoch<N>_<metric> for per-epoch timings)")
+
+
+def known(name: str) -> bool:
+    try:
+        metric(name)
+    except UnknownMetric:
+        return False
+    return True
+
+
+def label(name: str) -> str:
+    """Axis and column title: "throughput (events/s)"."""
+    m = metric(name)
+    return f"{m.short} ({m.shown_unit})" if m.shown_unit else m.short
+
+
+def higher_is_better(name: str) -> bool | None:
+    """True or False, or None for a descriptive metric (no better direction)."""
+    better = metric(name).better
+    return None if better is None else better == "higher"
+
+
+def scale(name: str) -> float:
+    return metric(name).scale
+
+
+def show(name: str, value, unit: bool = False) -> str:
+    """The value as the registry formats it ("-" when missing)."""
+    m = metric(name)
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return "-"
+    try:
+        text = m.fmt.format(value * m.scale if m.scale != 1.0 else value)
+    except (TypeError, ValueError):
+        return "-"
+    return f"{text} {m.shown_unit}" if unit and m.shown_unit else text
+
+
+def numeric(row: dict) -> dict[str, float]:
+    """The row's registered metrics with a finite number (booleans as 0/1): what MLflow logs."""
+    out = {}
+    for k, v in row.items():
+        if known(k) and isinstance(v, (bool, int, float, np.integer, np.floating)) and math.isfinite(v):
+            out[k] = float(v)
+    return out
+
+
+def describe(names) -> dict[str, dict]:
+    """Unit, description and direction of the given metrics (logged beside them)."""
+    return {n: {"unit": metric(n).unit, "description": metric(n).description, "better": metric(n).better}
+            for n in names}

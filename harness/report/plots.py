@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from harness.report import results  # noqa: E402
+from harness.report import metrics, results  # noqa: E402
 
 
 def save_figure(fig, path: Path) -> Path:
@@ -55,26 +55,25 @@ def run_plots(run_dir: Path, workers: pd.DataFrame, latency: pd.DataFrame | None
     return out
 
 
-EPOCH_PANELS = (("throughput_eps", "throughput (events/s)"), ("load_max_min", "L_max / L_min"),
-                ("migrated_queries", "migrated queries"))
+EPOCH_PANELS = ("throughput_eps", "load_max_min", "migrated_queries")  # metrics, labelled by the registry
 
 
 def epoch_series(epochs: pd.DataFrame, title: str, by: str | None = None):
     """Throughput, balance and migrated queries per epoch; one line per value of `by`."""
     fig, axes = plt.subplots(1, len(EPOCH_PANELS), figsize=(4.4 * len(EPOCH_PANELS), 3.2))
     groups = list(epochs.groupby(by)) if by else [(None, epochs)]
-    for ax, (col, label) in zip(axes, EPOCH_PANELS):
+    for ax, col in zip(axes, EPOCH_PANELS):
         for i, (name, g) in enumerate(groups):
             g = g.sort_values("epoch")
-            y = g[col].replace([np.inf, -np.inf], np.nan) if col in g else np.zeros(len(g))
+            y = g[col].replace([np.inf, -np.inf], np.nan) * metrics.scale(col) if col in g else np.zeros(len(g))
             if col == "migrated_queries":
                 width = 0.8 / len(groups)
                 ax.bar(g["epoch"] - 0.4 + width * (i + 0.5), y, width=width, label=name)
             else:
                 ax.plot(g["epoch"], y, marker="o", ms=3, label=name)
         ax.set_xlabel("epoch")
-        ax.set_ylabel(label)
-        if col == "load_max_min":
+        ax.set_ylabel(metrics.label(col))
+        if metrics.metric(col).log:
             ax.set_yscale("log")
         ax.grid(alpha=0.3)
     if by:
@@ -108,10 +107,10 @@ def summary_plots(root: Path, table: pd.DataFrame | None = None) -> list[Path]:
         ax.set_prop_cycle(color=plt.cm.tab20.colors)  # up to 20 strategies, each its own colour
         for strategy, s in g.groupby("strategy"):
             s = s.sort_values("workers")
-            ax.plot(s["workers"], s["throughput_eps"], marker="o", label=strategy)
+            ax.plot(s["workers"], s["throughput_eps"] * metrics.scale("throughput_eps"), marker="o", label=strategy)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("workers")
-        ax.set_ylabel("throughput (events/s)")
+        ax.set_ylabel(metrics.label("throughput_eps"))
         ax.set_title(f"{workload} on {dataset}", fontsize=10)
         ax.grid(alpha=0.3)
     axes.flat[0].legend(fontsize=7, ncol=2)

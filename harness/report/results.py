@@ -1,7 +1,8 @@
 """Where runs go: a folder per run, one row per run in a tidy table, and MLflow.
 
 Local files are written first, so a failing MLflow loses nothing: the failure is reported and
-the run's folder and runs-table row stand (`mlflow_error` in its metrics.json says why).
+the run's folder and runs-table row stand (`mlflow_error` in its metrics.json says why). A row
+holds the keys below, which say which run it is, and metrics, each named in the metrics registry.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 
 import pandas as pd
 
+from harness.report import metrics as metrics_mod
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 RUNS_TABLE_COLUMNS = [
@@ -25,8 +28,15 @@ RUNS_TABLE_COLUMNS = [
     "query_replication", "messages_routed", "dispatcher_bytes", "worker_index_bytes_max", "build_s", "wall_s",
     "result_count", "result_digest", "oracle_ok", "partitions_actual", "epochs", "adjust", "adjustments",
     "migrated_queries", "migrated_bytes", "select_s", "select_cells_s", "migration_s", "latency_share_lt_100ms",
-    "latency_share_100ms_1s", "latency_share_gt_1s", "run_dir",
+    "latency_share_100ms_1s", "latency_share_gt_1s", "observe_s", "merge_s", "feedback_rows", "family", "run_dir",
 ]
+
+
+# what identifies a run (or says why it failed): every other key of a run row is a registered metric
+RUN_KEYS = ("run_id", "status", "error", "traceback", "mlflow_error", "strategy", "variant", "experiment", "sweep_id",
+            "x", "facet", "workers", "dispatchers", "dataset", "workload", "family", "seed", "tag", "started_at",
+            "adjust", "run_dir")
+EPOCH_KEYS = ("epoch", "operation")  # likewise for a row of the per-epoch series (epochs.parquet)
 
 
 def results_root(configured: str | None = None) -> Path:
@@ -151,7 +161,8 @@ class MlflowLogger:
 
     def log_run(self, name: str, params: dict, metrics: dict, run_dir: Path, parent_id: str | None,
                 steps: list[dict] | None = None) -> str | None:
-        """One run with params, finite metrics, per-epoch metrics (`epoch_<name>`, step = epoch) and the folder."""
+        """One run with params, its registered finite metrics, per-epoch ones (`epoch_<name>`, step = epoch),
+        their units and descriptions (metric_units.json) and the folder."""
         if not self.enabled:
             return self.error
         mlflow = self.mlflow
@@ -159,15 +170,14 @@ class MlflowLogger:
             tags = {"mlflow.parentRunId": parent_id} if parent_id else None
             with mlflow.start_run(run_name=name, tags=tags):
                 mlflow.log_params({k: str(v)[:500] for k, v in params.items()})
-                finite = {k: float(v) for k, v in metrics.items()
-                          if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
-                mlflow.log_metrics(finite)
+                logged = metrics_mod.numeric(metrics)
+                mlflow.log_metrics(logged)
                 for step in steps or []:
-                    epoch = int(step["epoch"])
+                    per_epoch = metrics_mod.numeric(step)
+                    logged.update(per_epoch)
                     # prefixed: the run-level figure of the same name stays the run's summary
-                    mlflow.log_metrics({f"epoch_{k}": float(v) for k, v in step.items()
-                                        if k != "epoch" and isinstance(v, (int, float)) and math.isfinite(v)},
-                                       step=epoch)
+                    mlflow.log_metrics({f"epoch_{k}": v for k, v in per_epoch.items()}, step=int(step["epoch"]))
+                mlflow.log_dict(metrics_mod.describe(sorted(logged)), "metric_units.json")
                 mlflow.log_artifacts(str(run_dir))
             return None
         except Exception as exc:  # noqa: BLE001

@@ -4,17 +4,19 @@ claims and their evaluation, and one tiny experiment end to end through the real
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
-from harness.report import claims
+from harness.report import claims, metrics
 from harness.run.config import ConfigError, register_configs, validate
-from harness.report.results import PROJECT_ROOT, RUNS_TABLE_COLUMNS, read_runs_table
+from harness.report.results import EPOCH_KEYS, PROJECT_ROOT, RUN_KEYS, RUNS_TABLE_COLUMNS, read_runs_table
 from strategies import registry
 from strategies.adjust_base import adjuster_names
 
@@ -93,6 +95,7 @@ def test_claims_name_registered_strategies_and_runs_table_metrics():
         chk = c["check"]
         assert c["paper"] in {"ps2stream", "sstd", "tornado", "dkmsks"}, c["id"]
         assert chk["metric"] in RUNS_TABLE_COLUMNS, c["id"]
+        assert "higher_is_better" not in chk or metrics.higher_is_better(chk["metric"]) is None, c["id"]
         for s in [chk["subject"], *(chk.get("others") or [])]:
             name, _, adjuster = s.partition(" + ")  # adjusted runs: "<strategy> + <adjuster>"
             assert name in registry.names() or name in variant_labels, (c["id"], s)
@@ -147,6 +150,11 @@ def test_a_tiny_experiment_end_to_end(tmp_path):
     assert (runs["status"] == "ok").all() and runs["oracle_ok"].all()
     for plot in ("throughput_vs_x", "replication_balance"):
         assert (tmp_path / "plots" / "tornado_routing" / f"{plot}.png").stat().st_size > 1000
+    for run_dir in runs["run_dir"]:  # what the runner really writes: every metric registered
+        row = json.loads((Path(run_dir) / "metrics.json").read_text())
+        assert not [k for k in row if k not in RUN_KEYS and not metrics.known(k)]
+        series = pd.read_parquet(Path(run_dir) / "epochs.parquet")
+        assert not [k for k in series.columns if k not in EPOCH_KEYS and not metrics.known(k)]
     report = (tmp_path / "report.md").read_text()
     assert "agrid_nosummary" in report and "| claim | paper |" in report
     assert report.count("\n| ") > len(claims.load_claims())  # every claim has its row
@@ -158,7 +166,7 @@ def test_adjusted_runs_are_claimed_under_strategy_plus_adjuster():
         _row("kdt", 150.0, workload="sts_q3_drift", adjust="gr"),
     ])
     claim = {"id": "t", "claim": "gr helps", "check": {
-        "kind": "ratio_at_least", "metric": "throughput_eps", "higher_is_better": True, "subject": "kdt + gr",
+        "kind": "ratio_at_least", "metric": "throughput_eps", "subject": "kdt + gr",
         "others": ["kdt"], "where": {"workload": ["sts_q3_drift"], "workers": [8]}, "value": 1.26}}
     assert claims.evaluate(claim, table).verdict == "holds"
     claim["check"]["value"] = 1.6
