@@ -279,6 +279,6 @@ def collect(epoch: int, out: pa.Table, collect_service: bool, job_s: float) -> E
         for i in np.flatnonzero(rtype == SERVICE):
             t = from_ipc(payload[int(i)].as_py())
             res.service[int(wcol[i])] = (t.column("seq").to_numpy(), t.column("s").to_numpy())
-    spans = {"dispatch_s": _span(dispatch), "workers_s": _span(stage), "merge_s": _span(merged)}
+    spans = {"dispatch_span_s": _span(dispatch), "workers_span_s": _span(stage), "merge_span_s": _span(merged)}
     res.timings = {**spans, "job_s": job_s, "spark_overhead_s": max(job_s - sum(spans.values()), 0.0)}
     return res

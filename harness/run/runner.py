@@ -22,18 +22,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from omegaconf import OmegaConf
 
-from harness.core.events import DELETE, INSERT, OBJECT, Events, digest_of, format_digest
+from harness.core.events import INSERT, OBJECT, Events, digest_of, format_digest
 from harness.engine.epochs import epoch_bounds
 from harness.engine.executors import SparkExecutor
 from harness.engine.loop import run_epochs
-from harness.engine.monitor import worker_table
 from harness.engine.setup import family_setup
 from harness.engine.worker import routing_view
 from harness.families import registry as families
 from harness.families.base import IndexContext
-from harness.report import latency as latency_model
 from harness.report import results
-from harness.report.metrics import run_metrics
+from harness.report.summary import summarise_run
 from harness.run.config import RunSpec, validate
 from harness.run.progress import Progress
 from strategies import registry
@@ -104,15 +102,6 @@ def _config_value(cfg, path: str | None):
     return str(node)
 
 
-def merged_service(epochs) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Each worker's (seq, service seconds) over all the given epochs."""
-    parts: dict[int, list] = {}
-    for e in epochs:
-        for w, (seqs, s) in e.service.items():
-            parts.setdefault(w, []).append((seqs, s))
-    return {w: (np.concatenate([p[0] for p in ps]), np.concatenate([p[1] for p in ps])) for w, ps in parts.items()}
-
-
 def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, events_path: Path,
                  oracle: str | None, root: Path, logger: results.MlflowLogger, parent_id: str | None,
                  progress: Progress) -> dict:
@@ -133,7 +122,7 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
     config_yaml = OmegaConf.to_yaml(OmegaConf.create(run_cfg))
     t_run = time.perf_counter()
     workers_df = router_info = lat_sample = epochs_df = None
-    steps = []
+    series = []
     try:
         cls = registry.get(spec.name)
         params = cls.make_params(spec.params)
@@ -156,35 +145,16 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
         loop = run_epochs(executor, router, events, setup, bounds, adjuster, cfg.workers, cfg.dispatchers, progress,
                           name)
         epochs, series, router = loop.epochs, loop.series, loop.router
-        measured = loop.measured
-        workers_df = worker_table([e.worker_stats for e in measured], cfg.workers)
-        kinds = events.kind[warmup:]
-        n_obj = int((kinds == OBJECT).sum())
-        n_q = int(((kinds == INSERT) | (kinds == DELETE)).sum())
-        metrics = run_metrics(measured, workers_df, cfg.dispatchers, n_obj, n_q)
-        rate = cfg.latency.rate_eps or cfg.latency.rate_fraction * metrics["throughput_eps"]
-        n_meas = len(events) - warmup
-        route_s = sum(e.route_ns for e in measured) / 1e9
-        observe_s = sum(e.observe_s for e in measured)
-        # a dispatcher routes its share of the events and keeps the whole routing state current
-        service_s = (route_s + observe_s * cfg.dispatchers) / max(n_meas, 1)
-        lat = latency_model.event_latencies(events.seq[warmup:], service_s, cfg.dispatchers, rate,
-                                            merged_service(measured))
-        metrics.update(latency_model.summarise(lat))
-        metrics["latency_rate_eps"] = rate
-        for key in ("migrated_queries", "migrated_bytes", "select_s", "migration_s", "select_cells_s"):
-            metrics[key] = float(sum(r.get(key, 0.0) for r in series))
-        metrics["adjustments"] = float(sum(1 for r in series if "operation" in r))
-        lat_sample = pd.DataFrame({"latency_ms": np.sort(lat)[:: max(1, len(lat) // 20000)] * 1000.0})
-        epochs_df = pd.DataFrame(series)
+        summary = summarise_run(loop.measured, series, events, warmup, cfg.workers, cfg.dispatchers, cfg.latency)
+        workers_df, lat_sample, epochs_df, metrics = summary.workers, summary.latency_sample, summary.epochs, \
+            summary.metrics
         count = sum(e.result_count for e in epochs)
         digest = format_digest(count, sum(e.result_hash for e in epochs))
         router_info = router.describe()
-        steps = series
         row = {
             **base, **metrics, "status": "ok", "error": None, "build_s": build_s, "family": cfg.workload.family,
             "dispatcher_bytes": float(router.size_bytes()), "result_count": count, "result_digest": digest,
-            "oracle_ok": None if oracle is None else bool(digest == oracle), "epochs": len(measured),
+            "oracle_ok": None if oracle is None else bool(digest == oracle), "epochs": len(loop.measured),
             "adjust": cfg.adjust.name,
         }
         for e in epochs:
@@ -196,6 +166,16 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
     row["wall_s"] = time.perf_counter() - t_run
     shutil.rmtree(run_dir / "state", ignore_errors=True)  # between-epoch state only; not a result
     progress.step(f"{name}: logging")
+    record_run(root, run_dir, row, run_cfg, config_yaml, workers_df, router_info, lat_sample, epochs_df, series, logger,
+               parent_id, progress, f"{name}-w{cfg.workers}-{cfg.workload.name}")
+    return row
+
+
+def record_run(root: Path, run_dir: Path, row: dict, run_cfg: dict, config_yaml: str, workers_df, router_info,
+               lat_sample, epochs_df, series: list[dict], logger: results.MlflowLogger, parent_id: str | None,
+               progress: Progress, mlflow_name: str) -> None:
+    """The run's folder (config, metrics, tables, plots), its runs-table row, then MLflow; local
+    files first, so an MLflow failure loses nothing. Adds `logging_s` to the row."""
     t0 = time.perf_counter()
     results.write_run_folder(run_dir, config_yaml, row, workers_df, router_info, lat_sample, epochs_df)
     if workers_df is not None:
@@ -203,14 +183,12 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
 
         plots.run_plots(run_dir, workers_df, lat_sample, epochs_df)
     results.append_runs_table(root, row)
-    params = results.flatten(run_cfg)
-    err = logger.log_run(f"{name}-w{cfg.workers}-{cfg.workload.name}", params, row, run_dir, parent_id, steps)
+    err = logger.log_run(mlflow_name, results.flatten(run_cfg), row, run_dir, parent_id, series)
     if err:
         row["mlflow_error"] = err
         progress.warn(f"MLflow logging failed ({err}); the run is kept in {run_dir} and results/runs.parquet")
         (run_dir / "metrics.json").write_text(json.dumps({k: results._jsonable(v) for k, v in row.items()}, indent=2))
     row["logging_s"] = time.perf_counter() - t0
-    return row
 
 
 def ship_plugins(spark, modules: list[str]) -> None:
