@@ -20,7 +20,7 @@ partitions and the partition -> worker map never change, only rectangles move:
 Tornado picks the operation with the largest C_r among those with C_r > C_t, at most one per
 epoch (section 4.2). Costs are per fine cell: the monitor's `checks` (the workers' work per
 object, 1 + candidate checks, i.e. Eq. 1 plus the object count) plus the cell's query updates,
-the additive terms the initial partitioning (`agrid.cell_costs`) also uses. queryCount of a
+the additive terms the initial partitioning (`agrid_build.cell_costs`) also uses. queryCount of a
 region = the sum of its cells' stored queries (the paper's query aggregates, notes A23), so beta
 is a cost (work units) per transferred query-cell posting, compared with one epoch's C_r. New
 partitions inherit the summaries of the cells they take over
@@ -41,7 +41,7 @@ from strategies.adjust_base import (
     MigrationPlan,
     moves_between,
 )
-from strategies.tornado.agrid import AGridRouter
+from strategies.tornado.agrid_router import AGridRouter
 from strategies.base import Router
 
 COST_COLUMNS = ("checks", "load", "busy_s")

@@ -1,4 +1,4 @@
-"""Tornado's A-Grid (strategies/agrid.py): tiling, neighbour search against brute force, keyword
+"""Tornado's A-Grid (strategies/tornado/agrid.py): tiling, neighbour search against brute force, keyword
 summaries (what they drop, how they grow with seq), the no-summary baseline, determinism."""
 
 from __future__ import annotations
@@ -8,7 +8,10 @@ import pytest
 
 from harness.core.events import AND, INSERT, OBJECT, OR, RANGE, Events, unpack_keys
 from harness.families.range.oracle import oracle_keys
-from strategies.tornado.agrid import N_HOT, AGridRouter, AGridStrategy, fine_grid, kd_partition
+from strategies.tornado.agrid import AGridStrategy
+from strategies.tornado.agrid_build import fine_grid, kd_partition
+from strategies.tornado.agrid_kernels import N_HOT
+from strategies.tornado.agrid_router import AGridRouter
 from strategies.base import FitContext, route_stream
 from harness.core.grid import UniformGrid
 from tests.streams import random_stream

@@ -1,5 +1,5 @@
-"""Tornado's A-Grid adjustment (strategies/tornado_adjust.py) and the A-Grid's migration units
-(strategies/agrid.py): the aggregate split search against brute force, the geometry of every
+"""Tornado's A-Grid adjustment (strategies/tornado/adjust.py) and the A-Grid's migration units
+(strategies/tornado/agrid.py): the aggregate split search against brute force, the geometry of every
 operation (rectangles that still tile the grid once), the C_r > C_t rule, summaries that follow
 moved cells, and an end-to-end drift run in the in-process simulator."""
 
@@ -14,7 +14,9 @@ import yaml
 
 from harness.core.events import AND, DELETE, INSERT, OBJECT, OR, Events
 from strategies.adjust_base import UNIT_COLUMNS, EpochStats, get_adjuster
-from strategies.tornado.agrid import AGridRouter, AGridStrategy, kd_partition
+from strategies.tornado.agrid import AGridStrategy
+from strategies.tornado.agrid_build import kd_partition
+from strategies.tornado.agrid_router import AGridRouter
 from strategies.base import FitContext
 from harness.core.grid import UniformGrid
 from strategies.tornado.adjust import (
