@@ -176,7 +176,7 @@ class AGridRouter(Router):
     def route_range(self, ev: Events, rows: np.ndarray) -> Pairs:
         return self._search(ev, rows, emit_partitions=False)
 
-    def route_range_partitions(self, ev: Events, rows: np.ndarray) -> Pairs:
+    def range_partitions(self, ev: Events, rows: np.ndarray) -> Pairs:
         """(row, partition) pairs: every partition each rectangle overlaps (for adjusters, tests)."""
         return self._search(ev, rows, emit_partitions=True)
 

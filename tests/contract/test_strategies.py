@@ -46,6 +46,14 @@ def route_and_match(name, events, sample, n_workers, df, extent):
     return sorted_unique(np.concatenate(keys)), rows, workers
 
 
+@pytest.mark.parametrize("name", registry.names())
+def test_a_fitted_router_routes_exactly_what_its_strategy_declares(tiny, name):
+    wl, df, extent = tiny
+    cls = registry.get(name)
+    router = cls().fit(wl.sample, 4, cls.make_params({}), FitContext(extent, df.astype(float)))
+    assert router.families == cls.families  # route_<family> methods, and only those, are families
+
+
 def test_registry_lists_the_spine_strategies():
     assert {"grid", "kdtree", "text_frequency", "hash"} <= set(STRATEGIES)
 

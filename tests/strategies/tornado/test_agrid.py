@@ -146,7 +146,7 @@ def test_neighbour_search_equals_brute_force(case):
     ev = rect_events(random_rects(rng, 300, nx, ny))
     rows = np.arange(len(ev), dtype=np.int64)
     expected = brute_force_partitions(router, ev, rows)
-    pr, pp = router.route_range_partitions(ev, rows)
+    pr, pp = router.range_partitions(ev, rows)
     got = [set() for _ in rows]
     for r, p in zip(pr.tolist(), pp.tolist()):
         assert p not in got[r], "a partition was emitted twice"
