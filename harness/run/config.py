@@ -1,10 +1,11 @@
 """The structured config schema (Hydra) and the checks that run before Spark starts.
 
-Config groups: dataset, workload, strategy, cluster; top-level keys include workers and seed.
-Every group option is a YAML file under conf/<group>/ typed by the dataclass below, so a
-misspelled key or a wrong type is rejected by composition; `validate` then checks the values
-(unknown strategy, negative worker count, a strategy that cannot route the workload's family)
-and `check_overrides` names the valid keys for a misspelled command-line override.
+Config groups: dataset, workload, strategy, cluster, adjust, index; top-level keys include workers,
+seed and `families` (plugin modules that define more query families). Every group option is a
+YAML file under conf/<group>/ typed by the dataclass below, so a misspelled key or a wrong type is
+rejected by composition; `validate` then checks the values (unknown strategy or family, negative
+worker count, index settings a family does not have, a strategy that cannot route the workload's
+family) and `check_overrides` names the valid keys for a misspelled command-line override.
 """
 
 from __future__ import annotations
