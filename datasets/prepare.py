@@ -41,7 +41,8 @@ _KEY_FIELDS = {
                   "zipf_s", "min_terms", "max_terms", "region_grid", "topic_terms", "topic_weight_min",
                   "topic_weight_max", "rate", "partitions"],
     "geonames": ["size", "seed", *_PLACES],
-    "file": ["size", "path", "format", "lon_col", "lat_col", "text_col", "ts_col", "on_bad_rows"],
+    "file": ["size", "path", "format", "lon_col", "lat_col", "text_col", "ts_col", "id_col", "on_bad_rows",
+             "header", "columns", "delimiter", "quote", "escape", "encoding"],
 }
 _FLOATS = {"spread_km", "noise_fraction", "zipf_s", "topic_weight_min", "topic_weight_max", "rate"}
 
@@ -56,6 +57,26 @@ class PreparedDataset:
     bad_rows: dict[str, int] = field(default_factory=dict)
     n_input_rows: int = 0
     cache_path: str = ""
+    # rows with latitude out of range whose lon and lat, swapped, would both be valid
+    swapped_lat_lon_rows: int = 0
+
+    @property
+    def swapped_lat_lon_suspected(self) -> bool:
+        return swap_hint(self.bad_rows, self.swapped_lat_lon_rows, self.n_input_rows) is not None
+
+    def swap_hint(self) -> str | None:
+        """The malformed-rows warning's line about swapped columns, or None."""
+        return swap_hint(self.bad_rows, self.swapped_lat_lon_rows, self.n_input_rows)
+
+
+def swap_hint(bad_rows: dict, swapped: int, n_input: int) -> str | None:
+    """A hint when most out-of-range latitudes would fit swapped and they are not a stray one (at least
+    2 rows and 1% of the rows): a stray bad value should not be blamed on the column mapping."""
+    out = bad_rows.get("latitude_out_of_range", 0)
+    if not (swapped * 2 > out and swapped >= max(2, n_input / 100)):
+        return None
+    return (f"{swapped} of {out} rows with latitude outside [-90, 90] would be valid with lon and lat "
+            f"swapped: dataset.lat_col and dataset.lon_col may be swapped")
 
 
 def _file_fingerprint(path: str) -> list:
@@ -90,8 +111,11 @@ def _load(path: pathlib.Path) -> PreparedDataset:
         name=meta["name"],
         objects=pq.read_table(path / "objects.parquet").cast(OBJECT_SCHEMA),
         vocab=pq.read_table(path / "vocab.parquet").cast(VOCAB_SCHEMA),
-        extent=tuple(meta["extent"]), origin=tuple(meta["origin"]), bad_rows=meta["bad_rows"],
+        extent=tuple(meta["extent"]), origin=tuple(meta["origin"]),
+        # caches written before a reason existed never saw it: 0
+        bad_rows={r: int(meta["bad_rows"].get(r, 0)) for r in BAD_ROW_REASONS},
         n_input_rows=meta["n_input_rows"], cache_path=str(path),
+        swapped_lat_lon_rows=int(meta.get("swapped_lat_lon_rows", 0)),
     )
 
 
@@ -103,8 +127,8 @@ def _save(ds: PreparedDataset, path: pathlib.Path, key: dict, seconds: float) ->
     pq.write_table(ds.objects, tmp / "objects.parquet")
     pq.write_table(ds.vocab, tmp / "vocab.parquet")
     meta = {"name": ds.name, "extent": list(ds.extent), "origin": list(ds.origin), "bad_rows": ds.bad_rows,
-            "n_input_rows": ds.n_input_rows, "n_objects": ds.objects.num_rows,
-            "n_terms": ds.vocab.num_rows, "prepare_seconds": seconds, "config": key}
+            "n_input_rows": ds.n_input_rows, "swapped_lat_lon_rows": ds.swapped_lat_lon_rows,
+            "n_objects": ds.objects.num_rows, "n_terms": ds.vocab.num_rows, "prepare_seconds": seconds, "config": key}
     (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
     try:
         os.rename(tmp, path)
@@ -132,11 +156,12 @@ def prepare_dataset(cfg, spark, cache_root: pathlib.Path) -> PreparedDataset:
     t0 = time.perf_counter()
     raw, fmt, has_ts = _raw(cfg, spark)
     classified = files.classify(raw, has_ts)
-    slim = classified.select("_row", "ts", "lon", "lat", "tokens", "reason").persist()
+    slim = classified.select("_row", "ts", "lon", "lat", "tokens", "reason", "swap_fit").persist()
     try:
-        counts = {r["reason"]: int(r["count"]) for r in slim.groupBy("reason").count().collect()}
-        bad_rows = {r: counts.get(r, 0) for r in BAD_ROW_REASONS}
-        n_input = sum(counts.values())
+        grouped = slim.groupBy("reason", "swap_fit").count().collect()
+        bad_rows = {r: sum(int(g["count"]) for g in grouped if g["reason"] == r) for r in BAD_ROW_REASONS}
+        swapped = sum(int(g["count"]) for g in grouped if g["swap_fit"])
+        n_input = sum(int(g["count"]) for g in grouped)
         log.info("%s: %d rows read and validated in %.1f s", cfg.name, n_input, time.perf_counter() - t0)
         if cfg.on_bad_rows == "error" and sum(bad_rows.values()):
             raise files.first_bad_error(classified, cfg, fmt)
@@ -154,10 +179,14 @@ def prepare_dataset(cfg, spark, cache_root: pathlib.Path) -> PreparedDataset:
                 good.unpersist()
     finally:
         slim.unpersist()
+    hint = swap_hint(bad_rows, swapped, n_input)
     if table.num_rows == 0:
-        raise ValueError(f"dataset {cfg.name!r} has no valid objects (bad rows: {bad_rows})")
+        raise ValueError(f"dataset {cfg.name!r} has no valid objects (bad rows: "
+                         f"{ {k: v for k, v in bad_rows.items() if v} })" + (f"; {hint}" if hint else ""))
+    if hint:
+        log.warning("%s: %s", cfg.name, hint)
     objects, extent, origin = _finish(table, has_ts)
-    ds = PreparedDataset(cfg.name, objects, vocab, extent, origin, bad_rows, n_input, str(path))
+    ds = PreparedDataset(cfg.name, objects, vocab, extent, origin, bad_rows, n_input, str(path), swapped)
     _save(ds, path, cache_key(cfg), time.perf_counter() - t0)
     return _load(path) if path.exists() else ds
 
