@@ -6,7 +6,7 @@ generators that use them (each validates its own), so one schema serves every fa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
@@ -19,6 +19,10 @@ DRIFTS = ("none", "q3_switch", "hotspot_objects", "hotspot_queries", "scale")
 
 DRIFT_FIELDS = ("drift", "drift_start", "drift_every", "drift_fraction", "hotspot_fraction", "hotspot_region_km",
                 "hotspot_seed", "scale_factor", "scale_fraction")
+
+SOURCES = ("generator", "file")
+# the event-file knobs; with source=generator they are unused (a cache key may leave them out)
+FILE_FIELDS = ("source", "path", "warmup_fraction", "warmup_events")
 
 
 @dataclass
@@ -53,6 +57,12 @@ class WorkloadConfig:
     hotspot_seed: Optional[int] = None  # hotspot_*: fixes the hot square across seeds; None = from the seed
     scale_factor: float = 0.5  # scale: sf (Tornado: .4 to .7)
     scale_fraction: float = 1.0  # scale: share of the events after the drift start that move
+    # where the stream comes from: the family's generator, or a user's event file (Parquet or CSV,
+    # datasets/workloads/events_file.py; the generator knobs above are then unused)
+    source: str = "generator"  # generator | file
+    path: Optional[str] = None  # source=file: the event file
+    warmup_fraction: float = 0.2  # source=file: share of the file's events (seq order) that is the warm-up
+    warmup_events: Optional[int] = None  # source=file: the warm-up as an event count (wins over the fraction)
 
 
 @dataclass
@@ -60,6 +70,7 @@ class Workload:
     events: Events  # the whole ordered stream
     warmup: int  # the first `warmup` events are the warm-up prefix (the fitting sample)
     drift: Optional[dict] = None  # what the drift did (kind, start event, drift points, regions)
+    info: dict = field(default_factory=dict)  # facts about the input a run reports (e.g. objects reused)
 
     @property
     def sample(self) -> Events:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from datasets.workloads.anomalies import normalise_prefix
 from harness.core.events import Events, digest_of, format_digest
 from harness.engine.epochs import epoch_bounds
 from harness.engine.executors import InProcessExecutor
@@ -31,6 +32,7 @@ class SimResult:
     plans: list[MigrationPlan] = field(default_factory=list)
     router: object = None
     feedback_rows: int = 0
+    anomalies: dict = field(default_factory=dict)  # what normalising the stream fixed (datasets.workloads.anomalies)
 
     @property
     def exact(self) -> bool:
@@ -64,7 +66,9 @@ def simulate(events: Events, warmup: int, strategy: str, n_workers: int, epoch_e
              index_params: dict | None = None) -> SimResult:
     """Run a stream through a strategy in process. The families are the stream's own; the range
     index defaults to 16 cells per side (tiny streams), `index_params` maps a family to its
-    settings, `setup` replaces the whole family setup (a test's own index)."""
+    settings, `setup` replaces the whole family setup (a test's own index). The stream is normalised
+    first (datasets.workloads.anomalies), as the Spark runner does, so both give anomalies one meaning."""
+    events, warmup, anomalies = normalise_prefix(events, warmup)
     context = context or default_context(events)
     cls = registry.get(strategy)
     names = stream_families(events)
@@ -84,4 +88,4 @@ def simulate(events: Events, warmup: int, strategy: str, n_workers: int, epoch_e
     count = sum(e.result_count for e in loop.epochs)
     hashed = sum(e.result_hash for e in loop.epochs) % (1 << 64)
     return SimResult(format_digest(count, hashed), oracle_digest(events, names), loop.series, loop.plans, loop.router,
-                     sum(t.num_rows for e in loop.epochs for t in e.feedback.values()))
+                     sum(t.num_rows for e in loop.epochs for t in e.feedback.values()), anomalies)

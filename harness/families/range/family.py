@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from datasets.workloads.events_file import RECTANGLE, build_file_workload, validate_file_workload
 from datasets.workloads.range import build_workload, validate_range_workload
 from harness.core.events import RANGE
 from harness.families.base import Family
@@ -29,5 +30,16 @@ class RangeFamily(Family):
             raise ValueError(f"index.range.cells_per_side={params.cells_per_side!r} is invalid; allowed: an integer >= 1")
 
     oracle = staticmethod(oracle_keys)
-    build_workload = staticmethod(build_workload)
-    validate_workload = staticmethod(validate_range_workload)
+
+    @staticmethod
+    def build_workload(objects, term_df, extent, cfg, seed: int):
+        """The STS generator, or a user's event file (`workload.source=file`)."""
+        if getattr(cfg, "source", "generator") == "file":
+            return build_file_workload(objects, term_df, cfg, RANGE, needs=RECTANGLE)
+        return build_workload(objects, term_df, extent, cfg, seed)
+
+    @staticmethod
+    def validate_workload(cfg) -> None:
+        validate_file_workload(cfg)
+        if getattr(cfg, "source", "generator") == "generator":
+            validate_range_workload(cfg)
