@@ -18,6 +18,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from datasets.config import BAD_ROW_REASONS
+
 
 def run_metrics(epochs, workers: pd.DataFrame, n_dispatchers: int, n_input_objects: int,
                 n_input_queries: int) -> dict[str, float]:
@@ -79,6 +81,12 @@ class Metric:
 
 
 BETTER = ("higher", "lower", None)
+# the counts datasets/workloads/anomalies.py reports (run_experiment carries whichever it returns)
+ANOMALIES = {"orphan_deletes": "deletions of a query id that is not live",
+             "duplicate_inserts": "insertions of a query id that is already live",
+             "reused_ids": "query ids inserted again after their deletion",
+             "duplicate_object_ids": "object events repeating an earlier object's id (kept: results are sets)",
+             "delete_payloads_filled": "deletions that took their insertion's payload so they reach its workers"}
 _COUNT = "{:,.0f}"
 _MB = {"fmt": "{:,.2f}", "display_unit": "MB", "scale": 1e-6}
 _MS = {"fmt": "{:,.1f}", "display_unit": "ms", "scale": 1e3}
@@ -158,6 +166,24 @@ _METRICS = [
     Metric("migration_s", "migration time", "s", "time moving state between workers", "lower", **_MS),
     Metric("migration_job_s", "migration job time", "s", "Spark wall-clock time of the migration job", None,
            "{:.3f}"),
+    # the input as it came (datasets/prepare.py, the workload generator): what was skipped, repeated or
+    # repaired, so a figure measured on repeats or on a thinned file says so
+    Metric("input_rows", "input rows", "rows", "rows the dataset source produced, malformed ones included", None,
+           _COUNT),
+    Metric("bad_rows", "rows skipped", "rows", "malformed input rows skipped, all reasons", None, _COUNT),
+    *(Metric(f"bad_rows_{r}", f"rows skipped: {r}", "rows", f"input rows skipped as {r.replace('_', ' ')}", None,
+             _COUNT) for r in BAD_ROW_REASONS),
+    Metric("swapped_lat_lon_rows", "rows fitting swapped", "rows", "rows skipped for their latitude whose lon and lat, "
+           "swapped, would be valid (many of them: the columns may be swapped)", None, _COUNT),
+    Metric("dataset_objects", "dataset objects", "objects", "objects of the prepared dataset", None, _COUNT),
+    Metric("workload_objects", "workload objects", "events", "object events of the workload, warm-up included",
+           None, _COUNT),
+    Metric("objects_reused", "objects reused", "events",
+           "object events beyond the dataset's size: the workload cycled the dataset to fill them", None, _COUNT),
+    Metric("object_reuse_factor", "object reuse", "", "workload object events / dataset objects (above 1: each "
+           "object used that many times on average)", None, "{:.2f}"),
+    *(Metric(k, k.replace("_", " "), "events", f"stream anomaly normalised when the workload was loaded: {d}", None,
+             _COUNT) for k, d in ANOMALIES.items()),
     # where the harness's own time went: descriptive, not the strategy's figure
     *(Metric(f"{k}_span_s", f"{k} stage span", "s", f"wall-clock span of the {k} stage's tasks", None, "{:.3f}")
       for k in ("dispatch", "workers", "merge")),
@@ -173,8 +199,14 @@ _METRICS = [
     Metric("time_oracle_s", "oracle time", "s", "the invocation's brute-force oracle time", None, "{:.1f}"),
 ]
 METRICS: dict[str, Metric] = {m.name: m for m in _METRICS}
+# what a run row says about its input (every run of an invocation shares them)
+INPUT_METRICS = ("input_rows", "bad_rows", *(f"bad_rows_{r}" for r in BAD_ROW_REASONS), "swapped_lat_lon_rows",
+                 "dataset_objects",
+                 "workload_objects", "objects_reused", "object_reuse_factor", *ANOMALIES)
 # a run row carries each epoch's stage timings as epoch<N>_<timing>, e.g. epoch0_job_s
 _PER_EPOCH = re.compile(r"epoch(\d+)_(\w+)")
+# a cached dataset may name a reason BAD_ROW_REASONS no longer lists; its count is still reported
+_BAD_ROWS = re.compile(r"bad_rows_(\w+)")
 
 
 class UnknownMetric(ValueError):
@@ -190,6 +222,10 @@ def metric(name: str) -> Metric:
         base = METRICS[hit.group(2)]
         return replace(base, name=name, short=f"epoch {hit.group(1)} {base.short}",
                        description=f"epoch {hit.group(1)}: {base.description}")
+    hit = _BAD_ROWS.fullmatch(name)
+    if hit:
+        return replace(METRICS["bad_rows"], name=name, short=f"rows skipped: {hit.group(1)}",
+                       description=f"input rows skipped as {hit.group(1).replace('_', ' ')}")
     raise UnknownMetric(f"unknown metric {name!r}; known metrics: {', '.join(sorted(METRICS))} "
                         "(and epoch<N>_<metric> for per-epoch timings)")
 

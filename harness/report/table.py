@@ -13,20 +13,57 @@ COLUMNS = ("throughput_eps", "latency_p50_ms", "latency_p95_ms", "load_max_min",
            "query_replication", "dispatcher_bytes", "worker_index_bytes_max", "build_s")
 
 
+def idle_workers(r: dict) -> bool:
+    """A run in which fewer workers received events than were requested."""
+    used = r.get("partitions_actual")
+    return r.get("status") == "ok" and used is not None and used < r["workers"]
+
+
+def workers_used(r: dict) -> str:
+    """"454/1000" when fewer workers received events than were requested, else the worker count."""
+    return f"{int(r['partitions_actual'])}/{r['workers']}" if idle_workers(r) else str(r.get("workers", ""))
+
+
 def comparison_table(rows: list[dict]) -> Table:
+    """One row per run; a "workers used" column only when some run left workers idle (it explains an
+    infinite L_max/L_min)."""
     t = Table(title="strategy comparison (measured epoch; throughput = events / bottleneck CPU time)")
     t.add_column("strategy")
+    idle = any(idle_workers(r) for r in rows)
+    if idle:
+        t.add_column("workers used", justify="right")
     for col in COLUMNS:
         t.add_column(metrics.label(col), justify="right")
     t.add_column("oracle", justify="right")
     for r in rows:
         name = r.get("variant") or r["strategy"]
+        lead = [name, workers_used(r)] if idle else [name]
         if r.get("status") != "ok":
-            t.add_row(name, f"[red]{str(r.get('error', 'error'))[:200]}[/red]", *[""] * len(COLUMNS))
+            t.add_row(*lead, f"[red]{str(r.get('error', 'error'))[:200]}[/red]", *[""] * len(COLUMNS))
             continue
         oracle = {True: "[green]ok[/green]", False: "[red]MISMATCH[/red]", None: "n/a"}[r.get("oracle_ok")]
-        t.add_row(name, *(metrics.show(col, r.get(col)) for col in COLUMNS), oracle)
+        t.add_row(*lead, *(metrics.show(col, r.get(col)) for col in COLUMNS), oracle)
     return t
+
+
+def input_line(row: dict) -> str:
+    """The footer line on the input every run shared: rows skipped per reason, objects the workload
+    reused, stream anomalies normalised (none of these may pass in silence)."""
+    skipped = int(row.get("bad_rows") or 0)
+    reasons = [f"{k.removeprefix('bad_rows_')} {int(v)}" for k, v in row.items()
+               if k.startswith("bad_rows_") and v]
+    parts = [f"{skipped:,} of {int(row.get('input_rows') or 0):,} rows skipped"
+             + (f" ({', '.join(reasons)})" if reasons else "")]
+    factor = row.get("object_reuse_factor")
+    if row.get("objects_reused"):
+        parts.append(f"workload reuses each object {factor:.2f} times ({int(row['objects_reused']):,} object events "
+                     f"beyond the dataset's {int(row['dataset_objects']):,})")
+    elif factor is not None:
+        parts.append("no object reused")
+    anomalies = [f"{k} {int(row[k])}" for k in metrics.ANOMALIES if row.get(k)]
+    if anomalies:
+        parts.append("stream anomalies normalised: " + ", ".join(anomalies))
+    return "input: " + "; ".join(parts)
 
 
 def print_comparison(rows: list[dict]) -> None:
@@ -38,3 +75,4 @@ def print_comparison(rows: list[dict]) -> None:
         print(f"time: {shared}; {metrics.metric('wall_s').short} per strategy: " + ", ".join(
             f"{r.get('variant') or r['strategy']} {metrics.show('wall_s', r.get('wall_s', 0), unit=True)}"
             for r in rows))
+        print(input_line(first))

@@ -16,14 +16,20 @@ register_configs()
 @hydra.main(version_base="1.3", config_path=str(PROJECT_ROOT / "conf"), config_name="config")
 def _hydra_main(cfg: DictConfig) -> None:
     from harness.report.table import print_comparison
-    from harness.run.runner import run_experiment
+    from harness.run.runner import DataPreparationError, run_experiment
 
     try:
         validate(cfg)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    rows = run_experiment(cfg)
+    try:
+        rows = run_experiment(cfg)
+    except DataPreparationError as exc:  # the user's input: one line (error rows are recorded)
+        print("dataset error: " + " ".join(str(exc).splitlines()), file=sys.stderr)
+        if current_sweep_id():
+            return
+        raise SystemExit(2) from None
     print_comparison(rows)
     if current_sweep_id():  # in a sweep, one failing job must not stop the others; the table says it
         return

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from omegaconf import OmegaConf
 
+from datasets.workloads.anomalies import normalise_workload
 from harness.core.events import INSERT, OBJECT, Events, digest_of, format_digest
 from harness.engine.epochs import epoch_bounds
 from harness.engine.executors import SparkExecutor
@@ -32,6 +33,7 @@ from harness.families import registry as families
 from harness.families.base import IndexContext
 from harness.report import results
 from harness.report.summary import summarise_run
+from harness.report.table import idle_workers
 from harness.run.config import RunSpec, validate
 from harness.run.progress import Progress
 from strategies import registry
@@ -48,16 +50,22 @@ def _plain(cfg) -> dict:
 def workload_key(workload_cfg) -> dict:
     """The workload's cache identity: its config, without the drift knobs when there is no drift
     (so workloads cached before drift existed keep their key)."""
-    from datasets.workloads.config import DRIFT_FIELDS
+    from datasets.workloads.config import DRIFT_FIELDS, FILE_FIELDS
+    from datasets.workloads.events_file import file_identity
 
     plain = _plain(workload_cfg)
     if plain.get("drift", "none") == "none":
         plain = {k: v for k, v in plain.items() if k not in DRIFT_FIELDS}
+    if plain.get("source", "generator") == "generator":
+        plain = {k: v for k, v in plain.items() if k not in FILE_FIELDS}
+    else:  # an edited event file is a new workload
+        plain["file"] = file_identity(plain["path"])
     return plain
 
 
 def load_or_build_workload(ds, cfg, cache_root: Path):
-    """The workload's event stream as Parquet (for Spark) and in memory (for fitting and the oracle)."""
+    """The workload's event stream as Parquet (for Spark) and in memory (for fitting and the oracle),
+    with its cache meta (warm-up, drift, `info`: objects reused and the stream anomalies normalised)."""
     key = json.dumps({"dataset": ds.cache_path, "workload": workload_key(cfg.workload), "seed": cfg.seed},
                      sort_keys=True)
     folder = cache_root / "workloads" / f"{cfg.workload.name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
@@ -65,16 +73,28 @@ def load_or_build_workload(ds, cfg, cache_root: Path):
     meta_path = folder / "meta.json"
     if path.exists() and meta_path.exists():
         meta = json.loads(meta_path.read_text())
-        return Events.from_arrow(pq.read_table(path)), meta["warmup"], folder
+        if "info" in meta:  # older caches lack the input facts: rebuild (same seed, same stream)
+            return Events.from_arrow(pq.read_table(path)), meta["warmup"], folder, meta
     df = ds.vocab.column("df").to_numpy()
     wl = families.get(cfg.workload.family).build_workload(ds.objects, df, ds.extent, cfg.workload, cfg.seed)
+    wl = normalise_workload(wl)  # one meaning for stream anomalies everywhere (datasets/workloads/anomalies.py)
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / "events.tmp.parquet"
     pq.write_table(pa.Table.from_batches([wl.events.to_arrow()]), tmp, row_group_size=65536)
     tmp.replace(path)
-    meta_path.write_text(json.dumps({"warmup": wl.warmup, "events": len(wl.events), "key": json.loads(key),
-                                     "drift": wl.drift}, default=str))
-    return wl.events, wl.warmup, folder
+    meta = {"warmup": wl.warmup, "events": len(wl.events), "key": json.loads(key), "drift": wl.drift, "info": wl.info}
+    meta_path.write_text(json.dumps(meta, default=str))
+    return wl.events, wl.warmup, folder, json.loads(meta_path.read_text())
+
+
+def input_metrics(ds, meta: dict | None) -> dict:
+    """What a run row says about its input: rows read and skipped per reason (the prepared dataset's
+    bad_rows), objects the workload reused and stream anomalies normalised (the workload's info)."""
+    out = {"input_rows": ds.n_input_rows, "bad_rows": sum(ds.bad_rows.values()),
+           **{f"bad_rows_{k}": v for k, v in ds.bad_rows.items()}, "swapped_lat_lon_rows": ds.swapped_lat_lon_rows}
+    if meta:
+        out.update(meta.get("info") or {})
+    return out
 
 
 def oracle_digest(events: Events, folder: Path, max_checks: float, family: str) -> str | None:
@@ -102,12 +122,9 @@ def _config_value(cfg, path: str | None):
     return str(node)
 
 
-def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, events_path: Path,
-                 oracle: str | None, root: Path, logger: results.MlflowLogger, parent_id: str | None,
-                 progress: Progress) -> dict:
-
-    name = spec.label
-    run_id = results.new_run_id(name)
+def _start_run(cfg, spec: RunSpec, root: Path) -> tuple[Path, dict, dict, str]:
+    """A run's folder, the row keys that say which run it is, and its config (as dict and YAML)."""
+    run_id = results.new_run_id(spec.label)
     run_dir = root / "runs" / run_id
     base = {
         "run_id": run_id, "strategy": spec.name, "variant": spec.label, "workers": cfg.workers,
@@ -119,7 +136,19 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
     run_cfg = _plain(cfg)
     run_cfg["strategy"] = {**run_cfg["strategy"], "name": spec.name, "label": spec.label, "params": spec.params,
                            "variants": []}
-    config_yaml = OmegaConf.to_yaml(OmegaConf.create(run_cfg))
+    return run_dir, base, run_cfg, OmegaConf.to_yaml(OmegaConf.create(run_cfg))
+
+
+def _mlflow_name(cfg, spec: RunSpec) -> str:
+    return f"{spec.label}-w{cfg.workers}-{cfg.workload.name}"
+
+
+def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, events_path: Path,
+                 oracle: str | None, root: Path, logger: results.MlflowLogger, parent_id: str | None,
+                 progress: Progress, inputs: dict | None = None) -> dict:
+
+    name = spec.label
+    run_dir, base, run_cfg, config_yaml = _start_run(cfg, spec, root)
     t_run = time.perf_counter()
     workers_df = router_info = lat_sample = epochs_df = None
     series = []
@@ -163,12 +192,37 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
     except Exception as exc:  # noqa: BLE001 - record the failure, keep going with the others
         row = {**base, "status": "error", "error": f"{type(exc).__name__}: {exc}",
                "traceback": traceback.format_exc()}
+    row.update(inputs or {})
     row["wall_s"] = time.perf_counter() - t_run
     shutil.rmtree(run_dir / "state", ignore_errors=True)  # between-epoch state only; not a result
     progress.step(f"{name}: logging")
     record_run(root, run_dir, row, run_cfg, config_yaml, workers_df, router_info, lat_sample, epochs_df, series, logger,
-               parent_id, progress, f"{name}-w{cfg.workers}-{cfg.workload.name}")
+               parent_id, progress, _mlflow_name(cfg, spec))
     return row
+
+
+class DataPreparationError(ValueError):
+    """The dataset or workload could not be prepared from the user's input (a ValueError raised in
+    datasets/); `rows` are the error rows recorded for the runs that could not start."""
+
+    def __init__(self, message: str, rows: list[dict]):
+        super().__init__(message)
+        self.rows = rows
+
+
+def record_failed_preparation(cfg, runs: list[RunSpec], exc: BaseException, inputs: dict, root: Path,
+                              logger: results.MlflowLogger, parent_id: str | None, progress: Progress) -> list[dict]:
+    """An error row per run that was to start, so a sweep's runs table shows why its job has no figures."""
+    rows = []
+    for spec in runs:
+        run_dir, base, run_cfg, config_yaml = _start_run(cfg, spec, root)
+        row = {**base, "status": "error", "error": f"preparing data: {type(exc).__name__}: {exc}",
+               "traceback": "".join(traceback.format_exception(exc)), "family": cfg.workload.family,
+               "adjust": cfg.adjust.name, **inputs}
+        record_run(root, run_dir, row, run_cfg, config_yaml, None, None, None, None, [], logger, parent_id, progress,
+                   _mlflow_name(cfg, spec))
+        rows.append(row)
+    return rows
 
 
 def record_run(root: Path, run_dir: Path, row: dict, run_cfg: dict, config_yaml: str, workers_df, router_info,
@@ -202,6 +256,14 @@ def ship_plugins(spark, modules: list[str]) -> None:
             spark.sparkContext.addPyFile(spec.origin)
 
 
+def _warn_idle_workers(row: dict, progress: Progress) -> None:
+    """More workers than the workload can use leave some with no events: say so, since their load 0
+    makes L_max/L_min infinite and the comparison otherwise reads like a strategy's fault."""
+    if idle_workers(row):
+        progress.warn(f"{row['variant']}: workers={row['workers']} requested, {int(row['partitions_actual'])} "
+                      "received events; L_max/L_min is inf because idle workers have load 0")
+
+
 def run_experiment(cfg) -> list[dict]:
     """Everything `python -m harness` does after Hydra composed the config."""
     from datasets import prepare_dataset
@@ -216,29 +278,41 @@ def run_experiment(cfg) -> list[dict]:
     spark = get_session(cfg.cluster.master, conf=dict(cfg.cluster.conf))
     timings["spark_start_s"] = session_start_seconds()
     ship_plugins(spark, list(cfg.families))
-    progress.step(f"preparing dataset {cfg.dataset.name}")
-    t0 = time.perf_counter()
-    ds = prepare_dataset(cfg.dataset, spark, root / "cache" / "datasets")
-    if any(ds.bad_rows.values()):
-        progress.warn("malformed input rows skipped: " + ", ".join(f"{k}={v}" for k, v in ds.bad_rows.items() if v))
-    events, warmup, folder = load_or_build_workload(ds, cfg, root / "cache")
-    timings["data_s"] = time.perf_counter() - t0
-    progress.step("oracle (brute force)")
-    t0 = time.perf_counter()
-    oracle = (oracle_digest(events, folder, cfg.oracle.max_checks, cfg.workload.family) if cfg.oracle.enabled
-              else None)
-    timings["oracle_s"] = time.perf_counter() - t0
     logger = results.MlflowLogger(root, cfg.mlflow.experiment, cfg.mlflow.enabled)
     parent = cfg.mlflow.parent_run_id or results.current_sweep_parent()
     if parent is None and len(runs) > 1:
         parent = logger.start_parent(f"{cfg.tag or 'compare'}-w{cfg.workers}-{cfg.workload.name}",
                                      {"strategies": ",".join(r.label for r in runs), "workers": cfg.workers,
                                       "workload": cfg.workload.name, "dataset": cfg.dataset.name})
+    progress.step(f"preparing dataset {cfg.dataset.name}")
+    t0 = time.perf_counter()
+    inputs = {}
+    try:
+        ds = prepare_dataset(cfg.dataset, spark, root / "cache" / "datasets")
+        inputs = input_metrics(ds, None)
+        if inputs["bad_rows"]:
+            progress.warn("malformed input rows skipped: " + ", ".join(f"{k}={v}" for k, v in ds.bad_rows.items() if v)
+                          + (f"; {ds.swap_hint()}" if ds.swap_hint() else ""))
+        events, warmup, folder, meta = load_or_build_workload(ds, cfg, root / "cache")
+    except Exception as exc:  # noqa: BLE001 - recorded, then a user's bad input is one line, a bug a traceback
+        progress.done()
+        rows = record_failed_preparation(cfg, runs, exc, inputs, root, logger, parent, progress)
+        if isinstance(exc, ValueError):
+            raise DataPreparationError(str(exc), rows) from exc
+        raise
+    inputs = input_metrics(ds, meta)
+    timings["data_s"] = time.perf_counter() - t0
+    progress.step("oracle (brute force)")
+    t0 = time.perf_counter()
+    oracle = (oracle_digest(events, folder, cfg.oracle.max_checks, cfg.workload.family) if cfg.oracle.enabled
+              else None)
+    timings["oracle_s"] = time.perf_counter() - t0
     rows = []
     for spec in runs:
         row = run_strategy(spark, cfg, spec, ds, events, warmup, folder / "events.parquet", oracle, root, logger,
-                           parent, progress)
+                           parent, progress, inputs)
         row.update({f"time_{k}": v for k, v in timings.items()})
+        _warn_idle_workers(row, progress)
         rows.append(row)
     progress.done()
     return rows
