@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from harness.core.events import Events, key_hash_sum
+from harness.core.events import OBJECT, Events, key_hash_sum
 from harness.engine.merge import merge_bucket, query_rows
 from harness.engine.migration import MigrationResult, gather_bundle, migrate_state, split_bundle, summarise
 from harness.engine.monitor import unit_stats
@@ -57,7 +57,7 @@ class InProcessExecutor:
     def epoch(self, epoch, lo, hi, router, collect_service, monitor) -> EpochResult:
         ev = self.events.take(np.arange(lo, hi))
         rows, workers = router.route(routing_view(ev, self.setup.codes))
-        n_obj_copies = int(np.count_nonzero(ev.kind[rows] == 0))
+        n_obj_copies = int(np.count_nonzero(ev.kind[rows] == OBJECT))
         res = EpochResult(epoch, hi - lo, 0, len(rows), n_obj_copies, len(rows) - n_obj_copies)
         blobs: dict[int, list[bytes]] = {code: [] for code in self.setup.mergers}
         for w in range(self.n_workers):

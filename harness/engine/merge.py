@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from harness.core.events import Events
+from harness.core.events import OBJECT, Events
 from harness.families.base import Merger
 
 
@@ -37,4 +37,4 @@ def merge_bucket(merger_cls: type[Merger], state: pa.Table | None, blobs: list[b
 
 def query_rows(ev: Events, codes: set[int]) -> np.ndarray:
     """Rows of the query events of the given families (what their mergers read)."""
-    return np.flatnonzero(np.isin(ev.family, list(codes)) & (ev.kind != 0))
+    return np.flatnonzero(np.isin(ev.family, list(codes)) & (ev.kind != OBJECT))

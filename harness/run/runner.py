@@ -83,8 +83,9 @@ def load_or_build_workload(ds, cfg, cache_root: Path):
     pq.write_table(pa.Table.from_batches([wl.events.to_arrow()]), tmp, row_group_size=65536)
     tmp.replace(path)
     meta = {"warmup": wl.warmup, "events": len(wl.events), "key": json.loads(key), "drift": wl.drift, "info": wl.info}
-    meta_path.write_text(json.dumps(meta, default=str))
-    return wl.events, wl.warmup, folder, json.loads(meta_path.read_text())
+    text = json.dumps(meta, default=str)
+    meta_path.write_text(text)
+    return wl.events, wl.warmup, folder, json.loads(text)  # as a cache hit would read it
 
 
 def input_metrics(ds, meta: dict | None) -> dict:
