@@ -180,6 +180,9 @@ class Strategy(ParamsMixin, ABC):
     # True when the router may send an object nowhere because no subscription where it would go
     # can match it (keyword summaries, per-cell term maps); otherwise every object is routed.
     filters_objects: ClassVar[bool] = False
+    # the worker index its paper describes, per family, as `index.<family>` settings; a run with
+    # `index.<family>.layout=paper` uses them instead of the shared index (e.g. KOP: an inverted file)
+    paper_index: ClassVar[dict[str, dict]] = {}
     # True when the router has migration units (Router.units / unit_owner), so adjusters can move them
     unit_router: ClassVar[bool] = False
 

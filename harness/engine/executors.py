@@ -32,10 +32,11 @@ class SparkExecutor:
         self.state_root, self.keep_pairs, self.pairs_path = Path(state_root), keep_pairs, pairs_path
         self.state: Path | None = None
 
-    def epoch(self, epoch, lo, hi, router, collect_service, monitor) -> EpochResult:
+    def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None) -> EpochResult:
         nxt = self.state_root / f"epoch={epoch}"
         res = run_epoch(self.spark, self.events_df, epoch, lo, hi, router, self.setup, self.n_workers, self.state,
-                        nxt, self.keep_pairs, self.pairs_path, collect_service=collect_service, monitor=monitor)
+                        nxt, self.keep_pairs, self.pairs_path, collect_service=collect_service, monitor=monitor,
+                        feedback=feedback)
         self.state = nxt
         return res
 
@@ -54,7 +55,7 @@ class InProcessExecutor:
         self.states: dict[int, dict[int, StateBundle]] = {w: {} for w in range(n_workers)}
         self.merge_states: dict[int, pa.Table | None] = {}
 
-    def epoch(self, epoch, lo, hi, router, collect_service, monitor) -> EpochResult:
+    def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None) -> EpochResult:
         ev = self.events.take(np.arange(lo, hi))
         rows, workers = router.route(routing_view(ev, self.setup.codes))
         n_obj_copies = int(np.count_nonzero(ev.kind[rows] == OBJECT))
@@ -64,13 +65,14 @@ class InProcessExecutor:
             sub = ev.take(np.sort(rows[workers == w]))
             start = self.states[w]
             indexes = WorkerSet.build(self.setup.factories)
-            indexes.restore(start)
+            indexes.restore(start, feedback)
+            pruned = indexes.prune_replicas(router, w, self.setup.codes) if feedback else {}
             outs, work, counters, busy_s = indexes.process(sub)
             for code, out in outs.items():
                 blobs[code] += [blob for _, blob in self.setup.mergers[code].blocks(out.results, 1)]
             self.states[w] = indexes.export_state()
             start_q, end_q = stored_queries(start), stored_queries(self.states[w])
-            res.worker_stats[w] = {**counters, "busy_s": busy_s, "restored": len(start_q), "events": len(sub)}
+            res.worker_stats[w] = {**counters, **pruned, "busy_s": busy_s, "restored": len(start_q), "events": len(sub)}
             if monitor:
                 codes = self.setup.codes
                 res.units.append(unit_stats(router, w, routing_view(sub, codes), work, busy_s,

@@ -26,7 +26,8 @@ from harness.engine.worker import routing_view
 class Executor(Protocol):
     """Runs one epoch's stages and moves the workers' state for a migration."""
 
-    def epoch(self, epoch: int, lo: int, hi: int, router, collect_service: bool, monitor: bool) -> EpochResult: ...
+    def epoch(self, epoch: int, lo: int, hi: int, router, collect_service: bool, monitor: bool,
+              feedback: dict | None = None) -> EpochResult: ...
 
     def migrate(self, epoch: int, router, old_router) -> MigrationResult: ...
 
@@ -49,6 +50,7 @@ def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, b
     last = bounds[-1][0]
     out = LoopResult([], [], router)
     pause: dict[int, float] = {}
+    feedback: dict = {}  # the mergers' feedback of the previous epoch: the workers read it first
     for epoch, lo, hi in bounds:
         if progress is not None:
             name = "warm-up" if epoch == 0 else f"measured {epoch}/{last}"
@@ -57,7 +59,7 @@ def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, b
         router.observe_inserts(view, lo + np.flatnonzero(view.kind[lo:hi] == INSERT))
         observe_s = time.perf_counter() - t0
         res = executor.epoch(epoch, lo, hi, router, collect_service=epoch > 0,
-                             monitor=adjuster is not None and 0 < epoch < last)
+                             monitor=adjuster is not None and 0 < epoch < last, feedback=feedback)
         res.observe_s = observe_s
         stall(res, pause)
         pause = {}
@@ -66,7 +68,8 @@ def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, b
             row = epoch_row(epoch, res.n_events, res.worker_stats, res.route_ns / 1e9, n_dispatchers, n_workers,
                             res.units, observe_s=observe_s)
             row.update(results=res.result_count, migrated_queries=0, migrated_bytes=0, select_s=0.0,
-                       migration_s=0.0, observe_s=observe_s, **res.timings)
+                       migration_s=0.0, observe_s=observe_s, **res.timings,
+                       replicas_dropped=sum(st.get("replicas_dropped", 0) for st in res.worker_stats.values()))
             if adjuster is not None and epoch < last:
                 step = plan_step(adjuster, router, epoch_stats(epoch, res.units, res.worker_stats, view, lo, hi,
                                                                n_workers))
@@ -83,5 +86,6 @@ def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, b
             out.series.append(row)
         for code, table in res.feedback.items():  # before the next epoch is dispatched
             router.observe_feedback(setup.names[code], table)
+        feedback = res.feedback
     out.router = router
     return out

@@ -86,9 +86,11 @@ def _query_blocks(batch: pa.RecordBatch, ev: Events, codes: set[int], n_buckets:
 
 
 def worker_batches(batches, setup: FamilySetup, state_in: str | None, state_out: str, n_buckets: int,
-                   collect_service: bool, router_bc=None):
+                   collect_service: bool, router_bc, monitor: bool = False, feedback_bc=None):
     """mapInArrow body of the worker stage: one WorkerSet per worker present in the partition.
-    With the epoch's router (`router_bc`) each worker also reports its per-unit statistics."""
+    With the mergers' feedback of the previous epoch (`feedback_bc`) its indexes read it first and
+    drop the replicas it makes unneeded (the epoch's router decides); under `monitor` each worker
+    also reports its per-unit statistics."""
     start = time.time()
     table = pa.Table.from_batches([b for b in batches if b.num_rows], schema=BLOCK_SCHEMA)
     workers = table.column("worker").to_numpy()
@@ -110,7 +112,8 @@ def worker_batches(batches, setup: FamilySetup, state_in: str | None, state_out:
         ev = Events.from_arrow(epoch.take(pa.array(np.argsort(seq, kind="stable"))))
         bundles = {code: read_bundle(state_in, w, code) for code in setup.factories}
         indexes = WorkerSet.build(setup.factories)
-        restore_s = indexes.restore(bundles)
+        restore_s = indexes.restore(bundles, feedback_bc.value if feedback_bc is not None else None)
+        pruned = indexes.prune_replicas(router_bc.value, w, setup.codes) if feedback_bc is not None else {}
         outs, work, counters, busy_s = indexes.process(ev)
         size = indexes.size_bytes()
         for code, out in outs.items():
@@ -122,7 +125,7 @@ def worker_batches(batches, setup: FamilySetup, state_in: str | None, state_out:
             yield out_row(SERVICE, w, payload=to_ipc(service))
         kept = indexes.export_state()
         start_q, end_q = stored_queries(bundles), stored_queries(kept)
-        if router_bc is not None:
+        if monitor:
             from harness.engine.monitor import unit_stats
 
             yield out_row(UNITS, w, payload=to_ipc(unit_stats(
@@ -130,7 +133,7 @@ def worker_batches(batches, setup: FamilySetup, state_in: str | None, state_out:
                 routing_view(start_q, setup.codes), routing_view(end_q, setup.codes))))
         for code, bundle in kept.items():
             write_bundle(state_out, w, code, bundle)
-        yield out_row(STATS, w, info={**counters, "busy_s": busy_s, "restore_s": restore_s, "index_bytes": size,
+        yield out_row(STATS, w, info={**counters, **pruned, "busy_s": busy_s, "restore_s": restore_s, "index_bytes": size,
                                       "events": len(ev), "restored": len(start_q), "kept": len(end_q)})
     yield out_row(STATS, -1, info={"start": start, "end": time.time()})
 
@@ -211,7 +214,7 @@ def merge_buckets(spark, n_workers: int) -> int:
 
 def run_epoch(spark, events_df, epoch: int, seq_lo: int, seq_hi: int, router, setup: FamilySetup, n_workers: int,
               state_path: Path | None, next_state_path: Path, keep_pairs: bool, pairs_path: Path | None,
-              collect_service: bool = True, monitor: bool = False) -> EpochResult:
+              collect_service: bool = True, monitor: bool = False, feedback: dict | None = None) -> EpochResult:
     from pyspark.sql import functions as F
 
     sc = spark.sparkContext
@@ -223,6 +226,7 @@ def run_epoch(spark, events_df, epoch: int, seq_lo: int, seq_hi: int, router, se
     pairs_dir = fresh_dir(Path(pairs_path) / f"epoch={epoch}") if keep_pairs and pairs_path else None
     t0 = time.perf_counter()
     router_bc = sc.broadcast(router)
+    feedback_bc = sc.broadcast(feedback) if feedback else None
     epoch_df = events_df.where((F.col("seq") >= seq_lo) & (F.col("seq") < seq_hi))
     blocks = epoch_df.mapInArrow(lambda it: dispatch_batches(it, router_bc, setup, parts), spark_schema(BLOCK_SCHEMA))
     every_worker = spark.createDataFrame([(w, None, None, None, None) for w in range(n_workers)],
@@ -231,7 +235,7 @@ def run_epoch(spark, events_df, epoch: int, seq_lo: int, seq_hi: int, router, se
         blocks.unionByName(every_worker)
         .repartition(parts, "worker")
         .mapInArrow(lambda it: worker_batches(it, setup, state_in, state_out, parts, collect_service,
-                                              router_bc if monitor else None),
+                                              router_bc, monitor, feedback_bc),
                     spark_schema(OUT_SCHEMA))
     )
     if setup.stateful:
@@ -242,6 +246,8 @@ def run_epoch(spark, events_df, epoch: int, seq_lo: int, seq_hi: int, router, se
              .toArrow())
     job_s = time.perf_counter() - t0
     router_bc.unpersist()
+    if feedback_bc is not None:
+        feedback_bc.unpersist()
     return collect(epoch, table, collect_service, job_s)
 
 

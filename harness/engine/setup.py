@@ -31,14 +31,19 @@ class FamilySetup:
 
 
 def family_setup(workload_families: list[str], routed: frozenset[str] | set[str], context: IndexContext,
-                 index_params: dict | None = None) -> FamilySetup:
+                 index_params: dict | None = None, paper_index: dict | None = None) -> FamilySetup:
     """The setup of a run whose workload holds `workload_families`, routed by a strategy that routes
-    `routed`; `index_params` maps a family name to its `index.<family>.*` settings."""
+    `routed`; `index_params` maps a family name to its `index.<family>.*` settings. A family set to
+    `layout: paper` takes the strategy's own index settings for it (`paper_index`, from
+    `Strategy.paper_index`) over the shared ones."""
     index_params = dict(index_params or {})
     factories, mergers, names = {}, {}, {}
     for name in workload_families:
         fam = families.get(name)
-        factories[fam.code] = fam.index_factory(context, index_params.get(name))
+        params = dict(index_params.get(name) or {})
+        if params.get("layout") == "paper":
+            params.update((paper_index or {}).get(name, {}))
+        factories[fam.code] = fam.index_factory(context, params)
         mergers[fam.code] = fam.merger
         names[fam.code] = name
     return FamilySetup(factories, mergers, families.routing_codes(workload_families, routed), names)

@@ -7,6 +7,7 @@ to that index untouched. The same class runs inside the Spark worker stage and i
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -34,7 +35,11 @@ class WorkerSet:
     def build(cls, factories: dict[int, Callable[[], WorkerIndex]]) -> "WorkerSet":
         return cls({code: make() for code, make in factories.items()})
 
-    def restore(self, bundles: dict[int, StateBundle]) -> float:
+    def restore(self, bundles: dict[int, StateBundle], feedback: dict | None = None) -> float:
+        """Load each family's state, after handing it the merger's feedback of the previous epoch."""
+        for code, table in (feedback or {}).items():
+            if code in self.indexes:
+                self.indexes[code].observe_feedback(table)
         return sum(index.restore(bundles.get(code, StateBundle())) for code, index in self.indexes.items())
 
     def process(self, ev: Events) -> tuple[dict[int, WorkerOutput], np.ndarray, dict, float]:
@@ -55,6 +60,38 @@ class WorkerSet:
             busy += out.busy_s
         counters["objects"] = int(is_obj.sum())  # every index saw them; the worker received them once
         return outs, work, counters, busy
+
+    def prune_replicas(self, router, worker: int, codes: np.ndarray | None) -> dict[str, float]:
+        """Drop the replicas that narrowed subscriptions no longer need on this worker.
+
+        A subscription narrowed by feedback (before -> after) is routed both ways with the
+        router of the epoch. Only when route(after) is within route(before), which is where its
+        replicas are, is anything done: a worker outside route(after) drops its replica, one inside
+        keeps it with the narrowed columns (so later routing and migrations use them). Every replica
+        decides the same from the same router and feedback, so the holders become route(after),
+        and the router's contract for `after` keeps results exact (docs/decisions.md)."""
+        t0 = time.perf_counter()
+        dropped = narrowed = 0
+        for index in self.indexes.values():
+            pair = index.narrowed()
+            if pair is None or len(pair[0]) == 0:
+                continue
+            before, after = (routing_view(e, codes) for e in pair)
+            rows = np.arange(len(before), dtype=np.int64)
+            n_w = router.n_workers
+            old = np.zeros((len(rows), n_w), np.bool_)
+            new = np.zeros((len(rows), n_w), np.bool_)
+            r, w = router.route_queries(before, rows)
+            old[r, w] = True
+            r, w = router.route_queries(after, rows)
+            new[r, w] = True
+            within = ~(new & ~old).any(axis=1)
+            mine = new[:, worker]
+            drop, narrow = before.id[within & ~mine], before.id[within & mine]
+            index.apply_narrowing(drop, narrow)
+            dropped += len(drop)
+            narrowed += len(narrow)
+        return {"replicas_dropped": dropped, "narrowed": narrowed, "prune_s": time.perf_counter() - t0}
 
     def export_state(self) -> dict[int, StateBundle]:
         return {code: index.export_state() for code, index in self.indexes.items()}

@@ -95,6 +95,20 @@ class WorkerIndex(ABC):
     def restore(self, state: StateBundle) -> float:
         """Load the state the previous epoch left; returns the CPU seconds it took."""
 
+    def observe_feedback(self, table: pa.Table) -> None:
+        """The family merger's feedback of the previous epoch (`qid`, `value`: every query's, the
+        worker keeps what concerns its own), given before `restore`. Default: ignored."""
+
+    def narrowed(self) -> tuple[Events, Events] | None:
+        """After `restore`: the stored subscriptions whose routing columns the feedback narrowed, as
+        (before, after) insert events row for row (a kNN ball that shrank: its rectangle), or None.
+        The worker routes both (`WorkerSet.prune_replicas`) and answers with `apply_narrowing`."""
+        return None
+
+    def apply_narrowing(self, drop: np.ndarray, narrow: np.ndarray) -> None:
+        """Forget the subscriptions with ids `drop` (another replica holds them), take the narrowed
+        columns of those with ids `narrow`."""
+
     @abstractmethod
     def process(self, events: Events) -> WorkerOutput:
         """Run the epoch's sub-stream (sorted by seq) through the index."""
