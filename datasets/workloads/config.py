@@ -24,6 +24,12 @@ SOURCES = ("generator", "file")
 # the event-file knobs; with source=generator they are unused (a cache key may leave them out)
 FILE_FIELDS = ("source", "path", "warmup_fraction", "warmup_events")
 
+# the kNN generator's knobs (datasets/workloads/knn.py); other families' generators never read them
+KNN_PROTOCOLS = ("dkm", "ckq")
+KNN_OPS = ("or", "and")
+KNN_FIELDS = ("protocol", "init_objects", "timestamps", "objects_per_ts", "inserts_per_ts", "deletes_per_ts",
+              "k_min", "k_max", "op", "tau_hours", "hour_s")
+
 
 @dataclass
 class WorkloadConfig:
@@ -63,6 +69,19 @@ class WorkloadConfig:
     path: Optional[str] = None  # source=file: the event file
     warmup_fraction: float = 0.2  # source=file: share of the file's events (seq order) that is the warm-up
     warmup_events: Optional[int] = None  # source=file: the warm-up as an event count (wins over the fraction)
+    # kNN subscriptions (family knn, datasets/workloads/knn.py): a time-stamped stream. Also read by
+    # it: queries (the initial |S|, the live set), updates (derives timestamps), keywords_min/max.
+    protocol: str = "dkm"  # dkm: DkM-SKS Sec. 5.1 (knn_q) | ckq: SSTD's CKQ with lifetimes (ckq_q)
+    init_objects: Optional[int] = None  # |O_init|, objects after the initial subscriptions; None = queries (DkM: 1M)
+    timestamps: Optional[int] = None  # measured time-stamps; None = ceil(updates / (inserts_per_ts + deletes_per_ts))
+    objects_per_ts: int = 100  # objects per time-stamp (DkM: 1,000)
+    inserts_per_ts: int = 10  # dkm: subscription insertions per time-stamp (DkM: 100)
+    deletes_per_ts: int = 10  # dkm: deletions per time-stamp, uniform over the live ones (DkM: 100)
+    k_min: int = 1  # k uniform in [k_min, k_max] (DkM: [1, k_max]; SSTD: 10..40, default 10)
+    k_max: int = 10  # DkM's default k_max
+    op: str = "or"  # or (DkM: any keyword) | and (SSTD CKQ: every keyword)
+    tau_hours: float = 72.0  # ckq: lifetime in paper hours (SSTD: 24-168, default 72)
+    hour_s: Optional[float] = None  # ckq: event seconds (= time-stamps) per paper hour; None = timestamps / 744
 
 
 @dataclass

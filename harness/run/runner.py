@@ -49,13 +49,16 @@ def _plain(cfg) -> dict:
 
 def workload_key(workload_cfg) -> dict:
     """The workload's cache identity: its config, without the drift knobs when there is no drift
-    (so workloads cached before drift existed keep their key)."""
-    from datasets.workloads.config import DRIFT_FIELDS, FILE_FIELDS
+    and without the kNN knobs for another family (so workloads cached before these existed keep
+    their key)."""
+    from datasets.workloads.config import DRIFT_FIELDS, FILE_FIELDS, KNN_FIELDS
     from datasets.workloads.events_file import file_identity
 
     plain = _plain(workload_cfg)
     if plain.get("drift", "none") == "none":
         plain = {k: v for k, v in plain.items() if k not in DRIFT_FIELDS}
+    if plain.get("family", "range") != "knn":  # workloads cached before kNN existed keep their key
+        plain = {k: v for k, v in plain.items() if k not in KNN_FIELDS}
     if plain.get("source", "generator") == "generator":
         plain = {k: v for k, v in plain.items() if k not in FILE_FIELDS}
     else:  # an edited event file is a new workload
@@ -178,6 +181,9 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
         summary = summarise_run(loop.measured, series, events, warmup, cfg.workers, cfg.dispatchers, cfg.latency)
         workers_df, lat_sample, epochs_df, metrics = summary.workers, summary.latency_sample, summary.epochs, \
             summary.metrics
+        if summary.timeline is not None and len(summary.timeline):  # per time-stamp (DkM-SKS Fig. 7)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            summary.timeline.to_parquet(run_dir / "timestamps.parquet", index=False)
         count = sum(e.result_count for e in epochs)
         digest = format_digest(count, sum(e.result_hash for e in epochs))
         router_info = router.describe()
