@@ -55,6 +55,7 @@ def run_metrics(epochs, workers: pd.DataFrame, n_dispatchers: int, n_input_objec
         "results_raw": float(workers["results"].sum()),
         "worker_index_bytes_max": float(workers["index_bytes"].max()),
         "partitions_actual": float((workers["events"] > 0).sum()),
+        "replicas_dropped": float(workers["replicas_dropped"].sum()) if "replicas_dropped" in workers else 0.0,
     }
 
 
@@ -136,6 +137,20 @@ _METRICS = [
     Metric("candidates_sum", "candidate checks", "checks", "(object, subscription) checks summed over workers",
            "lower", _COUNT),
     Metric("partitions_actual", "partitions used", "workers", "workers that received any event", None, _COUNT),
+    Metric("replicas_dropped", "replicas dropped", "replicas", "subscription replicas the workers dropped when "
+           "feedback narrowed the subscription (a kNN ball) out of their partition", None, _COUNT),
+    # DkM-SKS's figures on a time-stamped stream (harness/report/timestamps.py)
+    Metric("timestamps", "time-stamps", "time-stamps", "measured time-stamps of a time-stamped stream", None, _COUNT),
+    Metric("update_time_ms_per_ts", "update time", "ms", "mean per time-stamp of the slowest worker's time plus the "
+           "main server's time for new subscriptions (DkM-SKS Fig. 7)", "lower", "{:,.2f}"),
+    Metric("update_spread_ms_per_ts", "load balance (max - min)", "ms", "mean per time-stamp of the slowest minus "
+           "the fastest worker's time (DkM-SKS Table 2)", "lower", "{:,.2f}"),
+    Metric("knn_update_ms_per_ts", "kNN update time", "ms", "mean per time-stamp of the slowest worker's time on "
+           "objects (DkM-SKS Table 3)", "lower", "{:,.2f}"),
+    Metric("ins_ms_per_ts", "insertion time", "ms", "mean per time-stamp of the slowest worker's time on insertions "
+           "plus the main server's (DkM-SKS Table 3)", "lower", "{:,.2f}"),
+    Metric("del_ms_per_ts", "deletion time", "ms", "mean per time-stamp of the slowest worker's time on deletions "
+           "(DkM-SKS Table 3)", "lower", "{:,.3f}"),
     Metric("busy_max_s", "busiest worker time", "s", "the epoch's busiest worker's CPU time plus its stall",
            "lower", "{:.3f}"),
     Metric("pause_max_s", "largest stall", "s", "the longest migration stall a worker paid in the epoch", "lower",
@@ -182,6 +197,10 @@ _METRICS = [
            "object events beyond the dataset's size: the workload cycled the dataset to fill them", None, _COUNT),
     Metric("object_reuse_factor", "object reuse", "", "workload object events / dataset objects (above 1: each "
            "object used that many times on average)", None, "{:.2f}"),
+    Metric("dataset_keywords_per_object", "keywords per object", "terms", "mean distinct terms per dataset object "
+           "(DkM-SKS Table 1: Place 2.94, Twitter 5.51)", None, "{:.2f}"),
+    Metric("query_keywords_mean", "keywords per query", "terms", "mean keywords per generated kNN subscription",
+           None, "{:.2f}"),
     *(Metric(k, k.replace("_", " "), "events", f"stream anomaly normalised when the workload was loaded: {d}", None,
              _COUNT) for k, d in ANOMALIES.items()),
     # where the harness's own time went: descriptive, not the strategy's figure
@@ -200,9 +219,12 @@ _METRICS = [
 ]
 METRICS: dict[str, Metric] = {m.name: m for m in _METRICS}
 # what a run row says about its input (every run of an invocation shares them)
+TIMESTAMP_METRICS = ("timestamps", "update_time_ms_per_ts", "update_spread_ms_per_ts", "knn_update_ms_per_ts",
+                     "ins_ms_per_ts", "del_ms_per_ts")
 INPUT_METRICS = ("input_rows", "bad_rows", *(f"bad_rows_{r}" for r in BAD_ROW_REASONS), "swapped_lat_lon_rows",
                  "dataset_objects",
-                 "workload_objects", "objects_reused", "object_reuse_factor", *ANOMALIES)
+                 "workload_objects", "objects_reused", "object_reuse_factor", "dataset_keywords_per_object",
+                 "query_keywords_mean", *ANOMALIES)
 # a run row carries each epoch's stage timings as epoch<N>_<timing>, e.g. epoch0_job_s
 _PER_EPOCH = re.compile(r"epoch(\d+)_(\w+)")
 # a cached dataset may name a reason BAD_ROW_REASONS no longer lists; its count is still reported

@@ -29,7 +29,7 @@ RUNS_TABLE_COLUMNS = [
     "result_count", "result_digest", "oracle_ok", "partitions_actual", "epochs", "adjust", "adjustments",
     "migrated_queries", "migrated_bytes", "select_s", "select_cells_s", "migration_s", "latency_share_lt_100ms",
     "latency_share_100ms_1s", "latency_share_gt_1s", "observe_s", "merge_s", "feedback_rows", "family", "run_dir",
-    *metrics_mod.INPUT_METRICS,
+    "replicas_dropped", *metrics_mod.TIMESTAMP_METRICS, *metrics_mod.INPUT_METRICS,
 ]
 
 

@@ -12,6 +12,7 @@ from harness.core.events import DELETE, INSERT, OBJECT, Events
 from harness.engine.monitor import worker_table
 from harness.report import latency as latency_model
 from harness.report.metrics import run_metrics
+from harness.report.timestamps import timestamp_metrics, timestamp_series
 
 SERIES_TOTALS = ("migrated_queries", "migrated_bytes", "select_s", "migration_s", "select_cells_s")
 
@@ -22,6 +23,7 @@ class RunSummary:
     workers: pd.DataFrame
     latency_sample: pd.DataFrame
     epochs: pd.DataFrame
+    timeline: pd.DataFrame | None = None  # per time-stamp of a time-stamped stream (timestamps.parquet)
 
 
 def merged_service(epochs) -> dict[int, tuple[np.ndarray, np.ndarray]]:
@@ -48,9 +50,11 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     service_s = (route_s + observe_s * n_dispatchers) / max(n_meas, 1)
     lat = latency_model.event_latencies(events.seq[warmup:], service_s, n_dispatchers, rate, merged_service(measured))
     metrics.update(latency_model.summarise(lat))
+    metrics.update(timestamp_metrics(measured, events, n_workers))
     metrics["latency_rate_eps"] = rate
     for key in SERIES_TOTALS:
         metrics[key] = float(sum(r.get(key, 0.0) for r in series))
     metrics["adjustments"] = float(sum(1 for r in series if "operation" in r))
     sample = pd.DataFrame({"latency_ms": np.sort(lat)[:: max(1, len(lat) // 20000)] * 1000.0})
-    return RunSummary(metrics, workers, sample, pd.DataFrame(series))
+    return RunSummary(metrics, workers, sample, pd.DataFrame(series),
+                      pd.DataFrame(timestamp_series(measured, events, n_workers)))
