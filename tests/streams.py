@@ -90,3 +90,21 @@ def _with_terms(cols: dict, terms: list) -> Events:
     offsets = np.zeros(len(terms) + 1, np.int64)
     np.cumsum([len(t) for t in terms], out=offsets[1:])
     return Events(cols, offsets, np.array([v for t in terms for v in t], np.int32))
+
+
+def random_knn_stream(seed: int, n_objects: int = 80, n_queries: int = 20, vocab: int = 8, extent: float = 20.0,
+                      k_max: int = 3) -> Events:
+    """`random_stream` with its subscriptions made kNN ones (k in 1..k_max, the rectangle the whole
+    square, as at insertion) and every location on an integer lattice, so equal distances (ties)
+    are common."""
+    from harness.core.events import KNN
+
+    ev = random_stream(seed, n_objects, n_queries, vocab, extent)
+    cols = dict(ev.cols)
+    q = ev.kind != OBJECT
+    cols["family"] = np.where(q, KNN, cols["family"]).astype(cols["family"].dtype)
+    cols["k"] = np.where(q, 1 + (ev.id * 7 + seed) % k_max, 0).astype(cols["k"].dtype)
+    for c, v in (("xmin", 0.0), ("ymin", 0.0), ("xmax", extent), ("ymax", extent)):
+        cols[c] = np.where(q, v, np.nan)
+    cols["x"], cols["y"] = np.round(ev.x), np.round(ev.y)
+    return Events(cols, ev.offsets, ev.values)

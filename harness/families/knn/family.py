@@ -1,0 +1,48 @@
+"""Continuous kNN spatial-keyword subscriptions (DkM-SKS's subscriptions, SSTD's CKQ): the k
+nearest objects to a point that hold one of its keywords (OR, DkM-SKS) or all of them (AND,
+SSTD), among the objects that arrive while the subscription is live. The result is the stream of
+entries "o entered A(s)", each a (query, object) pair at the object's arrival.
+
+A kNN subscription routes like a range subscription whose rectangle encloses its ball: its event
+carries that rectangle (the space's extent at insertion, when the ball is unbounded), so every
+strategy that routes range routes kNN exactly with no edit (the merger's replay makes a replicated
+subscription's results exact); a strategy with its own `route_knn` (the DkM-SKS methods, hash)
+routes it natively.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from datasets.workloads.knn import build_knn_workload, validate_knn_workload
+from harness.core.events import KNN
+from harness.families.base import Family
+from harness.families.knn.index import KnnIndex
+from harness.families.knn.merge import KnnMerger
+from harness.families.knn.oracle import knn_oracle
+
+
+class KnnFamily(Family):
+    name = "knn"
+    code = KNN
+    index = KnnIndex
+    merger = KnnMerger
+    routes_like = "range"
+
+    @dataclass
+    class Params:
+        cells_per_side: int = 64  # the worker grid's resolution (DkM-SKS gives none; GI2's default)
+        # shared: every strategy's workers use this grid; paper: each strategy's own paper index
+        # (Strategy.paper_index; KOP's and SOP's inverted files are a one-cell grid)
+        layout: str = "shared"
+
+    @classmethod
+    def check_params(cls, params) -> None:
+        if not isinstance(params.cells_per_side, int) or params.cells_per_side < 1:
+            raise ValueError(f"index.knn.cells_per_side={params.cells_per_side!r} is invalid; allowed: an integer >= 1")
+        if params.layout not in ("shared", "paper"):
+            raise ValueError(f"index.knn.layout={params.layout!r} is invalid; allowed: shared, paper")
+
+    oracle = staticmethod(knn_oracle)
+    build_workload = staticmethod(build_knn_workload)
+    validate_workload = staticmethod(validate_knn_workload)

@@ -1,0 +1,432 @@
+"""The kNN worker index: a uniform grid of inverted files over the subscriptions' balls, in seq order.
+
+DkM-SKS's worker structure (Sec. 4.3: "a hybrid structure of a grid and an inverted file, because
+this structure is update-friendly"), also SSTD's per-leaf CKQ grid. A subscription whose local
+result A(s) is full (or whose global k-th distance came back as feedback) has a ball B(s); it is
+posted in every cell the ball's bounding square overlaps, under every keyword (OR) or its least
+frequent keyword (AND, the one conjunct). A subscription without a finite ball (fewer than k
+results) is posted under its keywords only, in a per-term list that every object holding the term
+probes. An object probes its cell's postings and the per-term lists under each of its terms.
+
+Unlike GI2, objects are processed strictly in seq order, because every entry shrinks a ball:
+o enters the local A(s) iff |A| < k or d2(o) < d2 of the k-th member (strict: the older object
+stays), and the worker emits the candidate (qid, oid, seq, d2). The bound used is
+min(local k-th, r_g^2), r_g^2 the global k-th distance at the epoch's start (the merger's
+feedback): a worker that sees a subset of the objects has a local k-th distance >= the global
+one, so every global entry is a local entry, and r_g only shrinks during the epoch, so nothing a
+candidate could be is pruned (docs/decisions.md, "kNN replay merge").
+
+Postings of filled balls are rebuilt when the state is restored (then they are exact for the
+epoch's start); a ball that shrinks during the epoch leaves stale cells that the distance test
+rejects; subscriptions inserted during the epoch go to the per-term lists (linked, so inserting is
+O(keywords)). The state kept across epochs: the live subscriptions and, per subscription, its local
+A(s) (at most k rows) plus a row with the last global bound (`results`, see RESULT_SCHEMA).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+from numba import njit
+
+from harness.core.events import AND, DELETE, INSERT, OBJECT, Events
+from harness.core.grid import UniformGrid
+from harness.core.kernels import axis_cell, lower_bound
+from harness.core.timing import CompileClock
+from harness.families.base import IndexContext, StateBundle, WorkerIndex, WorkerOutput
+
+# kept results: one row per member of a subscription's local A(s); a row with seq = BOUND_ROW
+# carries the subscription's last global bound r_g^2 in `d2` instead
+RESULT_SCHEMA = pa.schema([("qid", pa.int64()), ("oid", pa.int64()), ("seq", pa.int64()), ("d2", pa.float64())])
+BOUND_ROW = -1
+
+
+@njit(cache=True)
+def _ball_postings(slots, x, y, r2, op, offsets, values, x0, y0, icw, ich, nx, ny, vocab):
+    """(key, slot) postings of subscriptions with a finite ball: key = cell * vocab + term."""
+    total = 0
+    for s in slots:
+        r = np.sqrt(r2[s])
+        n = (axis_cell(x[s] + r, x0, icw, nx) - axis_cell(x[s] - r, x0, icw, nx) + 1) * (
+            axis_cell(y[s] + r, y0, ich, ny) - axis_cell(y[s] - r, y0, ich, ny) + 1)
+        total += n * (1 if op[s] == AND else offsets[s + 1] - offsets[s])
+    keys = np.empty(total, np.int64)
+    post = np.empty(total, np.int64)
+    k = 0
+    for s in slots:
+        r = np.sqrt(r2[s])
+        t_lo = offsets[s + 1] - 1 if op[s] == AND else offsets[s]
+        for iy in range(axis_cell(y[s] - r, y0, ich, ny), axis_cell(y[s] + r, y0, ich, ny) + 1):
+            for ix in range(axis_cell(x[s] - r, x0, icw, nx), axis_cell(x[s] + r, x0, icw, nx) + 1):
+                for j in range(t_lo, offsets[s + 1]):
+                    keys[k] = (iy * nx + ix) * vocab + values[j]
+                    post[k] = s
+                    k += 1
+    order = np.argsort(keys, kind="mergesort")
+    return keys[order], post[order]
+
+
+@njit(cache=True)
+def _link_terms(slots, op, offsets, values, head, nxt, slot_of, n_links):
+    """Post subscriptions under their terms in the per-term linked lists; returns the new count."""
+    for s in slots:
+        t_lo = offsets[s + 1] - 1 if op[s] == AND else offsets[s]
+        for j in range(t_lo, offsets[s + 1]):
+            t = values[j]
+            slot_of[n_links] = s
+            nxt[n_links] = head[t]
+            head[t] = n_links
+            n_links += 1
+    return n_links
+
+
+@njit(cache=True)
+def _has_all(q_off, q_val, s, o_val, o_lo, o_hi):
+    """Every keyword of subscription s is among the object's (sorted) terms."""
+    for j in range(q_off[s], q_off[s + 1]):
+        at = lower_bound(o_val, o_lo, o_hi, q_val[j])
+        if at >= o_hi or o_val[at] != q_val[j]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _check(s, o_seq, o_id, ox, oy, o_val, o_lo, o_hi, qx, qy, qk, op, q_off, q_val, qid, alive, stamp, count,
+           koff, top_d, top_seq, top_oid, rg2, out, out_d, n_out):
+    """Test subscription s against the object; on an entry update A(s) and emit the candidate
+    (qid, oid, seq and d2). Returns the outputs (grown by doubling) and their new length."""
+    if stamp[s] == o_seq or not alive[s]:
+        return out, out_d, n_out
+    stamp[s] = o_seq
+    if op[s] == AND and not _has_all(q_off, q_val, s, o_val, o_lo, o_hi):
+        return out, out_d, n_out
+    dx = ox - qx[s]
+    dy = oy - qy[s]
+    d2 = dx * dx + dy * dy
+    k = qk[s]
+    c = count[s]
+    base = koff[s]
+    bound = rg2[s]
+    if c == k and top_d[base + k - 1] < bound:
+        bound = top_d[base + k - 1]
+    if not d2 < bound:
+        return out, out_d, n_out
+    # insert after every member with d2 <= this one (they are older), dropping the k-th if full
+    pos = c if c < k else k - 1
+    while pos > 0 and top_d[base + pos - 1] > d2:
+        if pos < k:
+            top_d[base + pos] = top_d[base + pos - 1]
+            top_seq[base + pos] = top_seq[base + pos - 1]
+            top_oid[base + pos] = top_oid[base + pos - 1]
+        pos -= 1
+    top_d[base + pos] = d2
+    top_seq[base + pos] = o_seq
+    top_oid[base + pos] = o_id
+    if c < k:
+        count[s] = c + 1
+    if n_out == out.shape[0]:
+        bigger = np.empty((2 * out.shape[0] + 16, 3), np.int64)
+        bigger[:n_out] = out[:n_out]
+        out = bigger
+        bigger_d = np.empty(2 * out_d.shape[0] + 16, np.float64)
+        bigger_d[:n_out] = out_d[:n_out]
+        out_d = bigger_d
+    out[n_out, 0] = qid[s]
+    out[n_out, 1] = o_id
+    out[n_out, 2] = o_seq
+    out_d[n_out] = d2
+    return out, out_d, n_out + 1
+
+
+@njit(cache=True)
+def run_stream(kind, seq, ids, ex, ey, e_off, e_val, slot_of_row,
+               qx, qy, qk, op, q_off, q_val, qid, alive, stamp, count, koff, top_d, top_seq, top_oid, rg2,
+               ukeys, cell_ptr, starts, post, head, nxt, link_slot, n_links,
+               x0, y0, icw, ich, nx, ny, vocab, work):
+    """The epoch's events in seq order: insertions linked under their terms, deletions mark their
+    slot dead, objects probe their cell's ball postings and the per-term lists."""
+    out = np.empty((16, 3), np.int64)
+    out_d = np.empty(16, np.float64)
+    n_out = 0
+    one = np.empty(1, np.int64)
+    for r in range(len(kind)):
+        if kind[r] == INSERT:
+            one[0] = slot_of_row[r]
+            before = n_links
+            n_links = _link_terms(one, op, q_off, q_val, head, nxt, link_slot, n_links)
+            work[r] = 1 + n_links - before
+        elif kind[r] == DELETE:
+            if slot_of_row[r] >= 0:
+                alive[slot_of_row[r]] = False
+            work[r] = 1
+        elif kind[r] == OBJECT:
+            cell = axis_cell(ey[r], y0, ich, ny) * nx + axis_cell(ex[r], x0, icw, nx)
+            c_lo = cell_ptr[cell]
+            c_hi = cell_ptr[cell + 1]
+            checks = 0
+            for j in range(e_off[r], e_off[r + 1]):
+                t = e_val[j]
+                if c_hi > c_lo:
+                    key = np.int64(cell) * vocab + t
+                    at = lower_bound(ukeys, c_lo, c_hi, key)
+                    if at < c_hi and ukeys[at] == key:
+                        for e in range(starts[at], starts[at + 1]):
+                            checks += 1
+                            out, out_d, n_out = _check(post[e], seq[r], ids[r], ex[r], ey[r], e_val, e_off[r], e_off[r + 1],
+                                                qx, qy, qk, op, q_off, q_val, qid, alive, stamp, count, koff, top_d,
+                                                top_seq, top_oid, rg2, out, out_d, n_out)
+                if t < len(head):
+                    e = head[t]
+                    while e >= 0:
+                        checks += 1
+                        out, out_d, n_out = _check(link_slot[e], seq[r], ids[r], ex[r], ey[r], e_val, e_off[r],
+                                            e_off[r + 1], qx, qy, qk, op, q_off, q_val, qid, alive, stamp, count,
+                                            koff, top_d, top_seq, top_oid, rg2, out, out_d, n_out)
+                        e = nxt[e]
+            work[r] = 1 + checks
+    return out[:n_out], out_d[:n_out], n_links
+
+
+@dataclass
+class Candidates:
+    """A worker's local entries of an epoch: (qid, oid, seq) rows and their squared distances."""
+
+    ids: np.ndarray  # (n, 3) int64
+    d2: np.ndarray  # (n,) float64
+
+    def __len__(self) -> int:
+        return len(self.d2)
+
+
+class KnnIndex(WorkerIndex):
+    family = "knn"
+
+    def __init__(self, context: IndexContext, cells_per_side: int = 64, layout: str = "shared"):
+        super().__init__(context)
+        self.grid = UniformGrid.over(context.extent, cells_per_side)
+        self.vocab = max(int(context.vocab_size), 1)
+        self.feedback: pa.Table | None = None
+        self._load(Events.empty(), None)
+        self._post_balls()
+
+    # -- state ----------------------------------------------------------------------------------
+
+    def observe_feedback(self, table: pa.Table | None) -> None:
+        """The merger's global k-th distances (qid, value = d2) of the previous epoch; applied at restore."""
+        self.feedback = table
+
+    def restore(self, state: StateBundle) -> float:
+        with CompileClock() as compiling:
+            t0 = time.process_time()
+            self._load(state.queries, state.results)
+            self._post_balls()
+            seconds = time.process_time() - t0
+        return max(seconds - compiling.seconds, 0.0)
+
+    def _load(self, queries: Events, results: pa.Table | None) -> None:
+        n = len(queries)
+        self.queries = queries
+        self.alive = np.ones(n, np.bool_)
+        self.count = np.zeros(n, np.int64)
+        self.rg2 = np.full(n, np.inf)
+        k = np.maximum(queries.k.astype(np.int64), 1) if n else np.zeros(0, np.int64)
+        self.koff = np.zeros(n + 1, np.int64)
+        np.cumsum(k, out=self.koff[1:])
+        size = int(self.koff[-1])
+        self.top_d = np.full(size, np.inf)
+        self.top_seq = np.zeros(size, np.int64)
+        self.top_oid = np.zeros(size, np.int64)
+        self.order = np.argsort(queries.id, kind="stable") if n else np.zeros(0, np.int64)
+        if results is not None and results.num_rows and n:
+            self._load_results(results)
+        self.fed = np.zeros(0, np.int64)  # slots whose global bound the feedback just lowered
+        if self.feedback is not None and self.feedback.num_rows and n:
+            slot = self._slots(self.feedback.column("qid").to_numpy())
+            ok = slot >= 0
+            np.minimum.at(self.rg2, slot[ok], self.feedback.column("value").to_numpy()[ok])
+            self.fed = np.unique(slot[ok])
+        self.feedback = None
+
+    def _slots(self, qids: np.ndarray) -> np.ndarray:
+        """The slot of each query id (-1: not held)."""
+        ids = self.queries.id[self.order]
+        at = np.minimum(np.searchsorted(ids, qids), max(len(ids) - 1, 0))
+        found = (ids[at] == qids) if len(ids) else np.zeros(len(qids), bool)
+        return np.where(found, self.order[at] if len(ids) else 0, -1)
+
+    def _load_results(self, results: pa.Table) -> None:
+        qid = results.column("qid").to_numpy()
+        seq = results.column("seq").to_numpy()
+        d2 = results.column("d2").to_numpy()
+        oid = results.column("oid").to_numpy()
+        slot = self._slots(qid)
+        bound = (seq == BOUND_ROW) & (slot >= 0)
+        self.rg2[slot[bound]] = d2[bound]
+        m = np.flatnonzero((seq != BOUND_ROW) & (slot >= 0))
+        m = m[np.lexsort((seq[m], d2[m], slot[m]))]  # by slot, then (d2, seq)
+        s = slot[m]
+        first = np.r_[0, np.flatnonzero(np.diff(s)) + 1] if len(s) else np.zeros(0, np.int64)
+        rank = np.arange(len(s)) - np.repeat(first, np.diff(np.r_[first, len(s)]))
+        pos = self.koff[s] + rank
+        self.top_d[pos], self.top_seq[pos], self.top_oid[pos] = d2[m], seq[m], oid[m]
+        np.add.at(self.count, s, 1)
+
+    def narrowed(self) -> tuple[Events, Events] | None:
+        """Subscriptions whose routing rectangle the new global bound narrows: the rectangle
+        intersected with the square around the global ball (a hair wider, so rounding in a
+        distance never puts a qualifying object outside it)."""
+        s = self.fed[self.alive[self.fed]] if len(self.fed) else self.fed
+        if len(s) == 0:
+            return None
+        q = self.queries
+        r = np.sqrt(self.rg2[s]) * (1 + 1e-9) + 1e-9
+        box = {"xmin": np.maximum(q.xmin[s], q.x[s] - r), "ymin": np.maximum(q.ymin[s], q.y[s] - r),
+               "xmax": np.minimum(q.xmax[s], q.x[s] + r), "ymax": np.minimum(q.ymax[s], q.y[s] + r)}
+        changed = np.zeros(len(s), bool)
+        for c, v in box.items():
+            changed |= v != getattr(q, c)[s]
+        s = s[changed]
+        if len(s) == 0:
+            return None
+        before = q.take(s)
+        after = Events({**before.cols, **{c: v[changed] for c, v in box.items()}}, before.offsets, before.values)
+        return before, after
+
+    def apply_narrowing(self, drop: np.ndarray, narrow: np.ndarray) -> None:
+        if len(drop):
+            self.alive[self._slots(np.asarray(drop, np.int64))] = False
+        if len(narrow):
+            before, after = self.narrowed()
+            slot = self._slots(np.asarray(narrow, np.int64))
+            at = np.searchsorted(np.sort(before.id), narrow)
+            src = np.argsort(before.id)[at]
+            cols = dict(self.queries.cols)
+            for c in ("xmin", "ymin", "xmax", "ymax"):
+                cols[c] = cols[c].copy()
+                cols[c][slot] = getattr(after, c)[src]
+            self.queries = Events(cols, self.queries.offsets, self.queries.values)
+        self.fed = np.zeros(0, np.int64)
+
+    def _radius2(self) -> np.ndarray:
+        """Per slot, the bound its postings must cover: min(local k-th, r_g^2); inf without one."""
+        n = len(self.queries)
+        full = self.count == np.diff(self.koff)
+        kth = np.where(full, self.top_d[np.maximum(self.koff[1:] - 1, 0)] if n else 0.0, np.inf)
+        return np.minimum(kth, self.rg2)
+
+    def _post_balls(self) -> None:
+        q = self.queries
+        n = len(q)
+        r2 = self._radius2() if n else np.zeros(0)
+        finite = np.flatnonzero(np.isfinite(r2))
+        self.ukeys, self.post = _ball_postings(finite, q.x, q.y, r2, q.op, q.offsets, q.values, *self.grid.args,
+                                               self.vocab)
+        bounds = np.arange(self.grid.n_cells + 1, dtype=np.int64) * self.vocab
+        self.cell_ptr = np.searchsorted(self.ukeys, bounds).astype(np.int64)
+        if len(self.ukeys):
+            cuts = np.r_[0, np.flatnonzero(np.diff(self.ukeys)) + 1]
+            self.starts = np.r_[cuts, len(self.ukeys)].astype(np.int64)
+            self.ukeys = self.ukeys[cuts]
+            self.cell_ptr = np.searchsorted(self.ukeys, bounds).astype(np.int64)
+        else:
+            self.starts = np.zeros(1, np.int64)
+        self.head = np.full(self.vocab, -1, np.int64)
+        unbounded = np.flatnonzero(~np.isfinite(r2))
+        n_terms = np.where(q.op == AND, 1, np.diff(q.offsets)) if n else np.zeros(0, np.int64)
+        cap = int(n_terms[unbounded].sum()) + 16
+        self.nxt = np.empty(cap, np.int64)
+        self.link_slot = np.empty(cap, np.int64)
+        self.n_links = _link_terms(unbounded, q.op, q.offsets, q.values, self.head, self.nxt, self.link_slot, 0)
+
+    # -- the epoch ------------------------------------------------------------------------------
+
+    def process(self, ev: Events) -> WorkerOutput:
+        with CompileClock() as compiling:
+            out = self._process(ev)
+        out.busy_s = max(out.busy_s - compiling.seconds, 0.0)
+        out.counters["compile_s"] = compiling.seconds
+        return out
+
+    def _grow(self, ev: Events, ins_rows: np.ndarray) -> None:
+        """Slots for the epoch's insertions (appended; an id already held keeps its slot)."""
+        new = ev.take(ins_rows)
+        n_old = len(self.queries)
+        self.queries = Events.concat([self.queries, new]) if n_old else new
+        k = np.maximum(new.k.astype(np.int64), 1)
+        self.koff = np.r_[self.koff, self.koff[-1] + np.cumsum(k)]
+        extra = int(k.sum())
+        self.top_d = np.r_[self.top_d, np.full(extra, np.inf)]
+        self.top_seq = np.r_[self.top_seq, np.zeros(extra, np.int64)]
+        self.top_oid = np.r_[self.top_oid, np.zeros(extra, np.int64)]
+        self.alive = np.r_[self.alive, np.ones(len(new), np.bool_)]
+        self.count = np.r_[self.count, np.zeros(len(new), np.int64)]
+        self.rg2 = np.r_[self.rg2, np.full(len(new), np.inf)]
+        self.order = np.argsort(self.queries.id, kind="stable")
+        n_terms = np.where(new.op == AND, 1, np.diff(new.offsets))
+        need = self.n_links + int(n_terms.sum())
+        if need > len(self.nxt):
+            self.nxt = np.r_[self.nxt, np.empty(need - len(self.nxt) + 16, np.int64)]
+            self.link_slot = np.r_[self.link_slot, np.empty(need - len(self.link_slot) + 16, np.int64)]
+
+    def _process(self, ev: Events) -> WorkerOutput:
+        t0 = time.process_time()
+        kind = ev.kind
+        ins_rows = np.flatnonzero(kind == INSERT)
+        del_rows = np.flatnonzero(kind == DELETE)
+        n_old = len(self.queries)
+        if len(ins_rows):
+            self._grow(ev, ins_rows)
+        slot_of_row = np.full(len(ev), -1, np.int64)
+        slot_of_row[ins_rows] = n_old + np.arange(len(ins_rows))
+        orphans = 0
+        if len(del_rows):
+            slot = self._slots(ev.id[del_rows])
+            # a deletion of an id inserted again later in the epoch names the live slot at its seq
+            slot_of_row[del_rows] = slot
+            orphans = int((slot < 0).sum())
+        q = self.queries
+        work = np.ones(len(ev), np.int64)
+        stamp = np.full(len(q), -1, np.int64)
+        ids, d2, self.n_links = run_stream(
+            kind, ev.seq, ev.id, ev.x, ev.y, ev.offsets, ev.values, slot_of_row,
+            q.x, q.y, q.k.astype(np.int64), q.op, q.offsets, q.values, q.id, self.alive, stamp, self.count,
+            self.koff, self.top_d, self.top_seq, self.top_oid, self.rg2,
+            self.ukeys, self.cell_ptr, self.starts, self.post, self.head, self.nxt, self.link_slot, self.n_links,
+            *self.grid.args, self.vocab, work)
+        busy = time.process_time() - t0
+        obj_rows = kind == OBJECT
+        counters = {
+            "objects": int(obj_rows.sum()),
+            "inserts": len(ins_rows),
+            "deletes": len(del_rows),
+            "orphan_deletes": orphans,
+            "candidates": int(work[obj_rows].sum() - obj_rows.sum()),
+            "results": len(ids),
+            "postings": int(len(self.post) + self.n_links),
+        }
+        return WorkerOutput(results=Candidates(ids, d2), work=work, counters=counters, busy_s=busy)
+
+    def export_state(self) -> StateBundle:
+        live = np.flatnonzero(self.alive)
+        q = self.queries.take(live)
+        c = self.count[live]
+        slot = np.repeat(live, c)
+        rank = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
+        pos = self.koff[slot] + rank
+        bounded = live[np.isfinite(self.rg2[live])]
+        results = pa.table({
+            "qid": np.r_[self.queries.id[slot], self.queries.id[bounded]].astype(np.int64),
+            "oid": np.r_[self.top_oid[pos], np.full(len(bounded), -1, np.int64)],
+            "seq": np.r_[self.top_seq[pos], np.full(len(bounded), BOUND_ROW, np.int64)],
+            "d2": np.r_[self.top_d[pos], self.rg2[bounded]],
+        }, schema=RESULT_SCHEMA)
+        return StateBundle(queries=q, results=results)
+
+    def size_bytes(self) -> int:
+        arrays = [self.alive, self.count, self.rg2, self.koff, self.top_d, self.top_seq, self.top_oid, self.ukeys,
+                  self.cell_ptr, self.starts, self.post, self.head, self.nxt, self.link_slot,
+                  self.queries.offsets, self.queries.values, *self.queries.cols.values()]
+        return int(sum(a.nbytes for a in arrays))

@@ -1,0 +1,176 @@
+"""kNN subscriptions' merger: per query, the workers' local entries replayed in seq order.
+
+A subscription replicated over workers that each see part of the objects (space partitioners,
+text routers under OR) gets local entries from each replica. Every global entry is among them: a
+replica's local k-th distance is never below the global one (it saw a subset of the objects), so
+an object that enters the global A(s) enters the local A(s) of every replica that received it, and
+the routing contract sends it to one at least. Replaying the distinct candidates of a query in seq
+order through the global A(s) (kept here across epochs, at most k rows per query) with the same
+strict rule gives exactly the global entries (docs/decisions.md, "kNN replay merge"). A candidate
+after the query's deletion (from a replica the deletion did not reach) is ignored.
+
+Feedback: for each query whose global A(s) is full and changed this epoch, its k-th squared
+distance. Workers prune with it from the next epoch on; routers may use it to drop replicas.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+from numba import njit
+
+from harness.core.events import DELETE, INSERT, Events, pair_keys
+from harness.families.base import NEVER, Merger, MergeOutput, qid_buckets
+
+STATE_SCHEMA = pa.schema([("qid", pa.int64()), ("k", pa.int64()), ("del_seq", pa.int64()), ("oid", pa.int64()),
+                          ("seq", pa.int64()), ("d2", pa.float64())])
+HEADER = -1  # the seq of a query's header row in the state (its k and deletion seq; no member)
+
+
+def pack(ids: np.ndarray, d2: np.ndarray) -> bytes:
+    return np.int64(len(d2)).tobytes() + np.ascontiguousarray(ids, np.int64).tobytes() + np.ascontiguousarray(
+        d2, np.float64).tobytes()
+
+
+def unpack(blob: bytes) -> tuple[np.ndarray, np.ndarray]:
+    n = int(np.frombuffer(blob, np.int64, 1)[0])
+    ids = np.frombuffer(blob, np.int64, 3 * n, 8).reshape(n, 3)
+    d2 = np.frombuffer(blob, np.float64, n, 8 + 24 * n)
+    return ids, d2
+
+
+@njit(cache=True)
+def replay(c_qid, c_oid, c_seq, c_d2, slot, k, dele, koff, count, m_d2, m_seq, m_oid, changed, entered):
+    """Candidates sorted by (query, seq) through each query's global A; marks the entries."""
+    for i in range(len(c_qid)):
+        s = slot[i]
+        if c_seq[i] > dele[s]:
+            continue
+        d2 = c_d2[i]
+        base = koff[s]
+        c = count[s]
+        kk = k[s]
+        if c == kk and not d2 < m_d2[base + kk - 1]:
+            continue
+        pos = c if c < kk else kk - 1
+        while pos > 0 and m_d2[base + pos - 1] > d2:
+            if pos < kk:
+                m_d2[base + pos] = m_d2[base + pos - 1]
+                m_seq[base + pos] = m_seq[base + pos - 1]
+                m_oid[base + pos] = m_oid[base + pos - 1]
+            pos -= 1
+        m_d2[base + pos] = d2
+        m_seq[base + pos] = c_seq[i]
+        m_oid[base + pos] = c_oid[i]
+        if c < kk:
+            count[s] = c + 1
+        changed[s] = True
+        entered[i] = True
+
+
+class KnnMerger(Merger):
+    stateful = True
+    needs_queries = True
+
+    @staticmethod
+    def blocks(results, n_buckets: int) -> Iterator[tuple[int, bytes]]:
+        ids, d2 = results.ids, results.d2
+        if len(d2) == 0:
+            return
+        bucket = qid_buckets(ids[:, 0], n_buckets)
+        order = np.argsort(bucket, kind="stable")
+        bucket = bucket[order]
+        cuts = np.r_[0, np.flatnonzero(np.diff(bucket)) + 1, len(bucket)]
+        for lo, hi in zip(cuts[:-1], cuts[1:]):
+            rows = order[lo:hi]
+            yield int(bucket[lo]), pack(ids[rows], d2[rows])
+
+    def restore(self, state: pa.Table | None) -> None:
+        self.state = state if state is not None else STATE_SCHEMA.empty_table()
+
+    def merge(self, blobs: list[bytes], queries: Events | None) -> MergeOutput:
+        qid, k, dele, koff, count, m_d2, m_seq, m_oid = self._queries(queries)
+        parts = [unpack(b) for b in blobs]
+        ids = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, 3), np.int64)
+        d2 = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
+        if len(d2):
+            order = np.lexsort((ids[:, 1], ids[:, 2], ids[:, 0]))  # by query, seq, object
+            ids, d2 = ids[order], d2[order]
+            dup = np.r_[False, (ids[1:, 0] == ids[:-1, 0]) & (ids[1:, 1] == ids[:-1, 1])]
+            ids, d2 = ids[~dup], d2[~dup]
+        slot = np.searchsorted(qid, ids[:, 0])
+        known = slot < len(qid)
+        known[known] = qid[slot[known]] == ids[known, 0]
+        if not known.all():
+            missing = np.unique(ids[~known, 0])[:5].tolist()
+            raise RuntimeError(f"kNN merge: candidates for subscriptions never inserted: qid {missing}")
+        changed = np.zeros(len(qid), np.bool_)
+        entered = np.zeros(len(d2), np.bool_)
+        replay(ids[:, 0], ids[:, 1], ids[:, 2], d2, slot, k, dele, koff, count, m_d2, m_seq, m_oid, changed,
+               entered)
+        full = np.flatnonzero(changed & (count == k) & (dele == NEVER))
+        feedback = pa.table({"qid": qid[full], "value": m_d2[koff[full] + k[full] - 1]})
+        self._keep(qid, k, dele, koff, count, m_d2, m_seq, m_oid)
+        return MergeOutput(pair_keys(ids[entered, 0], ids[entered, 1]), feedback)
+
+    def _queries(self, queries: Events | None):
+        """The global state of every known query of the bucket, the epoch's insertions and
+        deletions applied: sorted ids, k, deletion seq, and each A(s) in k slots."""
+        st = self.state
+        s_seq = st.column("seq").to_numpy()
+        head = s_seq == HEADER
+        qid = st.column("qid").to_numpy()[head]
+        k = st.column("k").to_numpy()[head]
+        dele = st.column("del_seq").to_numpy()[head]
+        if queries is not None and len(queries):
+            ins = np.flatnonzero(queries.kind == INSERT)
+            new = ~np.isin(queries.id[ins], qid)
+            qid = np.r_[qid, queries.id[ins][new]]
+            k = np.r_[k, queries.k[ins][new].astype(np.int64)]
+            dele = np.r_[dele, np.full(int(new.sum()), NEVER, np.int64)]
+        order = np.argsort(qid, kind="stable")
+        qid, k, dele = qid[order], np.maximum(k[order], 1), dele[order].copy()
+        if queries is not None and len(queries):
+            d = np.flatnonzero(queries.kind == DELETE)
+            at = np.searchsorted(qid, queries.id[d])
+            ok = at < len(qid)
+            ok[ok] = qid[at[ok]] == queries.id[d][ok]
+            np.minimum.at(dele, at[ok], queries.seq[d][ok])
+        koff = np.r_[0, np.cumsum(k)].astype(np.int64)
+        m_d2 = np.full(int(koff[-1]), np.inf)
+        m_seq = np.zeros(int(koff[-1]), np.int64)
+        m_oid = np.zeros(int(koff[-1]), np.int64)
+        count = np.zeros(len(qid), np.int64)
+        mem = np.flatnonzero(~head)
+        if len(mem):
+            m_q = st.column("qid").to_numpy()[mem]
+            slot = np.searchsorted(qid, m_q)
+            ordered = np.lexsort((s_seq[mem], st.column("d2").to_numpy()[mem], slot))
+            slot = slot[ordered]
+            first = np.r_[0, np.flatnonzero(np.diff(slot)) + 1]
+            rank = np.arange(len(slot)) - np.repeat(first, np.diff(np.r_[first, len(slot)]))
+            pos = koff[slot] + rank
+            m_d2[pos] = st.column("d2").to_numpy()[mem][ordered]
+            m_seq[pos] = s_seq[mem][ordered]
+            m_oid[pos] = st.column("oid").to_numpy()[mem][ordered]
+            np.add.at(count, slot, 1)
+        return qid, k, dele, koff, count, m_d2, m_seq, m_oid
+
+    def _keep(self, qid, k, dele, koff, count, m_d2, m_seq, m_oid) -> None:
+        """Headers of every query (deleted ones too: a late candidate must still be ignored) and the
+        members of live ones."""
+        c = np.where(dele == NEVER, count, 0)
+        slot = np.repeat(np.arange(len(qid)), c)
+        pos = koff[slot] + (np.arange(len(slot)) - np.repeat(np.cumsum(c) - c, c))
+        n = len(qid)
+        self.state = pa.table({
+            "qid": np.r_[qid, qid[slot]], "k": np.r_[k, k[slot]], "del_seq": np.r_[dele, dele[slot]],
+            "oid": np.r_[np.full(n, -1, np.int64), m_oid[pos]],
+            "seq": np.r_[np.full(n, HEADER, np.int64), m_seq[pos]],
+            "d2": np.r_[np.full(n, np.nan), m_d2[pos]],
+        }, schema=STATE_SCHEMA)
+
+    def export_state(self) -> pa.Table | None:
+        return self.state

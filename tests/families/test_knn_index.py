@@ -1,0 +1,148 @@
+"""The kNN worker index and the replay merge, against the brute-force oracle: a subscription
+replicated on every worker while each object reaches a random non-empty subset of them (the
+routing contract at its loosest), over epochs with state, feedback and restores in between."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.core.events import OBJECT, Events
+from harness.families.base import IndexContext, StateBundle
+from harness.families.knn.index import KnnIndex
+from harness.families.knn.merge import KnnMerger
+from harness.families.knn.oracle import knn_oracle
+from tests.streams import random_knn_stream
+
+CONTEXT = IndexContext((0.0, 0.0, 20.0, 20.0), 8)
+
+
+def run_replicated(ev: Events, n_workers: int, n_epochs: int, seed: int, feedback: bool = True,
+                   cells: int = 4) -> tuple[np.ndarray, dict]:
+    """Every query on every worker, each object on a random non-empty subset; epochs through
+    export/restore; returns the merged keys and the workers' summed counters."""
+    rng = np.random.default_rng(seed)
+    dest = rng.random((len(ev), n_workers)) < 0.5
+    dest[np.arange(len(ev)), rng.integers(0, n_workers, len(ev))] = True
+    dest[ev.kind != OBJECT] = True
+    states = [StateBundle() for _ in range(n_workers)]
+    merge_state, fb, keys, counters = None, None, [], {}
+    bounds = np.linspace(0, len(ev), n_epochs + 1).astype(int)
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        blobs = []
+        for w in range(n_workers):
+            index = KnnIndex(CONTEXT, cells_per_side=cells)
+            if feedback and fb is not None:
+                index.observe_feedback(fb)
+            index.restore(states[w])
+            out = index.process(ev.take(np.arange(lo, hi)[dest[lo:hi, w]]))
+            for c, v in out.counters.items():
+                counters[c] = counters.get(c, 0) + v
+            blobs += [b for _, b in KnnMerger.blocks(out.results, 1)]
+            states[w] = index.export_state()
+        merger = KnnMerger()
+        merger.restore(merge_state)
+        res = merger.merge(blobs, ev.take(np.arange(lo, hi)[ev.kind[lo:hi] != OBJECT]))
+        merge_state, fb = merger.export_state(), res.feedback
+        keys.append(res.keys)
+    return np.unique(np.concatenate(keys)), counters
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n_workers=st.integers(1, 5), n_epochs=st.integers(1, 5))
+def test_replay_merge_of_any_partition_equals_the_oracle(seed, n_workers, n_epochs):
+    ev = random_knn_stream(seed)
+    keys, _ = run_replicated(ev, n_workers, n_epochs, seed)
+    np.testing.assert_array_equal(keys, knn_oracle(ev))
+
+
+@pytest.mark.parametrize("cells", [1, 3, 16])
+def test_grid_resolution_changes_work_not_results(cells):
+    ev = random_knn_stream(11, n_objects=300, n_queries=40)
+    keys, _ = run_replicated(ev, 3, 4, 1, cells=cells)
+    np.testing.assert_array_equal(keys, knn_oracle(ev))
+
+
+def test_feedback_prunes_candidates_and_keeps_results():
+    ev = random_knn_stream(5, n_objects=600, n_queries=30)
+    with_fb, c_fb = run_replicated(ev, 4, 6, 2, feedback=True)
+    without, c_no = run_replicated(ev, 4, 6, 2, feedback=False)
+    np.testing.assert_array_equal(with_fb, without)
+    assert c_fb["results"] < c_no["results"]  # fewer local entries survive the global bound
+
+
+def test_a_single_worker_emits_exactly_the_global_entries():
+    ev = random_knn_stream(3, n_objects=200)
+    index = KnnIndex(CONTEXT)
+    out = index.process(ev)
+    ids = out.results.ids
+    np.testing.assert_array_equal(np.unique((ids[:, 0] << 32) | ids[:, 1]), knn_oracle(ev))
+    assert (ids[:, 2] == np.sort(ids[:, 2])).all()  # emitted in stream order
+
+
+def test_state_holds_at_most_k_results_and_only_live_subscriptions():
+    from harness.core.events import DELETE
+
+    ev = random_knn_stream(4, n_objects=200)
+    deletes = np.flatnonzero(ev.kind == DELETE)
+    ev = ev.take(np.setdiff1d(np.arange(len(ev)), deletes[::2]))  # half the subscriptions stay live
+    index = KnnIndex(CONTEXT)
+    index.process(ev)
+    state = index.export_state()
+    res = state.results.to_pandas()
+    k = dict(zip(state.queries.id.tolist(), state.queries.k.tolist()))
+    deleted = set(ev.id[ev.kind == DELETE].tolist())
+    assert len(k) and not deleted & set(k)
+    members = res[res.seq >= 0].groupby("qid").size()
+    assert len(members) and all(n <= k[q] for q, n in members.items())
+    assert set(res.qid) <= set(k)  # deleted subscriptions' results are not kept
+
+
+def test_merger_ignores_candidates_after_the_deletion_and_rejects_unknown_queries():
+    from harness.core.events import DELETE, INSERT
+
+    ev = random_knn_stream(8, n_objects=150)
+    index = KnnIndex(CONTEXT)
+    out = index.process(ev.take(np.flatnonzero(ev.kind != DELETE)))  # a replica that missed every deletion
+    blobs = [b for _, b in KnnMerger.blocks(out.results, 1)]
+    merger = KnnMerger()
+    merger.restore(None)
+    keys = merger.merge(blobs, ev.take(np.flatnonzero(ev.kind != OBJECT))).keys
+    np.testing.assert_array_equal(keys, knn_oracle(ev))
+    merger = KnnMerger()
+    merger.restore(None)
+    with pytest.raises(RuntimeError, match="never inserted"):
+        merger.merge(blobs, ev.take(np.flatnonzero(ev.kind == INSERT)[:1]))
+
+
+def test_narrowing_keeps_the_global_ball_inside_the_rectangle():
+    from harness.core.events import DELETE
+
+    ev = random_knn_stream(9, n_objects=300)
+    ev = ev.take(np.flatnonzero(ev.kind != DELETE))
+    index = KnnIndex(CONTEXT)
+    out = index.process(ev)
+    blobs = [b for _, b in KnnMerger.blocks(out.results, 1)]
+    merger = KnnMerger()
+    merger.restore(None)
+    fb = merger.merge(blobs, ev.take(np.flatnonzero(ev.kind != OBJECT))).feedback
+    assert fb.num_rows
+    nxt = KnnIndex(CONTEXT)
+    nxt.observe_feedback(fb)
+    nxt.restore(index.export_state())
+    before, after = nxt.narrowed()
+    d2 = dict(zip(fb.column("qid").to_pylist(), fb.column("value").to_pylist()))
+    for i in range(len(after)):
+        r = np.sqrt(d2[int(after.id[i])])
+        assert after.xmin[i] >= before.xmin[i] and after.xmax[i] <= before.xmax[i]
+        # the ball's square, within the old rectangle, is inside the new one
+        assert after.xmin[i] <= max(after.x[i] - r, before.xmin[i]) and after.xmax[i] >= min(after.x[i] + r, before.xmax[i])
+        assert after.ymin[i] <= max(after.y[i] - r, before.ymin[i]) and after.ymax[i] >= min(after.y[i] + r, before.ymax[i])
+    drop, keep = after.id[::2], after.id[1::2]
+    nxt.apply_narrowing(drop, keep)
+    state = nxt.export_state()
+    assert not set(drop.tolist()) & set(state.queries.id.tolist())
+    kept = state.queries.take(np.flatnonzero(np.isin(state.queries.id, keep)))
+    assert (kept.xmax - kept.xmin < 20.0).all()
