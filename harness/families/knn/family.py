@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from datasets.workloads.knn import build_knn_workload, validate_knn_workload
+from datasets.workloads.events_file import validate_file_workload
+from datasets.workloads.knn import build_knn_file_workload, build_knn_workload, validate_knn_workload
 from harness.core.events import KNN
 from harness.families.base import Family
 from harness.families.knn.index import KnnIndex
@@ -44,5 +45,16 @@ class KnnFamily(Family):
             raise ValueError(f"index.knn.layout={params.layout!r} is invalid; allowed: shared, paper")
 
     oracle = staticmethod(knn_oracle)
-    build_workload = staticmethod(build_knn_workload)
-    validate_workload = staticmethod(validate_knn_workload)
+
+    @staticmethod
+    def build_workload(objects, term_df, extent, cfg, seed: int):
+        """The DkM-SKS / SSTD generator, or a user's event file (`workload.source=file`)."""
+        if getattr(cfg, "source", "generator") == "file":
+            return build_knn_file_workload(objects, term_df, extent, cfg)
+        return build_knn_workload(objects, term_df, extent, cfg, seed)
+
+    @staticmethod
+    def validate_workload(cfg) -> None:
+        validate_file_workload(cfg)
+        if getattr(cfg, "source", "generator") == "generator":
+            validate_knn_workload(cfg)

@@ -93,16 +93,16 @@ def _has_all(q_off, q_val, s, o_val, o_lo, o_hi):
     return True
 
 
-@njit(cache=True)
-def _check(s, o_seq, o_id, ox, oy, o_val, o_lo, o_hi, qx, qy, qk, op, q_off, q_val, qid, alive, stamp, count,
-           koff, top_d, top_seq, top_oid, rg2, out, out_d, n_out):
-    """Test subscription s against the object; on an entry update A(s) and emit the candidate
-    (qid, oid, seq and d2). Returns the outputs (grown by doubling) and their new length."""
+@njit(cache=True, inline="always")
+def _check(s, o_seq, o_id, ox, oy, o_val, o_lo, o_hi, qx, qy, qk, op, q_off, q_val, alive, stamp, count, koff, top_d,
+           top_seq, top_oid, rg2):
+    """Test subscription s against the object; on an entry update A(s) and return the squared
+    distance (the caller emits the candidate), otherwise -1."""
     if stamp[s] == o_seq or not alive[s]:
-        return out, out_d, n_out
+        return -1.0
     stamp[s] = o_seq
     if op[s] == AND and not _has_all(q_off, q_val, s, o_val, o_lo, o_hi):
-        return out, out_d, n_out
+        return -1.0
     dx = ox - qx[s]
     dy = oy - qy[s]
     d2 = dx * dx + dy * dy
@@ -113,7 +113,7 @@ def _check(s, o_seq, o_id, ox, oy, o_val, o_lo, o_hi, qx, qy, qk, op, q_off, q_v
     if c == k and top_d[base + k - 1] < bound:
         bound = top_d[base + k - 1]
     if not d2 < bound:
-        return out, out_d, n_out
+        return -1.0
     # insert after every member with d2 <= this one (they are older), dropping the k-th if full
     pos = c if c < k else k - 1
     while pos > 0 and top_d[base + pos - 1] > d2:
@@ -127,6 +127,12 @@ def _check(s, o_seq, o_id, ox, oy, o_val, o_lo, o_hi, qx, qy, qk, op, q_off, q_v
     top_oid[base + pos] = o_id
     if c < k:
         count[s] = c + 1
+    return d2
+
+
+@njit(cache=True)
+def _emit(out, out_d, n_out, qid, oid, seq, d2):
+    """Append a candidate, growing the outputs by doubling."""
     if n_out == out.shape[0]:
         bigger = np.empty((2 * out.shape[0] + 16, 3), np.int64)
         bigger[:n_out] = out[:n_out]
@@ -134,11 +140,11 @@ def _check(s, o_seq, o_id, ox, oy, o_val, o_lo, o_hi, qx, qy, qk, op, q_off, q_v
         bigger_d = np.empty(2 * out_d.shape[0] + 16, np.float64)
         bigger_d[:n_out] = out_d[:n_out]
         out_d = bigger_d
-    out[n_out, 0] = qid[s]
-    out[n_out, 1] = o_id
-    out[n_out, 2] = o_seq
+    out[n_out, 0] = qid
+    out[n_out, 1] = oid
+    out[n_out, 2] = seq
     out_d[n_out] = d2
-    return out, out_d, n_out + 1
+    return out, out_d
 
 
 @njit(cache=True)
@@ -175,16 +181,21 @@ def run_stream(kind, seq, ids, ex, ey, e_off, e_val, slot_of_row,
                     if at < c_hi and ukeys[at] == key:
                         for e in range(starts[at], starts[at + 1]):
                             checks += 1
-                            out, out_d, n_out = _check(post[e], seq[r], ids[r], ex[r], ey[r], e_val, e_off[r], e_off[r + 1],
-                                                qx, qy, qk, op, q_off, q_val, qid, alive, stamp, count, koff, top_d,
-                                                top_seq, top_oid, rg2, out, out_d, n_out)
+                            d2 = _check(post[e], seq[r], ids[r], ex[r], ey[r], e_val, e_off[r], e_off[r + 1], qx, qy,
+                                        qk, op, q_off, q_val, alive, stamp, count, koff, top_d, top_seq, top_oid, rg2)
+                            if d2 >= 0.0:
+                                out, out_d = _emit(out, out_d, n_out, qid[post[e]], ids[r], seq[r], d2)
+                                n_out += 1
                 if t < len(head):
                     e = head[t]
                     while e >= 0:
                         checks += 1
-                        out, out_d, n_out = _check(link_slot[e], seq[r], ids[r], ex[r], ey[r], e_val, e_off[r],
-                                            e_off[r + 1], qx, qy, qk, op, q_off, q_val, qid, alive, stamp, count,
-                                            koff, top_d, top_seq, top_oid, rg2, out, out_d, n_out)
+                        s = link_slot[e]
+                        d2 = _check(s, seq[r], ids[r], ex[r], ey[r], e_val, e_off[r], e_off[r + 1], qx, qy, qk, op,
+                                    q_off, q_val, alive, stamp, count, koff, top_d, top_seq, top_oid, rg2)
+                        if d2 >= 0.0:
+                            out, out_d = _emit(out, out_d, n_out, qid[s], ids[r], seq[r], d2)
+                            n_out += 1
                         e = nxt[e]
             work[r] = 1 + checks
     return out[:n_out], out_d[:n_out], n_links
