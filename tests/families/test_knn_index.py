@@ -58,6 +58,24 @@ def test_replay_merge_of_any_partition_equals_the_oracle(seed, n_workers, n_epoc
     np.testing.assert_array_equal(keys, knn_oracle(ev))
 
 
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n_workers=st.integers(1, 4), chunk=st.integers(1, 40))
+def test_reposting_filled_balls_mid_epoch_changes_nothing(seed, n_workers, chunk):
+    """The index rebuilds its postings between chunks of an epoch once enough balls filled; with
+    tiny chunks and no minimum it does so all the time, and results stay the oracle's."""
+    from harness.families.knn import index as knn_index
+
+    saved = knn_index.CHUNK, knn_index.REPOST_MIN, knn_index.REPOST_SHARE
+    knn_index.CHUNK, knn_index.REPOST_MIN, knn_index.REPOST_SHARE = chunk, 1, 0.0
+    try:
+        ev = random_knn_stream(seed, n_objects=150)
+        keys, counters = run_replicated(ev, n_workers, 2, seed)
+    finally:
+        knn_index.CHUNK, knn_index.REPOST_MIN, knn_index.REPOST_SHARE = saved
+    assert counters["reposts"] > 0
+    np.testing.assert_array_equal(keys, knn_oracle(ev))
+
+
 @pytest.mark.parametrize("cells", [1, 3, 16])
 def test_grid_resolution_changes_work_not_results(cells):
     ev = random_knn_stream(11, n_objects=300, n_queries=40)

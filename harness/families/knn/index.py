@@ -42,6 +42,11 @@ from harness.families.base import IndexContext, StateBundle, WorkerIndex, Worker
 # carries the subscription's last global bound r_g^2 in `d2` instead
 RESULT_SCHEMA = pa.schema([("qid", pa.int64()), ("oid", pa.int64()), ("seq", pa.int64()), ("d2", pa.float64())])
 BOUND_ROW = -1
+# events per call of the kernel; between calls, when at least REPOST_SHARE of the subscriptions in
+# the per-term lists (and REPOST_MIN) have filled their A(s), the postings are rebuilt
+CHUNK = 4096
+REPOST_MIN = 256
+REPOST_SHARE = 0.25
 
 
 @njit(cache=True)
@@ -161,6 +166,7 @@ def run_stream(kind, seq, ids, ex, ey, e_off, e_val, slot_of_row,
     for r in range(len(kind)):
         if kind[r] == INSERT:
             one[0] = slot_of_row[r]
+            alive[one[0]] = True
             before = n_links
             n_links = _link_terms(one, op, q_off, q_val, head, nxt, link_slot, n_links)
             work[r] = 1 + n_links - before
@@ -328,11 +334,13 @@ class KnnIndex(WorkerIndex):
         kth = np.where(full, self.top_d[np.maximum(self.koff[1:] - 1, 0)] if n else 0.0, np.inf)
         return np.minimum(kth, self.rg2)
 
-    def _post_balls(self) -> None:
+    def _post_balls(self, reserve: int = 0) -> None:
+        """Postings of the live subscriptions as they stand: bounded balls in the grid, the others
+        in the per-term lists (with room for `reserve` more links: insertions still to come)."""
         q = self.queries
         n = len(q)
         r2 = self._radius2() if n else np.zeros(0)
-        finite = np.flatnonzero(np.isfinite(r2))
+        finite = np.flatnonzero(np.isfinite(r2) & self.alive)
         self.ukeys, self.post = _ball_postings(finite, q.x, q.y, r2, q.op, q.offsets, q.values, *self.grid.args,
                                                self.vocab)
         bounds = np.arange(self.grid.n_cells + 1, dtype=np.int64) * self.vocab
@@ -345,9 +353,9 @@ class KnnIndex(WorkerIndex):
         else:
             self.starts = np.zeros(1, np.int64)
         self.head = np.full(self.vocab, -1, np.int64)
-        unbounded = np.flatnonzero(~np.isfinite(r2))
+        unbounded = np.flatnonzero(~np.isfinite(r2) & self.alive)
         n_terms = np.where(q.op == AND, 1, np.diff(q.offsets)) if n else np.zeros(0, np.int64)
-        cap = int(n_terms[unbounded].sum()) + 16
+        cap = int(n_terms[unbounded].sum()) + reserve + 16
         self.nxt = np.empty(cap, np.int64)
         self.link_slot = np.empty(cap, np.int64)
         self.n_links = _link_terms(unbounded, q.op, q.offsets, q.values, self.head, self.nxt, self.link_slot, 0)
@@ -372,7 +380,7 @@ class KnnIndex(WorkerIndex):
         self.top_d = np.r_[self.top_d, np.full(extra, np.inf)]
         self.top_seq = np.r_[self.top_seq, np.zeros(extra, np.int64)]
         self.top_oid = np.r_[self.top_oid, np.zeros(extra, np.int64)]
-        self.alive = np.r_[self.alive, np.ones(len(new), np.bool_)]
+        self.alive = np.r_[self.alive, np.zeros(len(new), np.bool_)]  # live from their insertion's seq
         self.count = np.r_[self.count, np.zeros(len(new), np.int64)]
         self.rg2 = np.r_[self.rg2, np.full(len(new), np.inf)]
         self.order = np.argsort(self.queries.id, kind="stable")
@@ -401,12 +409,27 @@ class KnnIndex(WorkerIndex):
         q = self.queries
         work = np.ones(len(ev), np.int64)
         stamp = np.full(len(q), -1, np.int64)
-        ids, d2, self.n_links = run_stream(
-            kind, ev.seq, ev.id, ev.x, ev.y, ev.offsets, ev.values, slot_of_row,
-            q.x, q.y, q.k.astype(np.int64), q.op, q.offsets, q.values, q.id, self.alive, stamp, self.count,
-            self.koff, self.top_d, self.top_seq, self.top_oid, self.rg2,
-            self.ukeys, self.cell_ptr, self.starts, self.post, self.head, self.nxt, self.link_slot, self.n_links,
-            *self.grid.args, self.vocab, work)
+        k = q.k.astype(np.int64)
+        n_terms = np.where(q.op == AND, 1, np.diff(q.offsets))
+        parts, rebuilds = [], 0
+        for lo in range(0, len(ev), CHUNK):
+            hi = min(lo + CHUNK, len(ev))
+            if lo and self._worth_reposting(k):
+                # balls filled since the postings were built: post them in the grid, where objects
+                # far away no longer meet them (the per-term lists are probed by every object)
+                later = slot_of_row[hi:][kind[hi:] == INSERT]
+                self._post_balls(reserve=int(n_terms[later].sum()))
+                rebuilds += 1
+            parts.append(run_stream(
+                kind[lo:hi], ev.seq[lo:hi], ev.id[lo:hi], ev.x[lo:hi], ev.y[lo:hi], ev.offsets[lo:hi + 1],
+                ev.values, slot_of_row[lo:hi],
+                q.x, q.y, k, q.op, q.offsets, q.values, q.id, self.alive, stamp, self.count,
+                self.koff, self.top_d, self.top_seq, self.top_oid, self.rg2,
+                self.ukeys, self.cell_ptr, self.starts, self.post, self.head, self.nxt, self.link_slot, self.n_links,
+                *self.grid.args, self.vocab, work[lo:hi]))
+            self.n_links = parts[-1][2]
+        ids = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, 3), np.int64)
+        d2 = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
         busy = time.process_time() - t0
         obj_rows = kind == OBJECT
         counters = {
@@ -417,8 +440,19 @@ class KnnIndex(WorkerIndex):
             "candidates": int(work[obj_rows].sum() - obj_rows.sum()),
             "results": len(ids),
             "postings": int(len(self.post) + self.n_links),
+            "reposts": rebuilds,
         }
         return WorkerOutput(results=Candidates(ids, d2), work=work, counters=counters, busy_s=busy)
+
+    def _worth_reposting(self, k: np.ndarray) -> bool:
+        """Whether enough subscriptions in the per-term lists have a bounded ball by now."""
+        listed = self.link_slot[:self.n_links]
+        if len(listed) < REPOST_MIN:
+            return False
+        s = np.unique(listed)
+        s = s[self.alive[s]]
+        filled = int(np.count_nonzero((self.count[s] == k[s]) | np.isfinite(self.rg2[s])))
+        return filled >= max(REPOST_MIN, REPOST_SHARE * len(s))
 
     def export_state(self) -> StateBundle:
         live = np.flatnonzero(self.alive)
