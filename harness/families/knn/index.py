@@ -45,6 +45,7 @@ BOUND_ROW = -1
 # events per call of the kernel; between calls, when at least REPOST_SHARE of the subscriptions in
 # the per-term lists (and REPOST_MIN) have filled their A(s), the postings are rebuilt
 CHUNK = 4096
+MAX_BALL_CELLS = 256  # a ball over more grid cells than this stays in the per-term lists
 REPOST_MIN = 256
 REPOST_SHARE = 0.25
 
@@ -79,6 +80,8 @@ def _link_terms(slots, op, offsets, values, head, nxt, slot_of, n_links):
     """Post subscriptions under their terms in the per-term linked lists; returns the new count."""
     for s in slots:
         t_lo = offsets[s + 1] - 1 if op[s] == AND else offsets[s]
+        if n_links + offsets[s + 1] - t_lo > len(nxt):
+            raise IndexError("kNN index: per-term links beyond their reserved capacity")
         for j in range(t_lo, offsets[s + 1]):
             t = values[j]
             slot_of[n_links] = s
@@ -99,27 +102,19 @@ def _has_all(q_off, q_val, s, o_val, o_lo, o_hi):
 
 
 @njit(cache=True, inline="always")
-def _check(s, o_seq, o_id, ox, oy, o_val, o_lo, o_hi, qx, qy, qk, op, q_off, q_val, alive, stamp, count, koff, top_d,
-           top_seq, top_oid, rg2):
-    """Test subscription s against the object; on an entry update A(s) and return the squared
-    distance (the caller emits the candidate), otherwise -1."""
-    if stamp[s] == o_seq or not alive[s]:
-        return -1.0
+def _enter(s, d2, o_seq, o_id, o_val, o_lo, o_hi, qk, op, q_off, q_val, stamp, bound, count, koff, top_d, top_seq,
+           top_oid):
+    """An object within subscription s's bound: unless s already took it (an OR subscription
+    reached under two of its terms) or it lacks an AND keyword, it enters A(s). Returns whether."""
+    if stamp[s] == o_seq:
+        return False
     stamp[s] = o_seq
     if op[s] == AND and not _has_all(q_off, q_val, s, o_val, o_lo, o_hi):
-        return -1.0
-    dx = ox - qx[s]
-    dy = oy - qy[s]
-    d2 = dx * dx + dy * dy
+        return False
+    # insert after every member with d2 <= this one (they are older), dropping the k-th if full
     k = qk[s]
     c = count[s]
     base = koff[s]
-    bound = rg2[s]
-    if c == k and top_d[base + k - 1] < bound:
-        bound = top_d[base + k - 1]
-    if not d2 < bound:
-        return -1.0
-    # insert after every member with d2 <= this one (they are older), dropping the k-th if full
     pos = c if c < k else k - 1
     while pos > 0 and top_d[base + pos - 1] > d2:
         if pos < k:
@@ -131,8 +126,11 @@ def _check(s, o_seq, o_id, ox, oy, o_val, o_lo, o_hi, qx, qy, qk, op, q_off, q_v
     top_seq[base + pos] = o_seq
     top_oid[base + pos] = o_id
     if c < k:
-        count[s] = c + 1
-    return d2
+        c += 1
+        count[s] = c
+    if c == k and top_d[base + k - 1] < bound[s]:
+        bound[s] = top_d[base + k - 1]
+    return True
 
 
 @njit(cache=True)
@@ -154,11 +152,14 @@ def _emit(out, out_d, n_out, qid, oid, seq, d2):
 
 @njit(cache=True)
 def run_stream(kind, seq, ids, ex, ey, e_off, e_val, slot_of_row,
-               qx, qy, qk, op, q_off, q_val, qid, alive, stamp, count, koff, top_d, top_seq, top_oid, rg2,
-               ukeys, cell_ptr, starts, post, head, nxt, link_slot, n_links,
+               qx, qy, qk, op, q_off, q_val, qid, bound, stamp, count, koff, top_d, top_seq, top_oid, rg2,
+               ukeys, cell_ptr, starts, post, px, py, head, nxt, link_slot, n_links,
                x0, y0, icw, ich, nx, ny, vocab, work):
-    """The epoch's events in seq order: insertions linked under their terms, deletions mark their
-    slot dead, objects probe their cell's ball postings and the per-term lists."""
+    """The epoch's events in seq order: an insertion is linked under its terms, a deletion sets its
+    bound below every distance, an object probes its cell's ball postings (their points stored
+    with them, so the distance test reads memory in order) and the per-term lists; only an object
+    within a subscription's bound (d2 < min(local k-th, r_g^2), inf while A(s) is not full) is
+    looked at further."""
     out = np.empty((16, 3), np.int64)
     out_d = np.empty(16, np.float64)
     n_out = 0
@@ -166,40 +167,49 @@ def run_stream(kind, seq, ids, ex, ey, e_off, e_val, slot_of_row,
     for r in range(len(kind)):
         if kind[r] == INSERT:
             one[0] = slot_of_row[r]
-            alive[one[0]] = True
+            bound[one[0]] = rg2[one[0]]
             before = n_links
             n_links = _link_terms(one, op, q_off, q_val, head, nxt, link_slot, n_links)
             work[r] = 1 + n_links - before
         elif kind[r] == DELETE:
             if slot_of_row[r] >= 0:
-                alive[slot_of_row[r]] = False
+                bound[slot_of_row[r]] = -np.inf
             work[r] = 1
         elif kind[r] == OBJECT:
-            cell = axis_cell(ey[r], y0, ich, ny) * nx + axis_cell(ex[r], x0, icw, nx)
+            ox = ex[r]
+            oy = ey[r]
+            o_lo = e_off[r]
+            o_hi = e_off[r + 1]
+            cell = axis_cell(oy, y0, ich, ny) * nx + axis_cell(ox, x0, icw, nx)
             c_lo = cell_ptr[cell]
             c_hi = cell_ptr[cell + 1]
             checks = 0
-            for j in range(e_off[r], e_off[r + 1]):
+            for j in range(o_lo, o_hi):
                 t = e_val[j]
                 if c_hi > c_lo:
                     key = np.int64(cell) * vocab + t
                     at = lower_bound(ukeys, c_lo, c_hi, key)
                     if at < c_hi and ukeys[at] == key:
+                        checks += starts[at + 1] - starts[at]
                         for e in range(starts[at], starts[at + 1]):
-                            checks += 1
-                            d2 = _check(post[e], seq[r], ids[r], ex[r], ey[r], e_val, e_off[r], e_off[r + 1], qx, qy,
-                                        qk, op, q_off, q_val, alive, stamp, count, koff, top_d, top_seq, top_oid, rg2)
-                            if d2 >= 0.0:
-                                out, out_d = _emit(out, out_d, n_out, qid[post[e]], ids[r], seq[r], d2)
+                            dx = ox - px[e]
+                            dy = oy - py[e]
+                            d2 = dx * dx + dy * dy
+                            s = post[e]
+                            if d2 < bound[s] and _enter(s, d2, seq[r], ids[r], e_val, o_lo, o_hi, qk, op, q_off,
+                                                        q_val, stamp, bound, count, koff, top_d, top_seq, top_oid):
+                                out, out_d = _emit(out, out_d, n_out, qid[s], ids[r], seq[r], d2)
                                 n_out += 1
                 if t < len(head):
                     e = head[t]
                     while e >= 0:
                         checks += 1
                         s = link_slot[e]
-                        d2 = _check(s, seq[r], ids[r], ex[r], ey[r], e_val, e_off[r], e_off[r + 1], qx, qy, qk, op,
-                                    q_off, q_val, alive, stamp, count, koff, top_d, top_seq, top_oid, rg2)
-                        if d2 >= 0.0:
+                        dx = ox - qx[s]
+                        dy = oy - qy[s]
+                        d2 = dx * dx + dy * dy
+                        if d2 < bound[s] and _enter(s, d2, seq[r], ids[r], e_val, o_lo, o_hi, qk, op, q_off, q_val,
+                                                    stamp, bound, count, koff, top_d, top_seq, top_oid):
                             out, out_d = _emit(out, out_d, n_out, qid[s], ids[r], seq[r], d2)
                             n_out += 1
                         e = nxt[e]
@@ -246,7 +256,6 @@ class KnnIndex(WorkerIndex):
     def _load(self, queries: Events, results: pa.Table | None) -> None:
         n = len(queries)
         self.queries = queries
-        self.alive = np.ones(n, np.bool_)
         self.count = np.zeros(n, np.int64)
         self.rg2 = np.full(n, np.inf)
         k = np.maximum(queries.k.astype(np.int64), 1) if n else np.zeros(0, np.int64)
@@ -266,6 +275,7 @@ class KnnIndex(WorkerIndex):
             np.minimum.at(self.rg2, slot[ok], self.feedback.column("value").to_numpy()[ok])
             self.fed = np.unique(slot[ok])
         self.feedback = None
+        self.bound = self._radius2()
 
     def _slots(self, qids: np.ndarray) -> np.ndarray:
         """The slot of each query id (-1: not held)."""
@@ -314,7 +324,7 @@ class KnnIndex(WorkerIndex):
 
     def apply_narrowing(self, drop: np.ndarray, narrow: np.ndarray) -> None:
         if len(drop):
-            self.alive[self._slots(np.asarray(drop, np.int64))] = False
+            self.bound[self._slots(np.asarray(drop, np.int64))] = -np.inf
         if len(narrow):
             before, after = self.narrowed()
             slot = self._slots(np.asarray(narrow, np.int64))
@@ -327,8 +337,14 @@ class KnnIndex(WorkerIndex):
             self.queries = Events(cols, self.queries.offsets, self.queries.values)
         self.fed = np.zeros(0, np.int64)
 
+    @property
+    def alive(self) -> np.ndarray:
+        """Slots of subscriptions inserted and not deleted (the others' bound is -inf)."""
+        return self.bound > -np.inf
+
     def _radius2(self) -> np.ndarray:
-        """Per slot, the bound its postings must cover: min(local k-th, r_g^2); inf without one."""
+        """Per slot, the bound an object must be within to enter: min(local k-th, r_g^2), inf
+        without either (the bound the kernel keeps current in `bound`)."""
         n = len(self.queries)
         full = self.count == np.diff(self.koff)
         kth = np.where(full, self.top_d[np.maximum(self.koff[1:] - 1, 0)] if n else 0.0, np.inf)
@@ -339,10 +355,15 @@ class KnnIndex(WorkerIndex):
         in the per-term lists (with room for `reserve` more links: insertions still to come)."""
         q = self.queries
         n = len(q)
-        r2 = self._radius2() if n else np.zeros(0)
-        finite = np.flatnonzero(np.isfinite(r2) & self.alive)
+        r2 = self.bound
+        finite = np.flatnonzero(np.isfinite(r2))
+        if len(finite):  # a ball over much of the space gains little from the grid: it stays listed
+            r = np.sqrt(r2[finite])
+            c = self.grid.cell_ranges(q.x[finite] - r, q.y[finite] - r, q.x[finite] + r, q.y[finite] + r)
+            finite = finite[(c[:, 1] - c[:, 0] + 1) * (c[:, 3] - c[:, 2] + 1) <= MAX_BALL_CELLS]
         self.ukeys, self.post = _ball_postings(finite, q.x, q.y, r2, q.op, q.offsets, q.values, *self.grid.args,
                                                self.vocab)
+        self.px, self.py = q.x[self.post], q.y[self.post]
         bounds = np.arange(self.grid.n_cells + 1, dtype=np.int64) * self.vocab
         self.cell_ptr = np.searchsorted(self.ukeys, bounds).astype(np.int64)
         if len(self.ukeys):
@@ -353,7 +374,10 @@ class KnnIndex(WorkerIndex):
         else:
             self.starts = np.zeros(1, np.int64)
         self.head = np.full(self.vocab, -1, np.int64)
-        unbounded = np.flatnonzero(~np.isfinite(r2) & self.alive)
+        listed = np.ones(n, bool)
+        listed[finite] = False
+        unbounded = np.flatnonzero(listed & (r2 > -np.inf))
+        self.listed_balls = int(np.isfinite(r2[unbounded]).sum())  # big balls left in the lists
         n_terms = np.where(q.op == AND, 1, np.diff(q.offsets)) if n else np.zeros(0, np.int64)
         cap = int(n_terms[unbounded].sum()) + reserve + 16
         self.nxt = np.empty(cap, np.int64)
@@ -380,7 +404,7 @@ class KnnIndex(WorkerIndex):
         self.top_d = np.r_[self.top_d, np.full(extra, np.inf)]
         self.top_seq = np.r_[self.top_seq, np.zeros(extra, np.int64)]
         self.top_oid = np.r_[self.top_oid, np.zeros(extra, np.int64)]
-        self.alive = np.r_[self.alive, np.zeros(len(new), np.bool_)]  # live from their insertion's seq
+        self.bound = np.r_[self.bound, np.full(len(new), -np.inf)]  # live from their insertion's seq
         self.count = np.r_[self.count, np.zeros(len(new), np.int64)]
         self.rg2 = np.r_[self.rg2, np.full(len(new), np.inf)]
         self.order = np.argsort(self.queries.id, kind="stable")
@@ -417,15 +441,16 @@ class KnnIndex(WorkerIndex):
             if lo and self._worth_reposting(k):
                 # balls filled since the postings were built: post them in the grid, where objects
                 # far away no longer meet them (the per-term lists are probed by every object)
-                later = slot_of_row[hi:][kind[hi:] == INSERT]
+                later = slot_of_row[lo:][kind[lo:] == INSERT]
                 self._post_balls(reserve=int(n_terms[later].sum()))
                 rebuilds += 1
             parts.append(run_stream(
                 kind[lo:hi], ev.seq[lo:hi], ev.id[lo:hi], ev.x[lo:hi], ev.y[lo:hi], ev.offsets[lo:hi + 1],
                 ev.values, slot_of_row[lo:hi],
-                q.x, q.y, k, q.op, q.offsets, q.values, q.id, self.alive, stamp, self.count,
+                q.x, q.y, k, q.op, q.offsets, q.values, q.id, self.bound, stamp, self.count,
                 self.koff, self.top_d, self.top_seq, self.top_oid, self.rg2,
-                self.ukeys, self.cell_ptr, self.starts, self.post, self.head, self.nxt, self.link_slot, self.n_links,
+                self.ukeys, self.cell_ptr, self.starts, self.post, self.px, self.py, self.head, self.nxt,
+                self.link_slot, self.n_links,
                 *self.grid.args, self.vocab, work[lo:hi]))
             self.n_links = parts[-1][2]
         ids = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, 3), np.int64)
@@ -451,7 +476,7 @@ class KnnIndex(WorkerIndex):
             return False
         s = np.unique(listed)
         s = s[self.alive[s]]
-        filled = int(np.count_nonzero((self.count[s] == k[s]) | np.isfinite(self.rg2[s])))
+        filled = int(np.count_nonzero(np.isfinite(self.bound[s]))) - self.listed_balls
         return filled >= max(REPOST_MIN, REPOST_SHARE * len(s))
 
     def export_state(self) -> StateBundle:
@@ -471,7 +496,7 @@ class KnnIndex(WorkerIndex):
         return StateBundle(queries=q, results=results)
 
     def size_bytes(self) -> int:
-        arrays = [self.alive, self.count, self.rg2, self.koff, self.top_d, self.top_seq, self.top_oid, self.ukeys,
+        arrays = [self.bound, self.px, self.py, self.count, self.rg2, self.koff, self.top_d, self.top_seq, self.top_oid, self.ukeys,
                   self.cell_ptr, self.starts, self.post, self.head, self.nxt, self.link_slot,
                   self.queries.offsets, self.queries.values, *self.queries.cols.values()]
         return int(sum(a.nbytes for a in arrays))
