@@ -10,6 +10,8 @@ from typing import Callable
 import numpy as np
 
 from harness.families import registry as families
+from harness.core.events import Events
+from harness.engine.worker import routing_view
 from harness.families.base import IndexContext, Merger, WorkerIndex
 
 
@@ -19,6 +21,14 @@ class FamilySetup:
     mergers: dict[int, type[Merger]]  # family code -> merger
     codes: np.ndarray | None = None  # the routers' view of the family column (registry.routing_codes)
     names: dict[int, str] = field(default_factory=dict)
+
+    def fit_sample(self, events: Events, warmup: int, context: IndexContext) -> Events:
+        """The warm-up prefix as the strategy fits on it: each family's `fit_view`, then the
+        routers' view of the family column."""
+        sample = events.take(np.arange(warmup))
+        for name in self.names.values():
+            sample = families.get(name).fit_view(sample, context)
+        return routing_view(sample, self.codes)
 
     @property
     def merge_queries(self) -> set[int]:

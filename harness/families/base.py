@@ -199,3 +199,11 @@ class Family(ParamsMixin):
     @classmethod
     def validate_workload(cls, cfg) -> None:
         """Reject workload settings this family's generator cannot use (ValueError)."""
+
+    @classmethod
+    def fit_view(cls, sample: Events, context: IndexContext) -> Events:
+        """The warm-up sample as strategies fit on it. Default: as it is. A family whose routing
+        columns at insertion say little about the steady state (a kNN subscription's rectangle is
+        the whole space until its ball is known) may show the state the warm-up ends in; routing
+        itself always uses the events' own columns."""
+        return sample

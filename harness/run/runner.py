@@ -161,7 +161,7 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
         params = cls.make_params(spec.params)
         setup = family_setup([cfg.workload.family], cls.families, IndexContext(ds.extent, ds.vocab.num_rows),
                              dict(cfg.index))
-        sample = routing_view(events, setup.codes).take(np.arange(warmup))
+        sample = setup.fit_sample(events, warmup, IndexContext(ds.extent, ds.vocab.num_rows))
         context = FitContext(ds.extent, ds.vocab.column("df").to_numpy().astype(np.float64), cfg.seed)
         progress.step(f"{name}: fit")
         t0 = time.perf_counter()

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.core.events import INSERT, OBJECT, RANGE, Events
+from harness.core.events import INSERT, OBJECT, RANGE, Events, csr_take
 from strategies.base import Pairs, Router
 from harness.core.grid import UniformGrid
 from strategies.ps2stream.gridt_grow import assign_new_terms, expand_h2_keys, merge_h2, object_tables
@@ -62,6 +62,8 @@ from strategies.ps2stream.gridt_route import (
     rects_h1_bound,
 )
 
+WIDE_SHARE = 0.5  # a subscription over more than this share of the cells is wide (_observe_wide) ...
+WIDE_MIN_CELLS = 1024  # ... and over more cells than this (a coarse grid keeps its exact H2 entries)
 OBSERVE_CHUNK_BITS = 40  # observe_inserts packs a query's position in its chunk into this many bits at most
 
 
@@ -108,6 +110,11 @@ class GridtRouter(Router):
         self.h2_key = np.zeros(0, np.int64)
         self.h2_worker = np.zeros(0, np.int64)
         self.h2_seq = np.zeros(0, np.int64)
+        # routing terms of subscriptions covering most of the grid (a kNN subscription without a
+        # ball covers all of it): an object holding one, after the subscription's seq, goes to
+        # every worker instead of H2 holding the term in every cell (sorted by term; first seq)
+        self.wide_term = np.zeros(0, np.int64)
+        self.wide_seq = np.zeros(0, np.int64)
         self._index_h2()
         self.plan = plan or {}
         self._unit_cache: dict = {}
@@ -152,9 +159,28 @@ class GridtRouter(Router):
             raise ValueError(f"gridt: a grid of {self.grid.n_cells} cells exceeds the 63-bit keys of H2 growth "
                              f"(at most 2^30 cells)")
         self._age_h2()
+        cells = self.grid.cell_ranges(ev.xmin[rows], ev.ymin[rows], ev.xmax[rows], ev.ymax[rows])
+        covered = (cells[:, 1] - cells[:, 0] + 1) * (cells[:, 3] - cells[:, 2] + 1)
+        wide = covered > max(WIDE_SHARE * self.grid.n_cells, WIDE_MIN_CELLS)
+        if wide.any():
+            self._observe_wide(ev, rows[wide])
+            rows = rows[~wide]
         for start in range(0, len(rows), chunk):
             self._observe_chunk(ev, rows[start:start + chunk])
         self._unit_cache.pop("h2_unit", None)
+
+    def _observe_wide(self, ev: Events, rows: np.ndarray) -> None:
+        """Record the routing terms of subscriptions covering most of the grid, each with the
+        first seq at which one appeared (objects before it need not be broadcast)."""
+        from strategies.load import routing_terms
+
+        r, t = routing_terms(ev, rows)
+        terms = np.r_[self.wide_term, t]
+        seqs = np.r_[self.wide_seq, ev.seq[r]]
+        order = np.lexsort((seqs, terms))
+        terms, seqs = terms[order], seqs[order]
+        first = np.r_[True, terms[1:] != terms[:-1]]
+        self.wide_term, self.wide_seq = terms[first], seqs[first]
 
     def _observe_chunk(self, ev: Events, rows: np.ndarray) -> None:
         """H2 entries for the (cell, routing term) pairs of the insertions `rows` (see merge_h2)."""
@@ -225,7 +251,24 @@ class GridtRouter(Router):
         end = fill_rects_h1(qs, ev.op, ev.offsets, ev.values, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args,
                             cell_q, self.cell_tmap, self.tm_ptr, self.tm_key, self.tm_slot, self.tmc_ptr,
                             self.tmc_worker, unit_base, units, n_out, out_r, out_w, end)
-        return out_r[:end], out_w[:end]
+        out_r, out_w = out_r[:end], out_w[:end]
+        if len(self.wide_term) and len(objs):
+            out_r, out_w = self._broadcast_wide(ev, objs, out_r, out_w, n_out)
+        return out_r, out_w
+
+    def _broadcast_wide(self, ev: Events, objs: np.ndarray, out_r, out_w, n_out: int):
+        """Objects holding a wide subscription's routing term (after its seq) go to every worker
+        (or unit): their other targets are replaced by all of them."""
+        o_off, o_terms = csr_take(ev.offsets, ev.values, objs)
+        owner = np.repeat(objs, np.diff(o_off))
+        at = np.minimum(np.searchsorted(self.wide_term, o_terms), len(self.wide_term) - 1)
+        hit = (self.wide_term[at] == o_terms) & (self.wide_seq[at] < ev.seq[owner])
+        every = np.unique(owner[hit])
+        if len(every) == 0:
+            return out_r, out_w
+        keep = ~np.isin(out_r, every)
+        return (np.r_[out_r[keep], np.repeat(every, n_out)],
+                np.r_[out_w[keep], np.tile(np.arange(n_out, dtype=np.int64), len(every))])
 
     # -- migration units (strategies/adjust_base.py) ------------------------------------------------
     #

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 
 from datasets.workloads.events_file import validate_file_workload
 from datasets.workloads.knn import build_knn_file_workload, build_knn_workload, validate_knn_workload
-from harness.core.events import KNN
-from harness.families.base import Family
+import numpy as np
+
+from harness.core.events import INSERT, KNN, Events
+from harness.families.base import Family, IndexContext
 from harness.families.knn.index import KnnIndex
 from harness.families.knn.merge import KnnMerger
 from harness.families.knn.oracle import knn_oracle
@@ -45,6 +47,31 @@ class KnnFamily(Family):
             raise ValueError(f"index.knn.layout={params.layout!r} is invalid; allowed: shared, paper")
 
     oracle = staticmethod(knn_oracle)
+
+    @classmethod
+    def fit_view(cls, sample: Events, context: IndexContext) -> Events:
+        """The sample with each kNN subscription's rectangle narrowed to its ball at the end of the
+        warm-up (its k-th nearest qualifying object of the sample, found by running the sample
+        through one index): what a space partitioner should balance, where the insertion's own
+        rectangle (the whole space) would put every subscription everywhere. DkM-SKS fits the
+        same way: "we partition S when O becomes sufficiently large" (Sec. 3)."""
+        ins = np.flatnonzero((sample.kind == INSERT) & (sample.family == KNN))
+        if len(ins) == 0:
+            return sample
+        index = KnnIndex(context)
+        index.process(sample)
+        r2 = index._radius2()
+        slot = index._slots(sample.id[ins])
+        ok = slot >= 0
+        rows, r = ins[ok], np.sqrt(r2[slot[ok]])
+        bounded = np.isfinite(r)
+        rows, r = rows[bounded], r[bounded]
+        cols = dict(sample.cols)
+        for c, centre, sign, keep in (("xmin", "x", -1, np.maximum), ("ymin", "y", -1, np.maximum),
+                                      ("xmax", "x", 1, np.minimum), ("ymax", "y", 1, np.minimum)):
+            cols[c] = cols[c].copy()
+            cols[c][rows] = keep(cols[c][rows], cols[centre][rows] + sign * r)
+        return Events(cols, sample.offsets, sample.values)
 
     @staticmethod
     def build_workload(objects, term_df, extent, cfg, seed: int):
