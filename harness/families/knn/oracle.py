@@ -1,26 +1,92 @@
-"""TEMPORARY placeholder oracle (the lead's naive loop) until the independent oracle lands."""
+"""The kNN family's brute-force oracle: every subscription against every object of its lifetime.
+
+Shares no code with the worker index or the merger (no grid, no postings, no replay): per kNN
+subscription, the objects that arrive strictly after its insertion and before its deletion, in
+seq order, pass its keyword predicate (OR: a common term; AND: all its terms) or not; a passing
+object enters A(s) iff fewer than k earlier passing objects have d2 <= its own. That is the
+strict entry rule restated: A before o holds the k smallest earlier objects by (d2, seq), and
+d2(o) < d2 of its k-th member exactly when fewer than k earlier objects are within d2(o).
+It keeps the k smallest distances so far in a sorted array, so a subscription costs
+O(objects x k); compiled with numba so that runs of tens of thousands of subscriptions finish.
+"""
 
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from harness.core.events import AND, DELETE, INSERT, KNN, OBJECT, Events
 
 
-def knn_oracle(ev: Events) -> np.ndarray:
-    keys = []
-    objs = np.flatnonzero(ev.kind == OBJECT)
-    for i in np.flatnonzero((ev.kind == INSERT) & (ev.family == KNN)):
-        q = int(ev.id[i]); k = int(ev.k[i]); qt = set(ev.values[ev.offsets[i]:ev.offsets[i + 1]].tolist())
-        dels = np.flatnonzero((ev.kind == DELETE) & (ev.id == q) & (ev.seq > ev.seq[i]))
-        end = ev.seq[dels[0]] if len(dels) else 1 << 62
-        A = []
-        for o in objs[(ev.seq[objs] > ev.seq[i]) & (ev.seq[objs] < end)]:
-            ot = set(ev.values[ev.offsets[o]:ev.offsets[o + 1]].tolist())
-            if not (qt <= ot if ev.op[i] == AND else bool(qt & ot)):
+@njit(cache=True)
+def _entries(q_rows, q_end, kind, seq, ids, x, y, op, k, offsets, values, n_terms_max):
+    """(query id, object id) of every entry, query by query."""
+    objs = np.flatnonzero(kind == OBJECT)
+    out_q = np.empty(1024, np.int64)
+    out_o = np.empty(1024, np.int64)
+    n = 0
+    mark = np.zeros(n_terms_max + 1, np.bool_)
+    for qi in range(len(q_rows)):
+        i = q_rows[qi]
+        kk = max(k[i], 1)
+        best = np.full(kk, np.inf)  # the kk smallest distances so far, ascending
+        have = 0
+        need = offsets[i + 1] - offsets[i]
+        for j in range(offsets[i], offsets[i + 1]):
+            mark[values[j]] = True
+        start = np.searchsorted(seq[objs], seq[i], side="right")
+        for p in range(start, len(objs)):
+            o = objs[p]
+            if seq[o] >= q_end[qi]:
+                break
+            common = 0
+            for j in range(offsets[o], offsets[o + 1]):
+                if values[j] <= n_terms_max and mark[values[j]]:
+                    common += 1
+            if common == 0 or (op[i] == AND and common < need):
                 continue
-            dx = ev.x[o] - ev.x[i]; dy = ev.y[o] - ev.y[i]; d2 = dx * dx + dy * dy
-            if len(A) < k or d2 < A[-1][0]:
-                A.append((d2, int(ev.seq[o]))); A.sort(); A = A[:k]
-                keys.append((q << 32) | int(ev.id[o]))
-    return np.unique(np.array(keys, np.int64))
+            dx = x[o] - x[i]
+            dy = y[o] - y[i]
+            d2 = dx * dx + dy * dy
+            if have == kk and not d2 < best[kk - 1]:
+                continue
+            # enters: keep the kk smallest (ties: the earlier stays ahead)
+            pos = have if have < kk else kk - 1
+            while pos > 0 and best[pos - 1] > d2:
+                if pos < kk:
+                    best[pos] = best[pos - 1]
+                pos -= 1
+            best[pos] = d2
+            if have < kk:
+                have += 1
+            if n == len(out_q):
+                out_q = np.concatenate((out_q, np.empty(n, np.int64)))
+                out_o = np.concatenate((out_o, np.empty(n, np.int64)))
+            out_q[n] = ids[i]
+            out_o[n] = ids[o]
+            n += 1
+        for j in range(offsets[i], offsets[i + 1]):
+            mark[values[j]] = False
+    return out_q[:n], out_o[:n]
+
+
+def knn_oracle(stream: Events) -> np.ndarray:
+    """Sorted distinct keys qid<<32 | oid of every entry of every kNN subscription in the stream."""
+    ins = np.flatnonzero((stream.kind == INSERT) & (stream.family == KNN))
+    if len(ins) == 0:
+        return np.zeros(0, np.int64)
+    never = np.iinfo(np.int64).max
+    end = np.full(len(ins), never, np.int64)
+    dels = np.flatnonzero((stream.kind == DELETE) & (stream.family == KNN))
+    for i, q in enumerate(stream.id[ins].tolist()):  # the first deletion after the insertion
+        d = dels[(stream.id[dels] == q) & (stream.seq[dels] > stream.seq[ins[i]])]
+        if len(d):
+            end[i] = stream.seq[d].min()
+    seq_order = np.argsort(stream.seq, kind="stable")
+    if not np.array_equal(seq_order, np.arange(len(stream))):
+        stream = stream.take(seq_order)
+        return knn_oracle(stream)
+    top = int(stream.values.max()) if len(stream.values) else 0
+    q, o = _entries(ins, end, stream.kind, stream.seq, stream.id, stream.x, stream.y, stream.op,
+                    stream.k.astype(np.int64), stream.offsets, stream.values, top)
+    return np.unique((q << np.int64(32)) | o)
