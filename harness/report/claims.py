@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 import yaml
@@ -20,7 +21,7 @@ from harness.report import metrics, results
 from harness.report.results import PROJECT_ROOT
 
 CLAIMS_FILE = PROJECT_ROOT / "conf" / "claims.yaml"
-KINDS = ("better", "ratio_at_least", "scales")
+KINDS = ("better", "ratio_at_least", "scales", "bound")
 KEYS = ("dataset", "workload", "workers")
 
 
@@ -37,7 +38,12 @@ def load_claims(path: Path = CLAIMS_FILE) -> list[dict]:
         kind = c.get("check", {}).get("kind")
         if kind not in KINDS:
             raise ValueError(f"claim {c.get('id')!r}: check.kind={kind!r} is invalid; allowed: {', '.join(KINDS)}")
-        higher_is_better(c)
+        if kind == "bound":
+            metrics.metric(c["check"]["metric"])  # an unknown metric fails here
+            if c["check"].get("min") is None and c["check"].get("max") is None:
+                raise ValueError(f"claim {c.get('id')!r}: a bound claim needs check.min or check.max")
+        else:
+            higher_is_better(c)
     return claims
 
 
@@ -84,7 +90,7 @@ def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
     chk = claim["check"]
     metric, subject = chk["metric"], chk["subject"]
     others = list(chk.get("others") or [])
-    higher = higher_is_better(claim)
+    higher = higher_is_better(claim) if chk["kind"] != "bound" else True
     rows = _where(latest(table), chk.get("where", {}))
     if metric not in rows:
         return Verdict(claim, "not measured", [f"no column {metric!r}"])
@@ -99,6 +105,17 @@ def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
             held.append(ok)
             notes.append(f"{wl}/{ds}: {subject} {metric} x{ratio:.2f} from {s['workers'].iloc[0]} to "
                          f"{s['workers'].iloc[-1]} workers ({'yes' if ok else 'no'})")
+    elif chk["kind"] == "bound":  # the subject's own value within [min, max] (a shape, a growth)
+        lo, hi = chk.get("min"), chk.get("max")
+        for (ds, wl, w), g in rows.groupby(list(KEYS)):
+            mine = _value(g, subject, metric)
+            if mine is None or not np.isfinite(mine):
+                continue
+            ok = (lo is None or mine >= float(lo)) and (hi is None or mine <= float(hi))
+            held.append(ok)
+            notes.append(f"{wl}/{ds}/{w}w: {subject} {metrics.show(metric, mine, unit=True)} "
+                         f"(allowed {'' if lo is None else f'>= {lo}'}{' and ' if lo is not None and hi is not None else ''}"
+                         f"{'' if hi is None else f'<= {hi}'}: {'yes' if ok else 'no'})")
     else:
         for (ds, wl, w), g in rows.groupby(list(KEYS)):
             mine = _value(g, subject, metric)

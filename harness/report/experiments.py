@@ -57,6 +57,13 @@ PLOT_METRICS = _registered({
     "epoch_series": EPOCH_PANELS,
     "migration_bars": ("select_cells_s", "select_s", "migration_s", "migrated_bytes", "migrated_queries"),
     "latency_shares": ("latency_share_lt_100ms", "latency_share_100ms_1s", "latency_share_gt_1s"),
+    # DkM-SKS (time-stamped kNN streams): Fig. 7, Tables 2-3, Figs. 8-10
+    "update_time_bars": ("update_time_ms_per_ts",),
+    "spread_bars": ("update_spread_ms_per_ts",),
+    "decomposed_bars": ("knn_update_ms_per_ts", "ins_ms_per_ts", "del_ms_per_ts"),
+    "update_time_vs_x": ("update_time_ms_per_ts",),
+    "spread_vs_x": ("update_spread_ms_per_ts",),
+    "timestamp_series": ("update_time_ms_per_ts",),
 })
 
 
@@ -100,23 +107,69 @@ def _bars(runs: pd.DataFrame, names: tuple[str, ...], title: str):
     return fig
 
 
-def _lines(runs: pd.DataFrame, x: str, xlabel: str, title: str, facet: str | None = None, logx: bool = False):
-    """Throughput vs `x`, one line per variant, one panel per scenario (and facet value)."""
+def _lines(runs: pd.DataFrame, x: str, xlabel: str, title: str, facet: str | None = None, logx: bool = False,
+           metric: str = "throughput_eps"):
+    """A metric (throughput) vs `x`, one line per variant, one panel per scenario (and facet value)."""
     keys = ["scenario"] + ([facet] if facet else [])
     panels = list(runs.groupby(keys))
     fig, axes = _grid(len(panels))
     for ax, (key, g) in zip(axes, panels):
         for variant, s in g.groupby("variant"):
             s = s.assign(_x=_numeric(s[x])).sort_values("_x")
-            ax.plot(s["_x"], s["throughput_eps"] * metrics.scale("throughput_eps"), marker="o", label=variant)
+            ax.plot(s["_x"], s[metric] * metrics.scale(metric), marker="o", label=variant)
         if logx:
             ax.set_xscale("log", base=2)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel(metrics.label("throughput_eps"))
+        ax.set_ylabel(metrics.label(metric))
         name = key if isinstance(key, str) else " | ".join(str(k) for k in key)
         ax.set_title(name if not facet else name.replace(" | ", f" | {facet}="), fontsize=9)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def _stacked(runs: pd.DataFrame, names: tuple[str, ...], title: str):
+    """Stacked bars of a decomposition (DkM-SKS Table 3): one panel per (scenario, workers), one bar
+    per variant, one segment per part."""
+    panels = list(runs.groupby(["scenario", "workers"]))
+    fig, axes = _grid(len(panels))
+    for ax, ((scenario, workers), g) in zip(axes, panels):
+        g = g.sort_values("variant")
+        xs = np.arange(len(g))
+        base = np.zeros(len(g))
+        for col in names:
+            v = g[col].to_numpy(float) * metrics.scale(col)
+            ax.bar(xs, v, 0.6, bottom=base, label=metrics.metric(col).short)
+            base += np.nan_to_num(v)
+        ax.set_xticks(xs, g["variant"], rotation=45, ha="right", fontsize=8)
+        ax.set_title(f"{scenario}, {workers} workers", fontsize=9)
+        ax.set_ylabel("ms per time-stamp")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def _timestamp_series(runs: pd.DataFrame, title: str):
+    """Update time per time-stamp over the stream (DkM-SKS Fig. 7): each run's timestamps.parquet,
+    one line per variant, one panel per (scenario, workers)."""
+    panels = list(runs.groupby(["scenario", "workers"]))
+    fig, axes = _grid(len(panels), width=5.5)
+    for ax, ((scenario, workers), g) in zip(axes, panels):
+        for _, run in g.sort_values("variant").iterrows():
+            path = Path(str(run.get("run_dir") or "")) / "timestamps.parquet"
+            if not path.exists():
+                continue
+            ts = pd.read_parquet(path)
+            ax.plot(ts["timestamp"], ts["update_time_ms"], lw=1, label=run["variant"])
+        ax.set_xlabel("time-stamp")
+        ax.set_ylabel("update time (ms)")
+        ax.set_yscale("log")
+        ax.set_title(f"{scenario}, {workers} workers", fontsize=9)
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=7)
     fig.suptitle(title, fontsize=11)
     return fig
 
@@ -251,6 +304,14 @@ def figures(runs: pd.DataFrame, exp) -> dict[str, object]:
         "epoch_series": lambda: _epoch_series(runs, f"{title}: per epoch", exp.x),
         "migration_bars": lambda: _migration_bars(runs, f"{title}: load adjustment cost", exp.x),
         "latency_shares": lambda: _latency_shares(runs.sort_values(["variant", "x"]), f"{title}: latency shares"),
+        "update_time_bars": lambda: _bars(runs, PLOT_METRICS["update_time_bars"], f"{title}: update time"),
+        "spread_bars": lambda: _bars(runs, PLOT_METRICS["spread_bars"], f"{title}: load balance (max - min)"),
+        "decomposed_bars": lambda: _stacked(runs, PLOT_METRICS["decomposed_bars"], f"{title}: update time by part"),
+        "update_time_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: update time", facet, logx=False,
+                                           metric="update_time_ms_per_ts"),
+        "spread_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: load balance (max - min)", facet, logx=False,
+                                      metric="update_spread_ms_per_ts"),
+        "timestamp_series": lambda: _timestamp_series(runs, f"{title}: update time per time-stamp"),
     }
     return {name: makers[name]() for name in exp.plots}
 

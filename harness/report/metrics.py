@@ -149,6 +149,8 @@ _METRICS = [
            "objects (DkM-SKS Table 3)", "lower", "{:,.2f}"),
     Metric("ins_ms_per_ts", "insertion time", "ms", "mean per time-stamp of the slowest worker's time on insertions "
            "plus the main server's (DkM-SKS Table 3)", "lower", "{:,.2f}"),
+    Metric("update_time_growth", "update time growth", "", "mean update time of the last tenth of the time-stamps "
+           "over the first tenth's (DkM-SKS Fig. 7: SOP grows, DkM-SKS stays flat)", None, "{:.2f}"),
     Metric("del_ms_per_ts", "deletion time", "ms", "mean per time-stamp of the slowest worker's time on deletions "
            "(DkM-SKS Table 3)", "lower", "{:,.3f}"),
     Metric("busy_max_s", "busiest worker time", "s", "the epoch's busiest worker's CPU time plus its stall",
@@ -220,7 +222,7 @@ _METRICS = [
 METRICS: dict[str, Metric] = {m.name: m for m in _METRICS}
 # what a run row says about its input (every run of an invocation shares them)
 TIMESTAMP_METRICS = ("timestamps", "update_time_ms_per_ts", "update_spread_ms_per_ts", "knn_update_ms_per_ts",
-                     "ins_ms_per_ts", "del_ms_per_ts")
+                     "ins_ms_per_ts", "del_ms_per_ts", "update_time_growth")
 INPUT_METRICS = ("input_rows", "bad_rows", *(f"bad_rows_{r}" for r in BAD_ROW_REASONS), "swapped_lat_lon_rows",
                  "dataset_objects",
                  "workload_objects", "objects_reused", "object_reuse_factor", "dataset_keywords_per_object",

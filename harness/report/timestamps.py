@@ -31,7 +31,18 @@ def timestamp_metrics(epochs, events: Events, n_workers: int) -> dict[str, float
         return {}
     out = {f"{name}_ms_per_ts": float(v.mean()) * 1e3 for name, v in per_ts.items() if name != "timestamps"}
     out["timestamps"] = float(len(per_ts["timestamps"]))
+    out["update_time_growth"] = growth(per_ts["update_time"])
     return out
+
+
+def growth(series: np.ndarray) -> float:
+    """Mean of the last tenth of a per-time-stamp series over the mean of its first tenth (Fig. 7's
+    shapes: SOP's update time grows, DkM-SKS's stays flat); NaN with fewer than 10 time-stamps."""
+    n = len(series) // 10
+    if n == 0:
+        return float("nan")
+    first = float(np.mean(series[:n]))
+    return float(np.mean(series[-n:])) / first if first > 0 else float("nan")
 
 
 def timestamp_series(epochs, events: Events, n_workers: int) -> list[dict]:

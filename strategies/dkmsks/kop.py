@@ -40,6 +40,8 @@ class KopRouter(SubscriptionTableRouter):
 class KopStrategy(Strategy):
     name = "kop"
     families = frozenset({"range"})
+    # the paper's worker index (DkM-SKS Sec. 3): an inverted file, a one-cell grid (index.knn.layout=paper)
+    paper_index = {"knn": {"cells_per_side": 1}}
 
     @dataclass
     class Params:

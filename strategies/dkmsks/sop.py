@@ -106,6 +106,8 @@ def quadtree_subspaces(stats: ObjectStats, cx, cy, rects, space, n_target: int):
 class SopStrategy(Strategy):
     name = "sop"
     families = frozenset({"range"})
+    # the paper's worker index (DkM-SKS Sec. 3): an inverted file, a one-cell grid (index.knn.layout=paper)
+    paper_index = {"knn": {"cells_per_side": 1}}
 
     @dataclass
     class Params:

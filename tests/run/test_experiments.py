@@ -90,7 +90,11 @@ def test_unknown_plot_is_rejected_with_the_valid_ones():
 def test_claims_name_registered_strategies_and_runs_table_metrics():
     listed = claims.load_claims()
     assert len({c["id"] for c in listed}) == len(listed) > 10
-    variant_labels = {"agrid_nosummary"}
+    import yaml
+
+    presets = [yaml.safe_load(p.read_text()) for p in (PROJECT_ROOT / "conf" / "experiment").glob("*.yaml")]
+    variant_labels = {v["label"] for p in presets for v in (p.get("strategy") or {}).get("variants") or []}
+    assert {"agrid_nosummary", "ps2stream_ext"} <= variant_labels
     for c in listed:
         chk = c["check"]
         assert c["paper"] in {"ps2stream", "sstd", "tornado", "dkmsks"}, c["id"]
