@@ -1,0 +1,86 @@
+"""DkM-SKS's figures: per-time-stamp metrics from hand-made service times, the bound claim kind,
+and the timeline and decomposition plots drawing what the runs say."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.core.events import DELETE, INSERT, OBJECT, Events, NUMPY_DTYPES
+from harness.engine.pipeline import EpochResult
+from harness.report import claims, experiments
+from harness.report.timestamps import growth, timestamp_metrics, timestamp_series
+
+
+def _events(kinds, ts):
+    n = len(kinds)
+    cols = {c: np.zeros(n, NUMPY_DTYPES[c]) for c in NUMPY_DTYPES}
+    cols.update(seq=np.arange(n, dtype=np.int64), kind=np.asarray(kinds, np.int8), ts=np.asarray(ts, float))
+    return Events(cols, np.zeros(n + 1, np.int64), np.zeros(0, np.int32))
+
+
+def test_update_time_is_the_slowest_worker_per_time_stamp_plus_the_main_server():
+    # time-stamp 1: a delete, an insert, two objects; time-stamp 2: two objects
+    ev = _events([DELETE, INSERT, OBJECT, OBJECT, OBJECT, OBJECT], [1, 1, 1, 1, 2, 2])
+    e = EpochResult(1, 6, 0, 0, 0, 0)
+    e.service = {0: (np.array([0, 2, 4]), np.array([0.001, 0.004, 0.002])),
+                 1: (np.array([1, 3, 5]), np.array([0.003, 0.001, 0.010]))}
+    e.observe_s = 0.002  # the main server's time, spread over the epoch's two time-stamps
+    m = timestamp_metrics([e], ev, 2)
+    # ts 1: worker 0 5 ms, worker 1 4 ms; ts 2: worker 0 2 ms, worker 1 10 ms; +1 ms each
+    assert m["timestamps"] == 2
+    assert m["update_time_ms_per_ts"] == pytest.approx(((5 + 1) + (10 + 1)) / 2)
+    assert m["update_spread_ms_per_ts"] == pytest.approx(((5 - 4) + (10 - 2)) / 2)
+    assert m["knn_update_ms_per_ts"] == pytest.approx((4 + 10) / 2)  # slowest on objects: w0 4, w1 10
+    assert m["ins_ms_per_ts"] == pytest.approx((3 + 1 + 0 + 1) / 2)
+    assert m["del_ms_per_ts"] == pytest.approx(1 / 2)
+    rows = timestamp_series([e], ev, 2)
+    assert [r["timestamp"] for r in rows] == [1.0, 2.0] and rows[1]["update_time_ms"] == pytest.approx(11)
+
+
+def test_no_time_stamps_no_figures():
+    ev = _events([OBJECT, OBJECT], [0.5, 1.25])
+    e = EpochResult(1, 2, 0, 0, 0, 0)
+    e.service = {0: (np.array([0, 1]), np.array([0.001, 0.002]))}
+    assert timestamp_metrics([e], ev, 1) == {}
+
+
+def test_growth_compares_the_last_tenth_with_the_first():
+    assert growth(np.r_[np.ones(10), np.full(10, 3.0)]) == pytest.approx(3.0)
+    assert np.isnan(growth(np.ones(5)))
+
+
+def _row(variant, **values):
+    return {"variant": variant, "strategy": variant, "status": "ok", "dataset": "geonames", "workload": "knn_q",
+            "workers": 20, "started_at": "2026-01-01", "x": None, "facet": None, **values}
+
+
+def test_bound_claims_check_the_subjects_own_value():
+    claim = {"id": "t", "paper": "dkmsks", "claim": "flat",
+             "check": {"kind": "bound", "metric": "update_time_growth", "subject": "dkmsks", "min": 0.8, "max": 1.25}}
+    table = pd.DataFrame([_row("dkmsks", update_time_growth=1.1), _row("sop", update_time_growth=3.0)])
+    assert claims.evaluate(claim, table).verdict == "holds"
+    claim["check"]["subject"] = "sop"
+    assert claims.evaluate(claim, table).verdict == "does not hold"
+
+
+def test_timeline_and_decomposition_plots_draw_the_runs(tmp_path):
+    rows = []
+    for v, scale in (("dkmsks", 1.0), ("kop", 5.0)):
+        run_dir = tmp_path / v
+        run_dir.mkdir()
+        pd.DataFrame({"timestamp": [1.0, 2.0, 3.0], "update_time_ms": [scale, 2 * scale, 3 * scale]}).to_parquet(
+            run_dir / "timestamps.parquet")
+        rows.append(_row(v, run_dir=str(run_dir), scenario="knn_q/geonames", knn_update_ms_per_ts=4 * scale,
+                         ins_ms_per_ts=scale, del_ms_per_ts=0.5))
+    runs = pd.DataFrame(rows)
+    series = experiments._timestamp_series(runs, "t")
+    lines = {ln.get_label(): ln.get_ydata().tolist() for ln in series.axes[0].lines}
+    assert lines == {"dkmsks": [1.0, 2.0, 3.0], "kop": [5.0, 10.0, 15.0]}
+    bars = experiments._stacked(runs, experiments.PLOT_METRICS["decomposed_bars"], "t")
+    top: dict[float, float] = {}
+    for p in bars.axes[0].patches:
+        x = round(p.get_x(), 6)
+        top[x] = max(top.get(x, 0.0), p.get_y() + p.get_height())
+    assert [round(top[x], 6) for x in sorted(top)] == [5.5, 25.5]  # kNN update + insertion + deletion
