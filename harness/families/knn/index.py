@@ -436,9 +436,13 @@ class KnnIndex(WorkerIndex):
         k = q.k.astype(np.int64)
         n_terms = np.where(q.op == AND, 1, np.diff(q.offsets))
         parts, rebuilds = [], 0
-        for lo in range(0, len(ev), CHUNK):
+        for c, lo in enumerate(range(0, len(ev), CHUNK)):
             hi = min(lo + CHUNK, len(ev))
-            if lo and self._worth_reposting(k):
+            # also after chunks 1, 2, 4, 8, ...: balls first bounded over most of the space (left in
+            # the lists) shrink as objects arrive, and rebuilding at doubling intervals costs
+            # O(log chunks) rebuilds
+            doubling = c & (c - 1) == 0 and self.n_links >= REPOST_MIN
+            if lo and (doubling or self._worth_reposting(k)):
                 # balls filled since the postings were built: post them in the grid, where objects
                 # far away no longer meet them (the per-term lists are probed by every object)
                 later = slot_of_row[lo:][kind[lo:] == INSERT]
