@@ -65,13 +65,13 @@ def test_reposting_filled_balls_mid_epoch_changes_nothing(seed, n_workers, chunk
     tiny chunks and no minimum it does so all the time, and results stay the oracle's."""
     from harness.families.knn import index as knn_index
 
-    saved = knn_index.CHUNK, knn_index.REPOST_MIN, knn_index.REPOST_SHARE
-    knn_index.CHUNK, knn_index.REPOST_MIN, knn_index.REPOST_SHARE = chunk, 1, 0.0
+    saved = knn_index.CHUNK, knn_index.FIRST_CHUNK, knn_index.REPOST_MIN, knn_index.REPOST_FACTOR
+    knn_index.CHUNK, knn_index.FIRST_CHUNK, knn_index.REPOST_MIN, knn_index.REPOST_FACTOR = chunk, 1, 0, 0.0
     try:
         ev = random_knn_stream(seed, n_objects=150)
         keys, counters = run_replicated(ev, n_workers, 2, seed)
     finally:
-        knn_index.CHUNK, knn_index.REPOST_MIN, knn_index.REPOST_SHARE = saved
+        knn_index.CHUNK, knn_index.FIRST_CHUNK, knn_index.REPOST_MIN, knn_index.REPOST_FACTOR = saved
     assert counters["reposts"] > 0
     np.testing.assert_array_equal(keys, knn_oracle(ev))
 

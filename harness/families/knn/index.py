@@ -42,12 +42,14 @@ from harness.families.base import IndexContext, StateBundle, WorkerIndex, Worker
 # carries the subscription's last global bound r_g^2 in `d2` instead
 RESULT_SCHEMA = pa.schema([("qid", pa.int64()), ("oid", pa.int64()), ("seq", pa.int64()), ("d2", pa.float64())])
 BOUND_ROW = -1
-# events per call of the kernel; between calls, when at least REPOST_SHARE of the subscriptions in
-# the per-term lists (and REPOST_MIN) have filled their A(s), the postings are rebuilt
-CHUNK = 4096
 MAX_BALL_CELLS = 256  # a ball over more grid cells than this stays in the per-term lists
+# events per call of the kernel; between calls the postings are rebuilt when the chunk spent more
+# checks in the per-term lists than REPOST_MIN and than REPOST_FACTOR x the postings (a rebuild
+# costs about a pass over them)
+CHUNK = 4096
+FIRST_CHUNK = 256
 REPOST_MIN = 256
-REPOST_SHARE = 0.25
+REPOST_FACTOR = 0.25
 
 
 @njit(cache=True)
@@ -163,6 +165,7 @@ def run_stream(kind, seq, ids, ex, ey, e_off, e_val, slot_of_row,
     out = np.empty((16, 3), np.int64)
     out_d = np.empty(16, np.float64)
     n_out = 0
+    listed = 0  # checks spent in the per-term lists
     one = np.empty(1, np.int64)
     for r in range(len(kind)):
         if kind[r] == INSERT:
@@ -204,6 +207,7 @@ def run_stream(kind, seq, ids, ex, ey, e_off, e_val, slot_of_row,
                     e = head[t]
                     while e >= 0:
                         checks += 1
+                        listed += 1
                         s = link_slot[e]
                         dx = ox - qx[s]
                         dy = oy - qy[s]
@@ -214,7 +218,7 @@ def run_stream(kind, seq, ids, ex, ey, e_off, e_val, slot_of_row,
                             n_out += 1
                         e = nxt[e]
             work[r] = 1 + checks
-    return out[:n_out], out_d[:n_out], n_links
+    return out[:n_out], out_d[:n_out], n_links, listed
 
 
 @dataclass
@@ -377,7 +381,6 @@ class KnnIndex(WorkerIndex):
         listed = np.ones(n, bool)
         listed[finite] = False
         unbounded = np.flatnonzero(listed & (r2 > -np.inf))
-        self.listed_balls = int(np.isfinite(r2[unbounded]).sum())  # big balls left in the lists
         n_terms = np.where(q.op == AND, 1, np.diff(q.offsets)) if n else np.zeros(0, np.int64)
         cap = int(n_terms[unbounded].sum()) + reserve + 16
         self.nxt = np.empty(cap, np.int64)
@@ -435,14 +438,17 @@ class KnnIndex(WorkerIndex):
         stamp = np.full(len(q), -1, np.int64)
         k = q.k.astype(np.int64)
         n_terms = np.where(q.op == AND, 1, np.diff(q.offsets))
-        parts, rebuilds = [], 0
-        for c, lo in enumerate(range(0, len(ev), CHUNK)):
-            hi = min(lo + CHUNK, len(ev))
-            # also after chunks 1, 2, 4, 8, ...: balls first bounded over most of the space (left in
-            # the lists) shrink as objects arrive, and rebuilding at doubling intervals costs
-            # O(log chunks) rebuilds
-            doubling = c & (c - 1) == 0 and self.n_links >= REPOST_MIN
-            if lo and (doubling or self._worth_reposting(k)):
+        parts, rebuilds, listed = [], 0, 0
+        # chunks grow from FIRST_CHUNK to CHUNK events: a first rebuild comes early when the epoch
+        # starts with many subscriptions in the lists (the warm-up's all are)
+        cuts = [0]
+        while cuts[-1] < len(ev):
+            cuts.append(min(cuts[-1] + min(FIRST_CHUNK << (len(cuts) - 1), CHUNK), len(ev)))
+        for lo, hi in zip(cuts[:-1], cuts[1:]):
+            # a rebuild costs about a pass over the postings: worth it once the per-term lists
+            # (subscriptions without a ball, balls over most of the space, balls filled since the
+            # last build) cost more than that per chunk
+            if lo and listed > REPOST_MIN and listed > REPOST_FACTOR * (len(self.post) + self.n_links):
                 # balls filled since the postings were built: post them in the grid, where objects
                 # far away no longer meet them (the per-term lists are probed by every object)
                 later = slot_of_row[lo:][kind[lo:] == INSERT]
@@ -456,7 +462,7 @@ class KnnIndex(WorkerIndex):
                 self.ukeys, self.cell_ptr, self.starts, self.post, self.px, self.py, self.head, self.nxt,
                 self.link_slot, self.n_links,
                 *self.grid.args, self.vocab, work[lo:hi]))
-            self.n_links = parts[-1][2]
+            self.n_links, listed = parts[-1][2], parts[-1][3]
         ids = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, 3), np.int64)
         d2 = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
         busy = time.process_time() - t0
@@ -472,16 +478,6 @@ class KnnIndex(WorkerIndex):
             "reposts": rebuilds,
         }
         return WorkerOutput(results=Candidates(ids, d2), work=work, counters=counters, busy_s=busy)
-
-    def _worth_reposting(self, k: np.ndarray) -> bool:
-        """Whether enough subscriptions in the per-term lists have a bounded ball by now."""
-        listed = self.link_slot[:self.n_links]
-        if len(listed) < REPOST_MIN:
-            return False
-        s = np.unique(listed)
-        s = s[self.alive[s]]
-        filled = int(np.count_nonzero(np.isfinite(self.bound[s]))) - self.listed_balls
-        return filled >= max(REPOST_MIN, REPOST_SHARE * len(s))
 
     def export_state(self) -> StateBundle:
         live = np.flatnonzero(self.alive)
