@@ -16,7 +16,6 @@ from harness.engine.epochs import epoch_bounds
 from harness.engine.executors import InProcessExecutor
 from harness.engine.loop import run_epochs
 from harness.engine.setup import FamilySetup, family_setup
-from harness.engine.worker import routing_view
 from harness.families import registry as families
 from harness.families.base import IndexContext
 from strategies import registry

@@ -28,7 +28,6 @@ from harness.engine.epochs import epoch_bounds
 from harness.engine.executors import SparkExecutor
 from harness.engine.loop import run_epochs
 from harness.engine.setup import family_setup
-from harness.engine.worker import routing_view
 from harness.families import registry as families
 from harness.families.base import IndexContext
 from harness.report import results

@@ -5,7 +5,6 @@ makes unneeded are dropped along the way, and results stay exact."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from datasets.workloads.config import WorkloadConfig
