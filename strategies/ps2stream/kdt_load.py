@@ -98,6 +98,19 @@ def key_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return keys[start], np.diff(np.append(start, len(keys)))
 
 
+MAX_EXPAND_CELLS = 64  # range queries cover a few cells (STS: at most 9 of 62 km); a kNN ball may cover thousands
+
+
+def _weighted_counts(keys: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct keys and their summed weights (counts when every weight is 1)."""
+    if len(keys) == 0:
+        return keys, np.zeros(0)
+    order = np.argsort(keys, kind="stable")
+    keys, weight = keys[order], weight[order]
+    start = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+    return keys[start], np.add.reduceat(weight, start)
+
+
 def posting_products(s: Sample, region, qo, qt, oo, ot):
     """The GI2 comparisons of a node: for every (cell, term) of the region, f_o(c, t) * f_q(c, t),
     the objects of cell c holding term t times the queries over c indexed under t. (qo, qt) are
@@ -108,10 +121,22 @@ def posting_products(s: Sample, region, qo, qt, oo, ot):
     ay0, ay1 = np.maximum(s.qy0[qo], y0), np.minimum(s.qy1[qo], y1)
     w = ax1 - ax0 + 1
     n = np.maximum(w, 0) * np.maximum(ay1 - ay0 + 1, 0)
+    weight = np.ones(len(qo))
+    big = np.flatnonzero(n > MAX_EXPAND_CELLS)
+    if len(big):  # a query over very many cells (a kNN ball) is sampled on a centred window, scaled up
+        half = int(np.sqrt(MAX_EXPAND_CELLS)) // 2
+        cx, cy = (ax0[big] + ax1[big]) // 2, (ay0[big] + ay1[big]) // 2
+        ax0, ax1, ay0, ay1 = ax0.copy(), ax1.copy(), ay0.copy(), ay1.copy()
+        ax0[big], ax1[big] = np.maximum(ax0[big], cx - half), np.minimum(ax1[big], cx + half)
+        ay0[big], ay1[big] = np.maximum(ay0[big], cy - half), np.minimum(ay1[big], cy + half)
+        w = ax1 - ax0 + 1
+        n_window = np.maximum(w, 0) * np.maximum(ay1 - ay0 + 1, 0)
+        weight[big] = n[big] / np.maximum(n_window[big], 1)
+        n = n_window
     rep = np.repeat(np.arange(len(qo)), n)
     off = np.arange(len(rep)) - np.repeat(np.cumsum(n) - n, n)
     cells = (ay0[rep] + off // w[rep]) * s.nx + ax0[rep] + off % w[rep]
-    qkeys, qcnt = key_counts(qt[rep] * ncell + cells)
+    qkeys, qcnt = _weighted_counts(qt[rep] * ncell + cells, weight[rep])
     okeys, ocnt = key_counts(ot * ncell + s.oy[oo] * s.nx + s.ox[oo])
     if len(qkeys) == 0 or len(okeys) == 0:
         z = np.zeros(0, np.int64)
