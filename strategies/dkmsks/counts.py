@@ -88,6 +88,9 @@ class ObjectStats:
         self.px = x[obj][order]
         self.py = y[obj][order]
         self.obj0 = obj[order][:self.n]  # the object of each channel-0 point (channel 0 sorts first)
+        self.pobj = obj[order]  # the object of every point (kNN balls: one object, several channels)
+        self.obj_off = np.asarray(offsets, np.int64)  # the objects' terms (kNN balls: AND checks)
+        self.obj_val = values
         self.chan_off = np.zeros(int(chan.max(initial=0)) + 2, np.int64)  # channel -> its segment
         np.cumsum(np.bincount(chan, minlength=len(self.chan_off) - 1), out=self.chan_off[1:])
 

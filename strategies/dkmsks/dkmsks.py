@@ -29,6 +29,7 @@ import numpy as np
 from harness.core.events import Events, csr_take
 from strategies.base import FitContext, Router, Strategy
 from strategies.dkmsks.cost import eq5_numerators
+from strategies.dkmsks.balls import with_balls
 from strategies.dkmsks.counts import ObjectStats
 from strategies.dkmsks.partition import assign_members, partition_subsets
 from strategies.dkmsks.regions import RegionIndex, RegionTerms, locations, regions
@@ -54,6 +55,7 @@ class DkmRouter(SubscriptionTableRouter):
 
     def new_costs(self, ev: Events, rows: np.ndarray) -> np.ndarray:
         rows = np.asarray(rows, np.int64)
+        ev = with_balls(ev, rows, self.stats)  # a kNN subscription's R_n: its ball over O_init
         order = self.index.cell_order(ev.xmin, ev.ymin, ev.xmax, ev.ymax, rows)  # neighbours together:
         by_cell = rows[order]  # both lookups below then reuse what the previous subscription read
         best = self.index.best_overlap_rows(ev.xmin, ev.ymin, ev.xmax, ev.ymax, by_cell)  # S* by Eq. (7)
@@ -83,7 +85,7 @@ class DkmRouter(SubscriptionTableRouter):
 
 class DkmSksStrategy(Strategy):
     name = "dkmsks"
-    families = frozenset({"range"})
+    families = frozenset({"range", "knn"})
 
     @dataclass
     class Params:

@@ -26,6 +26,7 @@ import numpy as np
 from harness.core.events import Events
 from harness.core import allocate
 from strategies.base import FitContext, Router, Strategy
+from strategies.dkmsks.balls import with_balls
 from strategies.dkmsks.counts import ObjectStats
 from strategies.dkmsks.partition import MAX_DEPTH, quadrants
 from strategies.dkmsks.regions import locations, regions
@@ -47,6 +48,7 @@ class SopRouter(SubscriptionTableRouter):
         self.leaf_worker = np.asarray(leaf_worker, np.int64)
 
     def new_costs(self, ev: Events, rows: np.ndarray) -> np.ndarray:
+        ev = with_balls(ev, rows, self.stats)  # a kNN subscription's R: its ball over O_init (Sec. 3.2)
         return self.stats.p(self.stats.rect_counts(regions(ev, rows)))
 
     def describe(self) -> dict:
@@ -105,7 +107,7 @@ def quadtree_subspaces(stats: ObjectStats, cx, cy, rects, space, n_target: int):
 
 class SopStrategy(Strategy):
     name = "sop"
-    families = frozenset({"range"})
+    families = frozenset({"range", "knn"})
     # the paper's worker index (DkM-SKS Sec. 3): an inverted file, a one-cell grid (index.knn.layout=paper)
     paper_index = {"knn": {"cells_per_side": 1}}
 

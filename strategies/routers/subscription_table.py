@@ -337,7 +337,7 @@ class SubscriptionTableRouter(Router):
         return out_r, out_w
 
     route_objects = _by_table
-    route_range = _by_table
+    route_range = route_knn = _by_table  # a kNN subscription too lives on one worker (DkM-SKS Sec. 2)
 
     def worker_of(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(qid, insert seq, worker) of every recorded subscription: the movable unit map."""
