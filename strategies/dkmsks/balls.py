@@ -14,6 +14,7 @@ import numpy as np
 from numba import njit
 
 from harness.core.events import AND, KNN, Events
+from harness.families.knn.geometry import narrowed_to_balls
 from strategies.dkmsks.counts import ObjectStats
 
 
@@ -99,10 +100,4 @@ def with_balls(ev: Events, rows: np.ndarray, stats: ObjectStats) -> Events:
                  stats.px, stats.py, stats.pobj, stats.obj_off, np.asarray(stats.obj_val, np.int64),
                  stats.term_count)
     bounded = np.isfinite(d2)
-    knn, r = knn[bounded], np.sqrt(d2[bounded])
-    cols = dict(ev.cols)
-    for c, centre, sign, keep in (("xmin", "x", -1, np.maximum), ("ymin", "y", -1, np.maximum),
-                                  ("xmax", "x", 1, np.minimum), ("ymax", "y", 1, np.minimum)):
-        cols[c] = cols[c].copy()
-        cols[c][knn] = keep(cols[c][knn], cols[centre][knn] + sign * r)
-    return Events(cols, ev.offsets, ev.values)
+    return narrowed_to_balls(ev, knn[bounded], np.sqrt(d2[bounded]))

@@ -20,6 +20,7 @@ import numpy as np
 
 from harness.core.events import INSERT, KNN, Events
 from harness.families.base import Family, IndexContext
+from harness.families.knn.geometry import narrowed_to_balls
 from harness.families.knn.index import KnnIndex
 from harness.families.knn.merge import KnnMerger
 from harness.families.knn.oracle import knn_oracle
@@ -65,13 +66,7 @@ class KnnFamily(Family):
         ok = slot >= 0
         rows, r = ins[ok], np.sqrt(r2[slot[ok]])
         bounded = np.isfinite(r)
-        rows, r = rows[bounded], r[bounded]
-        cols = dict(sample.cols)
-        for c, centre, sign, keep in (("xmin", "x", -1, np.maximum), ("ymin", "y", -1, np.maximum),
-                                      ("xmax", "x", 1, np.minimum), ("ymax", "y", 1, np.minimum)):
-            cols[c] = cols[c].copy()
-            cols[c][rows] = keep(cols[c][rows], cols[centre][rows] + sign * r)
-        return Events(cols, sample.offsets, sample.values)
+        return narrowed_to_balls(sample, rows[bounded], r[bounded])
 
     @staticmethod
     def build_workload(objects, term_df, extent, cfg, seed: int):

@@ -37,6 +37,7 @@ from harness.core.grid import UniformGrid
 from harness.core.kernels import axis_cell, lower_bound
 from harness.core.timing import CompileClock
 from harness.families.base import IndexContext, StateBundle, WorkerIndex, WorkerOutput
+from harness.families.knn.geometry import ball_boxes
 
 # kept results: one row per member of a subscription's local A(s); a row with seq = BOUND_ROW
 # carries the subscription's last global bound r_g^2 in `d2` instead
@@ -313,9 +314,7 @@ class KnnIndex(WorkerIndex):
         if len(s) == 0:
             return None
         q = self.queries
-        r = np.sqrt(self.rg2[s]) * (1 + 1e-9) + 1e-9
-        box = {"xmin": np.maximum(q.xmin[s], q.x[s] - r), "ymin": np.maximum(q.ymin[s], q.y[s] - r),
-               "xmax": np.minimum(q.xmax[s], q.x[s] + r), "ymax": np.minimum(q.ymax[s], q.y[s] + r)}
+        box = ball_boxes(q, s, np.sqrt(self.rg2[s]) * (1 + 1e-9) + 1e-9)
         changed = np.zeros(len(s), bool)
         for c, v in box.items():
             changed |= v != getattr(q, c)[s]
