@@ -164,3 +164,14 @@ def test_narrowing_keeps_the_global_ball_inside_the_rectangle():
     assert not set(drop.tolist()) & set(state.queries.id.tolist())
     kept = state.queries.take(np.flatnonzero(np.isin(state.queries.id, keep)))
     assert (kept.xmax - kept.xmin < 20.0).all()
+
+
+@pytest.mark.parametrize("n_workers", [1, 2, 3])
+def test_fast_naive_vector_through_index_and_merge(n_workers):
+    """The FAST extension's hand-checked vector (see test_knn_oracle) through replicated workers."""
+    from tests.families.test_knn_oracle import fast_naive_vector, keys as pair_keys
+
+    ev, expected = fast_naive_vector()
+    got, _ = run_replicated(ev, n_workers, 2, seed=n_workers)
+    want = pair_keys([(q, oid) for oid, qs in enumerate(expected, start=1) for q in qs])
+    np.testing.assert_array_equal(got, want)

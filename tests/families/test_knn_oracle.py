@@ -10,6 +10,7 @@ from harness.families.knn.oracle import knn_oracle
 from tests.streams import random_knn_stream
 
 JAPANESE, NOODLE, CAFE = 0, 1, 2
+EXTENT = 20.0
 
 
 def stream(rows) -> Events:
@@ -32,6 +33,9 @@ def stream(rows) -> Events:
     n = len(rows)
     arrays = {c: np.asarray(v) for c, v in cols.items()}
     arrays.update(seq=np.arange(n, dtype=np.int64), ts=np.arange(n, dtype=np.float64))
+    is_query = arrays["kind"] != OBJECT  # a subscription's rectangle at insertion: the whole square
+    for c, v in (("xmin", 0.0), ("ymin", 0.0), ("xmax", EXTENT), ("ymax", EXTENT)):
+        arrays[c] = np.where(is_query, v, np.nan)
     offsets = np.r_[0, np.cumsum([len(t) for t in terms])].astype(np.int64)
     values = np.asarray([t for ts in terms for t in ts], np.int32)
     return Events(_typed(arrays), offsets, values)
@@ -119,3 +123,27 @@ def _reference(ev: Events) -> np.ndarray:
 def test_equals_the_definition_on_random_streams(seed):
     ev = random_knn_stream(seed, n_objects=120, n_queries=15)
     np.testing.assert_array_equal(knn_oracle(ev), _reference(ev))
+
+
+K1, K2, K3 = 3, 4, 5
+
+
+def fast_naive_vector() -> tuple[Events, list[list[int]]]:
+    """The FAST kNN extension's naive test (fast_extension, NaiveFASTKNNTest; facts only): four
+    AND queries registered at t = 1..4 with expiry times 8, 7, 11, 9 ("alive while et > t"), then
+    six objects at t = 5..10. An expiry at an object's time-stamp comes before the object, as
+    "et > t" makes it. Returns the stream and the expected query ids each object enters."""
+    queries = [(1, 5, 5, [K1, K2], 3, 8), (2, 7, 7, [K1, K2], 2, 7), (3, 8, 5, [K1], 3, 11),
+               (4, 1, 7, [K2, K3], 2, 9)]
+    objects = [(1, 7, 8), (2, 5, 5), (3, 2, 6), (4, 1, 1), (5, 5, 6), (6, 7, 9)]
+    rows = [("q", q, x, y, t, k, AND) for q, x, y, t, k, _ in queries]
+    for t, (oid, x, y) in enumerate(objects, start=5):
+        rows += [("d", q) for q, *_, et in queries if et == t]
+        rows.append(("o", oid, x, y, [K1, K2]))
+    return stream(rows), [[1, 2, 3], [1, 2, 3], [1, 3], [], [3], []]
+
+
+def test_fast_naive_knn_vector():
+    ev, expected = fast_naive_vector()
+    np.testing.assert_array_equal(
+        knn_oracle(ev), keys([(q, oid) for oid, qs in enumerate(expected, start=1) for q in qs]))
