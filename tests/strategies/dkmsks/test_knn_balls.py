@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.core.events import AND, INSERT, KNN, OR
+from harness.core.events import AND, INSERT, KNN, OR, Events
 from strategies.dkmsks.balls import with_balls
 from strategies.dkmsks.counts import ObjectStats
 from tests.streams import random_knn_stream
@@ -23,11 +23,18 @@ def brute_kth(ev, i, objs):
     return sorted(d2)[k - 1] if len(d2) >= k else np.inf
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_balls_enclose_the_kth_nearest_qualifying_object(seed):
-    ev = random_knn_stream(seed, n_objects=150, n_queries=25, k_max=4)
+@pytest.mark.parametrize("seed,n_objects", [(s, 150) for s in range(6)] + [(s, 4000) for s in range(3)])
+def test_balls_enclose_the_kth_nearest_qualifying_object(seed, n_objects):
+    """150 objects on a lattice (ties): 3 strips, all searched; 4,000 off the lattice: 15 strips,
+    the ring search stopping early."""
+    ev = random_knn_stream(seed, n_objects=n_objects, n_queries=25, k_max=4)
+    if n_objects > 150:
+        rng = np.random.default_rng(seed)
+        ev = Events({**ev.cols, "x": ev.x + rng.random(len(ev)), "y": ev.y + rng.random(len(ev))},
+                    ev.offsets, ev.values)
     objs = np.flatnonzero(ev.family < 0)
     stats = ObjectStats.from_events(ev, objs)
+    assert stats.ny == int(np.clip(np.sqrt(len(objs)) / 4, 1, 1024))
     qs = np.flatnonzero((ev.kind == INSERT) & (ev.family == KNN))
     assert set(ev.op[qs].tolist()) == {AND, OR}
     out = with_balls(ev, qs, stats)
