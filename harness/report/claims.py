@@ -2,8 +2,10 @@
 
 A claim names a metric, a subject strategy (a runs-table `variant`), the strategies it is
 compared with, and where (dataset, workload, workers). Each matching configuration is one
-comparison, made on the latest successful run of every variant there; the verdict says whether
-the claim held in all of them, some, none, or could not be measured. Which way "better" points
+comparison, made on the latest successful run of every variant there (with `check.experiment`,
+at each x of that experiment's sweep); the verdict says whether the claim held in all of them,
+some, none, or could not be measured. `linear` claims fit the subject's metric against the
+sweep's x (a positive slope and R^2 >= value). Which way "better" points
 comes from the metrics registry, so a claim cannot read a metric backwards.
 """
 
@@ -21,7 +23,7 @@ from harness.report import metrics, results
 from harness.report.results import PROJECT_ROOT
 
 CLAIMS_FILE = PROJECT_ROOT / "conf" / "claims.yaml"
-KINDS = ("better", "ratio_at_least", "scales", "bound")
+KINDS = ("better", "ratio_at_least", "scales", "bound", "linear")
 KEYS = ("dataset", "workload", "workers")
 
 
@@ -33,7 +35,11 @@ class Verdict:
 
 
 def load_claims(path: Path = CLAIMS_FILE) -> list[dict]:
-    claims = yaml.safe_load(Path(path).read_text()) or []
+    return load_claims_from(yaml.safe_load(Path(path).read_text()) or [])
+
+
+def load_claims_from(claims: list[dict]) -> list[dict]:
+    """The claims, each checked for a known kind, metric and direction (a ValueError naming it)."""
     for c in claims:
         kind = c.get("check", {}).get("kind")
         if kind not in KINDS:
@@ -42,6 +48,11 @@ def load_claims(path: Path = CLAIMS_FILE) -> list[dict]:
             metrics.metric(c["check"]["metric"])  # an unknown metric fails here
             if c["check"].get("min") is None and c["check"].get("max") is None:
                 raise ValueError(f"claim {c.get('id')!r}: a bound claim needs check.min or check.max")
+        elif kind == "linear":
+            metrics.metric(c["check"]["metric"])
+            if not c["check"].get("experiment"):
+                raise ValueError(f"claim {c.get('id')!r}: a linear claim needs check.experiment (whose swept x "
+                                 "the metric grows along)")
         else:
             higher_is_better(c)
     return claims
@@ -74,6 +85,36 @@ def latest(table: pd.DataFrame) -> pd.DataFrame:
     return ok.sort_values("started_at").groupby(["variant", *KEYS]).tail(1)
 
 
+def latest_swept(table: pd.DataFrame, experiment: str) -> pd.DataFrame:
+    """The newest successful run per (variant, dataset, workload, workers, x) of one experiment."""
+    ok = results.labelled(table[table["status"] == "ok"])
+    if "experiment" not in ok or "x" not in ok:
+        return ok.iloc[0:0]
+    ok = ok[(ok["experiment"] == experiment) & ok["x"].notna()]
+    return ok.sort_values("started_at").groupby(["variant", *KEYS, "x"]).tail(1)
+
+
+def _linear(rows: pd.DataFrame, subject: str, metric: str, min_r2: float) -> tuple[list[bool], list[str]]:
+    """Per configuration, the subject's metric against x: a least-squares line with a positive slope
+    and R^2 >= min_r2 over at least three x values."""
+    held, notes = [], []
+    for (ds, wl, w), g in rows.groupby(list(KEYS)):
+        s = g[g["variant"] == subject].assign(xv=lambda d: pd.to_numeric(d["x"], errors="coerce"))
+        s = s[np.isfinite(s["xv"]) & np.isfinite(s[metric].astype(float))].sort_values("xv")
+        if s["xv"].nunique() < 3:
+            continue
+        x, y = s["xv"].to_numpy(float), s[metric].to_numpy(float)
+        slope, icept = np.polyfit(x, y, 1)
+        ss_tot = float(((y - y.mean()) ** 2).sum())
+        r2 = 1.0 - float(((y - (slope * x + icept)) ** 2).sum()) / ss_tot if ss_tot > 0 else 0.0
+        ok = slope > 0 and r2 >= min_r2
+        held.append(ok)
+        pts = ", ".join(f"{xi:g}: {metrics.show(metric, yi)}" for xi, yi in zip(x, y))
+        notes.append(f"{wl}/{ds}/{w}w: {subject} {metric} over x ({pts}): slope {slope:.3g}, R^2 {r2:.2f} "
+                     f"(needs > 0 and >= {min_r2}: {'yes' if ok else 'no'})")
+    return held, notes
+
+
 def _where(rows: pd.DataFrame, where: dict) -> pd.DataFrame:
     for key, allowed in (where or {}).items():
         if key in rows:
@@ -86,16 +127,26 @@ def _value(rows: pd.DataFrame, variant: str, metric: str) -> float | None:
     return None if hit.empty else float(hit[metric].iloc[-1])
 
 
+def _where_label(key: tuple) -> str:
+    """dataset, workload, workers (and x in a sweep) of one comparison, as the verdicts print it."""
+    ds, wl, w, *x = key
+    return f"{wl}/{ds}/{w}w" + (f" at x={x[0]}" if x else "")
+
+
 def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
     chk = claim["check"]
     metric, subject = chk["metric"], chk["subject"]
     others = list(chk.get("others") or [])
-    higher = higher_is_better(claim) if chk["kind"] != "bound" else True
-    rows = _where(latest(table), chk.get("where", {}))
+    higher = higher_is_better(claim) if chk["kind"] not in ("bound", "linear") else True
+    swept = chk.get("experiment")  # compare within an experiment's sweep, at each of its x values
+    rows = _where(latest_swept(table, swept) if swept else latest(table), chk.get("where", {}))
     if metric not in rows:
         return Verdict(claim, "not measured", [f"no column {metric!r}"])
     held, notes = [], []
-    if chk["kind"] == "scales":
+    keys = [*KEYS, "x"] if swept else list(KEYS)
+    if chk["kind"] == "linear":
+        held, notes = _linear(rows, subject, metric, float(chk.get("value") or 0.9))
+    elif chk["kind"] == "scales":
         for (ds, wl), g in rows.groupby(["dataset", "workload"]):
             s = g[g["variant"] == subject].sort_values("workers")
             if len(s) < 2:
@@ -107,17 +158,17 @@ def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
                          f"{s['workers'].iloc[-1]} workers ({'yes' if ok else 'no'})")
     elif chk["kind"] == "bound":  # the subject's own value within [min, max] (a shape, a growth)
         lo, hi = chk.get("min"), chk.get("max")
-        for (ds, wl, w), g in rows.groupby(list(KEYS)):
+        for key, g in rows.groupby(keys):
             mine = _value(g, subject, metric)
             if mine is None or not np.isfinite(mine):
                 continue
             ok = (lo is None or mine >= float(lo)) and (hi is None or mine <= float(hi))
             held.append(ok)
-            notes.append(f"{wl}/{ds}/{w}w: {subject} {metrics.show(metric, mine, unit=True)} "
+            notes.append(f"{_where_label(key)}: {subject} {metrics.show(metric, mine, unit=True)} "
                          f"(allowed {'' if lo is None else f'>= {lo}'}{' and ' if lo is not None and hi is not None else ''}"
                          f"{'' if hi is None else f'<= {hi}'}: {'yes' if ok else 'no'})")
     else:
-        for (ds, wl, w), g in rows.groupby(list(KEYS)):
+        for key, g in rows.groupby(keys):
             mine = _value(g, subject, metric)
             theirs = {o: _value(g, o, metric) for o in others}
             theirs = {o: v for o, v in theirs.items() if v is not None}
@@ -132,7 +183,7 @@ def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
                 ok = all(r >= float(chk.get("value") or 1.0) for r in ratios.values())
                 detail = ", ".join(f"x{r:.2f} vs {o}" for o, r in ratios.items())
             held.append(ok)
-            notes.append(f"{wl}/{ds}/{w}w: {subject} {metrics.show(metric, mine, unit=True)}; {detail} "
+            notes.append(f"{_where_label(key)}: {subject} {metrics.show(metric, mine, unit=True)}; {detail} "
                          f"({'yes' if ok else 'no'})")
     if not held:
         return Verdict(claim, "not measured", ["no run of the subject and a comparison strategy matches"])

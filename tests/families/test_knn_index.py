@@ -76,11 +76,27 @@ def test_reposting_filled_balls_mid_epoch_changes_nothing(seed, n_workers, chunk
     np.testing.assert_array_equal(keys, knn_oracle(ev))
 
 
-@pytest.mark.parametrize("cells", [1, 3, 16])
+@pytest.mark.parametrize("cells", [1, 3, 16, "auto"])
 def test_grid_resolution_changes_work_not_results(cells):
     ev = random_knn_stream(11, n_objects=300, n_queries=40)
     keys, _ = run_replicated(ev, 3, 4, 1, cells=cells)
     np.testing.assert_array_equal(keys, knn_oracle(ev))
+
+
+def test_auto_resolution_follows_the_live_subscriptions(monkeypatch):
+    """auto: a finer grid as subscriptions accumulate, rebuilt at a repost; results unchanged."""
+    import harness.families.knn.index as knn_index
+
+    monkeypatch.setattr(knn_index, "AUTO_BALLS_PER_CELL", 1)
+    monkeypatch.setattr(knn_index, "AUTO_CELLS", (2, 8))
+    index = KnnIndex(CONTEXT)
+    assert [index.auto_cells(n) for n in (0, 9, 30, 10_000)] == [2, 3, 5, 8]
+    assert KnnIndex(CONTEXT, cells_per_side=5).auto_cells(10_000) == 5
+    ev = random_knn_stream(3, n_objects=400, n_queries=40)
+    out = index.process(ev)
+    assert index.grid.nx > 2 and out.counters["reposts"] >= 1
+    single = np.unique(out.results.ids[:, 0] << 32 | out.results.ids[:, 1])
+    np.testing.assert_array_equal(single, knn_oracle(ev))
 
 
 def test_feedback_prunes_candidates_and_keeps_results():
@@ -175,3 +191,13 @@ def test_fast_naive_vector_through_index_and_merge(n_workers):
     got, _ = run_replicated(ev, n_workers, 2, seed=n_workers)
     want = pair_keys([(q, oid) for oid, qs in enumerate(expected, start=1) for q in qs])
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("bad", [0, -3, "fine", True, 2.5])
+def test_grid_resolution_must_be_auto_or_a_positive_integer(bad):
+    from harness.families.knn.family import KnnFamily
+
+    KnnFamily.check_params(KnnFamily.Params(cells_per_side="auto"))
+    KnnFamily.check_params(KnnFamily.Params(cells_per_side=7))
+    with pytest.raises(ValueError, match=r"index.knn.cells_per_side=.*allowed: auto or an integer >= 1"):
+        KnnFamily.check_params(KnnFamily.Params(cells_per_side=bad))

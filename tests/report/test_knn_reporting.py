@@ -65,6 +65,39 @@ def test_bound_claims_check_the_subjects_own_value():
     assert claims.evaluate(claim, table).verdict == "does not hold"
 
 
+def _swept(variant, x, **values):
+    return {**_row(variant, **values), "experiment": "dkmsks_subscriptions", "x": x}
+
+
+def test_linear_claims_fit_a_line_over_the_experiments_sweep():
+    claim = {"id": "t", "paper": "dkmsks", "claim": "linear in |S|",
+             "check": {"kind": "linear", "metric": "update_time_ms_per_ts", "subject": "dkmsks",
+                       "experiment": "dkmsks_subscriptions", "value": 0.9}}
+    xs = [5000, 10000, 15000, 20000]
+    line = [_swept("dkmsks", x, update_time_ms_per_ts=1.0 + x / 1000) for x in xs]
+    bent = [_swept("dkmsks", x, update_time_ms_per_ts=v) for x, v in zip(xs, [1.0, 9.0, 1.5, 8.0])]
+    falling = [_swept("dkmsks", x, update_time_ms_per_ts=30.0 - x / 1000) for x in xs]
+    unswept = [_row("dkmsks", update_time_ms_per_ts=100.0)]  # a default run: not part of the sweep
+    assert claims.evaluate(claim, pd.DataFrame(line + unswept)).verdict == "holds"
+    assert claims.evaluate(claim, pd.DataFrame(bent)).verdict == "does not hold"
+    assert claims.evaluate(claim, pd.DataFrame(falling)).verdict == "does not hold"
+    assert claims.evaluate(claim, pd.DataFrame(line[:2])).verdict == "not measured"  # two points fit any line
+    del claim["check"]["experiment"]
+    with pytest.raises(ValueError, match="check.experiment"):
+        claims.load_claims_from([claim])
+
+
+def test_comparisons_within_a_sweep_are_made_at_each_x():
+    claim = {"id": "t", "paper": "dkmsks", "claim": "DkM-SKS always beats KOP",
+             "check": {"kind": "better", "metric": "update_time_ms_per_ts", "subject": "dkmsks", "others": ["kop"],
+                       "experiment": "dkmsks_subscriptions"}}
+    rows = [_swept("dkmsks", x, update_time_ms_per_ts=x / 1000) for x in (5000, 10000)]
+    rows += [_swept("kop", 5000, update_time_ms_per_ts=9.0), _swept("kop", 10000, update_time_ms_per_ts=2.0)]
+    verdict = claims.evaluate(claim, pd.DataFrame(rows))
+    assert verdict.verdict == "partly (1/2)"
+    assert any("x=5000" in n for n in verdict.comparisons)
+
+
 def test_timeline_and_decomposition_plots_draw_the_runs(tmp_path):
     rows = []
     for v, scale in (("dkmsks", 1.0), ("kop", 5.0)):

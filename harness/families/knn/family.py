@@ -35,15 +35,18 @@ class KnnFamily(Family):
 
     @dataclass
     class Params:
-        cells_per_side: int = 64  # the worker grid's resolution (DkM-SKS gives none; GI2's default)
+        # the worker grid's resolution (DkM-SKS gives none): an integer, or auto (from the number
+        # of live subscriptions at each build, see KnnIndex.auto_cells)
+        cells_per_side: int | str = "auto"
         # shared: every strategy's workers use this grid; paper: each strategy's own paper index
         # (Strategy.paper_index; KOP's and SOP's inverted files are a one-cell grid)
         layout: str = "shared"
 
     @classmethod
     def check_params(cls, params) -> None:
-        if not isinstance(params.cells_per_side, int) or params.cells_per_side < 1:
-            raise ValueError(f"index.knn.cells_per_side={params.cells_per_side!r} is invalid; allowed: an integer >= 1")
+        cps = params.cells_per_side
+        if cps != "auto" and (not isinstance(cps, int) or isinstance(cps, bool) or cps < 1):
+            raise ValueError(f"index.knn.cells_per_side={cps!r} is invalid; allowed: auto or an integer >= 1")
         if params.layout not in ("shared", "paper"):
             raise ValueError(f"index.knn.layout={params.layout!r} is invalid; allowed: shared, paper")
 
