@@ -315,7 +315,7 @@ class FGTree:
         router = assemble(n_workers, kind, first_child, [self.mid[v][0] for v in order], [self.mid[v][1] for v in order],
                           [self.region[v] for v in order], term_maps, np.zeros(len(leaves), np.int64),
                           [self.load[v] for v in leaves])
-        return router, leaves
+        return self.router.same_rules(router), leaves
 
     def adjust(self, m: int) -> MigrationPlan | None:
         """Run the loop, then FM on the new tree with loads and holdings counted by routing the

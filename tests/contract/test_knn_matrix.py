@@ -44,6 +44,17 @@ def test_knn_stays_exact_when_an_adjuster_moves_state(knn, strategy, adjust, par
     assert res.exact, (strategy, adjust)
 
 
+@pytest.mark.parametrize("strategy", ["qttree", "quadtree", "text_only"])
+@pytest.mark.parametrize("adjust", ["none", "pm", "fg"])
+def test_sstd_routing_ckqs_to_every_worker_is_exact(knn, strategy, adjust):
+    """SSTD's own CKQ rule (ckq_routing: all): every worker holds every CKQ, objects one leaf each;
+    the adjuster's rebuilt trees keep the rule."""
+    res = simulate(knn.events, knn.warmup, strategy, 4, epoch_events=len(knn.events) // 6, adjust=adjust,
+                   strategy_params={"ckq_routing": "all"})
+    assert res.exact, (strategy, adjust)
+    assert sum(e.get("replicas_dropped", 0) for e in res.epochs) == 0  # every worker stays on its route
+
+
 def test_knn_stays_exact_under_random_migrations(knn):
     context = default_context(knn.events, 3)
     adjuster = RandomMoves(RandomMoves.make_params({}), 4, context, "grid")

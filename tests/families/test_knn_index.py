@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from harness.core.events import OBJECT, Events
 from harness.families.base import IndexContext, StateBundle
-from harness.families.knn.index import KnnIndex
+from harness.families.knn.index import Candidates, KnnIndex
 from harness.families.knn.merge import KnnMerger
 from harness.families.knn.oracle import knn_oracle
 from tests.streams import random_knn_stream
@@ -201,3 +201,34 @@ def test_grid_resolution_must_be_auto_or_a_positive_integer(bad):
     KnnFamily.check_params(KnnFamily.Params(cells_per_side=7))
     with pytest.raises(ValueError, match=r"index.knn.cells_per_side=.*allowed: auto or an integer >= 1"):
         KnnFamily.check_params(KnnFamily.Params(cells_per_side=bad))
+
+
+@settings(max_examples=30, deadline=None)
+@given(rows=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 30)), max_size=60),
+       runs=st.integers(1, 5), seed=st.integers(0, 1000))
+def test_blocks_merge_as_sorted_runs_into_one_row_per_query_and_object(rows, runs, seed):
+    """Workers' blocks leave in (qid, seq) order and the merger merges them, dropping the copies
+    of an object a query got from several replicas; a block out of order (a hand-built one) is
+    sorted on arrival. Reference: a set of (qid, seq) sorted."""
+    from harness.families.knn.merge import _sorted, merge_runs, unpack
+
+    rng = np.random.default_rng(seed)
+    parts = []
+    for r in range(runs):
+        mine = sorted({x for x in rows if rng.random() < 0.6}, key=lambda t: t[1])  # seq order, as emitted
+        ids = np.array([[q, 1000 + s, s] for q, s in mine], np.int64).reshape(-1, 3)
+        d2 = ids[:, 2].astype(np.float64)
+        if r == 0:
+            blocks = [unpack(pack_) for _, pack_ in KnnMerger.blocks(Candidates(ids, d2), 1)]
+            assert len(blocks) == (1 if len(ids) else 0)
+            if blocks:
+                assert np.array_equal(np.lexsort((blocks[0][0][:, 2], blocks[0][0][:, 0])), np.arange(len(ids)))
+                ids, d2 = blocks[0]
+        else:
+            ids, d2 = _sorted(ids[::-1].copy(), d2[::-1].copy())
+        parts.append((ids, d2))
+    ids = np.concatenate([p[0] for p in parts])
+    off = np.r_[0, np.cumsum([len(p[1]) for p in parts])].astype(np.int64)
+    order = merge_runs(np.ascontiguousarray(ids[:, 0]), np.ascontiguousarray(ids[:, 2]), off)
+    got = [tuple(r) for r in ids[order][:, [0, 2]].tolist()]
+    assert got == sorted({tuple(r) for r in ids[:, [0, 2]].tolist()})

@@ -70,6 +70,82 @@ def replay(c_qid, c_oid, c_seq, c_d2, slot, k, dele, koff, count, m_d2, m_seq, m
         entered[i] = True
 
 
+@njit(cache=True)
+def _before(q, sq, i, j):
+    return q[i] < q[j] or (q[i] == q[j] and sq[i] < sq[j])
+
+
+@njit(cache=True)
+def merge_runs(q, sq, run_off):
+    """Rows of runs each sorted by (qid, seq) (a worker's block, blocks() sorts it), merged into
+    one (qid, seq) order with a binary heap over the runs' heads; a row equal to the previous one
+    (the same object from another replica of the query: an object's seq names it) is left out."""
+    r = len(run_off) - 1
+    heap = np.empty(r, np.int64)  # run ids, ordered by their head rows
+    head = run_off[:-1].copy()
+    n_heap = 0
+    for k in range(r):
+        if head[k] < run_off[k + 1]:
+            heap[n_heap] = k
+            n_heap += 1
+            c = n_heap - 1
+            while c > 0 and _before(q, sq, head[heap[c]], head[heap[(c - 1) >> 1]]):
+                heap[c], heap[(c - 1) >> 1] = heap[(c - 1) >> 1], heap[c]
+                c = (c - 1) >> 1
+    out = np.empty(run_off[-1], np.int64)
+    n = 0
+    while n_heap:
+        k = heap[0]
+        i = head[k]
+        if n == 0 or q[out[n - 1]] != q[i] or sq[out[n - 1]] != sq[i]:
+            out[n] = i
+            n += 1
+        head[k] += 1
+        if head[k] == run_off[k + 1]:
+            n_heap -= 1
+            heap[0] = heap[n_heap]
+        c = 0
+        while True:  # sift the root down
+            a, b = 2 * c + 1, 2 * c + 2
+            m = c
+            if a < n_heap and _before(q, sq, head[heap[a]], head[heap[m]]):
+                m = a
+            if b < n_heap and _before(q, sq, head[heap[b]], head[heap[m]]):
+                m = b
+            if m == c:
+                break
+            heap[c], heap[m] = heap[m], heap[c]
+            c = m
+    return out[:n]
+
+
+@njit(cache=True)
+def _is_sorted(q, sq):
+    for i in range(1, len(q)):
+        if _before(q, sq, i, i - 1):
+            return False
+    return True
+
+
+def by_query(qid: np.ndarray) -> np.ndarray:
+    """A stable order of the rows by qid: the worker emits its candidates in seq order, so each
+    block leaves in (qid, seq) order, the runs merge_runs merges (a sort-merge shuffle: each
+    worker sorts its own candidates, the merger only merges). Rows and qids below 2^31 (as pair
+    keys need) sort as one packed int64 (qid, row), 6x a lexsort; otherwise a stable argsort."""
+    n = len(qid)
+    if n and n < 1 << 31 and qid.min() >= 0 and qid.max() < 1 << 31:
+        return np.sort((qid.astype(np.int64) << 32) | np.arange(n, dtype=np.int64)) & 0xFFFFFFFF
+    return np.argsort(qid, kind="stable")
+
+
+def _sorted(ids: np.ndarray, d2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A block in (qid, seq) order: as blocks() writes it, else sorted here."""
+    if _is_sorted(np.ascontiguousarray(ids[:, 0]), np.ascontiguousarray(ids[:, 2])):
+        return ids, d2
+    order = np.lexsort((ids[:, 2], ids[:, 0]))
+    return ids[order], d2[order]
+
+
 class KnnMerger(Merger):
     stateful = True
     needs_queries = True
@@ -79,8 +155,9 @@ class KnnMerger(Merger):
         ids, d2 = results.ids, results.d2
         if len(d2) == 0:
             return
-        bucket = qid_buckets(ids[:, 0], n_buckets)
-        order = np.argsort(bucket, kind="stable")
+        order = by_query(ids[:, 0])
+        bucket = qid_buckets(ids[order, 0], n_buckets)
+        order = order[np.argsort(bucket.astype(np.int16) if n_buckets < 1 << 15 else bucket, kind="stable")]
         bucket = bucket[order]
         cuts = np.r_[0, np.flatnonzero(np.diff(bucket)) + 1, len(bucket)]
         for lo, hi in zip(cuts[:-1], cuts[1:]):
@@ -92,15 +169,14 @@ class KnnMerger(Merger):
 
     def merge(self, blobs: list[bytes], queries: Events | None) -> MergeOutput:
         qid, k, dele, koff, count, m_d2, m_seq, m_oid = self._queries(queries)
-        parts = [unpack(b) for b in blobs]
+        parts = [_sorted(*unpack(b)) for b in blobs]
         ids = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, 3), np.int64)
         d2 = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
-        if len(d2):
-            order = np.lexsort((ids[:, 1], ids[:, 2], ids[:, 0]))  # by query, seq, object
+        if len(d2):  # by query, then seq; one row per (query, object)
+            run_off = np.r_[0, np.cumsum([len(p[1]) for p in parts])].astype(np.int64)
+            order = merge_runs(np.ascontiguousarray(ids[:, 0]), np.ascontiguousarray(ids[:, 2]), run_off)
             ids, d2 = ids[order], d2[order]
-            dup = np.r_[False, (ids[1:, 0] == ids[:-1, 0]) & (ids[1:, 1] == ids[:-1, 1])]
-            ids, d2 = ids[~dup], d2[~dup]
-        slot = np.searchsorted(qid, ids[:, 0])
+        slot = np.searchsorted(qid, ids[:, 0])  # sorted needles: each search starts at the last
         known = slot < len(qid)
         known[known] = qid[slot[known]] == ids[known, 0]
         if not known.all():

@@ -1,12 +1,16 @@
 """SSTD's cost model (Eq. 1-2), one term per query family, and the textual split's term -> child
 assignment it drives (Section 4.1.2). Each term is Pr(family) * p_family(cell) * F(H) * E: Eq. 1's
-form, with H the mass of M on the node's keywords. Only the continuous range term (CRQ) exists
-now; the other families raise.
+form, with H the mass of M on the node's keywords. The continuous range (CRQ) and kNN (CKQ) terms
+exist; the other families raise.
 
 CRQ text factor (docs/decisions.md): the paper's W_crq has none (CRQs reach every textual
 child). Under keyword routing a CRQ only reaches a child if a routing keyword is there, so W_crq
 gets Eq. 1's factor F(H) = sum_l Pr(l) (1 - (1 - H)^l), l = number of routing keywords (1 for
 AND), each drawn independently from the cell's M, as Eq. 1 assumes.
+
+CKQ (SSTD Sec. 4.1.1): W_ckq(P) = Pr(d(q, P) < d(q, q.R_k)) * E_{P,O}, no text factor, because
+SSTD routes a CKQ to every worker. Under ckq_routing: ball a CKQ is routed by its keywords like a
+CRQ, so it gets the CRQ's factor F(H) (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -20,6 +24,12 @@ from numba import njit
 from strategies.sstd.qttree.stats import QueryStats, StatsCell
 
 
+def _share(stats: QueryStats, cell: StatsCell, family: str) -> float:
+    """p_family(cell): the fraction of the family's sample queries whose region reaches the cell."""
+    mine = stats.is_knn[cell.queries] if family == "knn" else ~stats.is_knn[cell.queries]
+    return int(mine.sum()) / max(stats.n_by_family[family], 1)
+
+
 def _range_term(stats: QueryStats, cell: StatsCell) -> np.ndarray:
     """CRQ: W_crq = p_crq(cell) * F(H) * E_{P,O}, returned as the coefficients of
     p_crq * (E_{P,O} / |O_P|) * F(H), a polynomial in H (the caller multiplies by |O_P|).
@@ -27,8 +37,14 @@ def _range_term(stats: QueryStats, cell: StatsCell) -> np.ndarray:
     F(H) = sum_l Pr(l) * (1 - (1 - H)^l): the probability that one of the query's l routing
     keywords, each drawn from the cell's M, is among the node's keywords (Eq. 1's assumption).
     """
-    p_crq = len(cell.queries) / max(stats.n_queries, 1)
-    return text_factor_poly(stats.pr_route_len) * p_crq * stats.lifetime_rate
+    return text_factor_poly(stats.pr_route_len) * _share(stats, cell, "range") * stats.lifetime["range"]
+
+
+def _knn_term(stats: QueryStats, cell: StatsCell) -> np.ndarray:
+    """CKQ: W_ckq = p_ckq(cell) * E_{P,O} (the polynomial 1 in H: every textual child holds the
+    CKQ), or with the CRQ's F(H) when CKQs are routed by their keywords."""
+    text = text_factor_poly(stats.pr_route_len) if stats.knn_by_keywords else np.ones(1)
+    return text * _share(stats, cell, "knn") * stats.lifetime["knn"]
 
 
 def text_factor_poly(pr_l: np.ndarray) -> np.ndarray:
@@ -45,14 +61,14 @@ def _not_yet(family: str, sstd_types: str) -> Callable[[QueryStats, StatsCell], 
     def term(stats, cell):
         raise NotImplementedError(
             f"QT-tree cost model: the {family!r} family (SSTD's {sstd_types}) is not implemented yet; "
-            "implemented families: ['range']"
+            "implemented families: ['knn', 'range']"
         )
     return term
 
 
 FAMILY_TERMS: dict[str, Callable[[QueryStats, StatsCell], np.ndarray]] = {
     "range": _range_term,
-    "knn": _not_yet("knn", "CKQ/SKQ"),
+    "knn": _knn_term,
     "topk": _not_yet("topk", "top-k subscriptions; CTQ/STQ are top-k frequent terms"),
     "snapshot": _not_yet("snapshot", "SRQ/SKQ/STQ"),
 }

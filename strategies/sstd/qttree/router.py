@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.core.events import AND, OBJECT, Events
+from harness.core.events import AND, KNN, OBJECT, Events
 from strategies.base import Pairs, Router
 from strategies.sstd.qttree.route import (
     LEAF,
@@ -22,7 +22,15 @@ LAZY_PAIRS = 1 << 24  # output buffers are sized for the worst case up to this m
 class QTTreeRouter(Router):
     """The flattened QT-tree: per node its kind, first child (children are contiguous), split
     midpoints (spatial) or, at the head of a run of textual nodes, its term -> exit table, and
-    leaf -> worker (`leaf_worker`, the movable unit map an adjuster rewrites)."""
+    leaf -> worker (`leaf_worker`, the movable unit map an adjuster rewrites).
+
+    kNN subscriptions (SSTD's CKQ): `knn_to_all` routes them to every worker, as SSTD does ("since
+    each leaf node may contribute to the result of q, SSTD routes q to all workers", Sec. 4.2);
+    otherwise like a CRQ on the rectangle they carry (the whole space while the ball is unbounded,
+    the ball's square once feedback narrowed it), keyword routing at textual nodes included.
+    Objects reach one leaf either way, so both are exact with the kNN replay merge."""
+
+    knn_to_all = False  # set by the strategy (ckq_routing: all) and kept by with_assignment
 
     def __init__(self, n_workers, kind, first_child, mid_x, mid_y, exit_off, exit_len, exit_table, empty_exit,
                  leaf_run, node_leaf, leaf_worker, regions, leaf_cost):
@@ -72,7 +80,13 @@ class QTTreeRouter(Router):
     def route(self, ev: Events) -> Pairs:
         if not self.has_text:  # objects reach one leaf each: the spatial kernel, then the queries
             return super().route(ev)
-        return self._route(ev, *self.objects_and_queries(ev))
+        objs, qs = self.objects_and_queries(ev)
+        if not self.knn_to_all:
+            return self._route(ev, objs, qs)
+        knn = ev.family[qs] == KNN
+        ro, wo = self._route(ev, objs, qs[~knn])
+        rk, wk = self.route_knn(ev, qs[knn])
+        return np.concatenate([ro, rk]), np.concatenate([wo, wk])
 
     def route_objects(self, ev: Events, rows: np.ndarray) -> Pairs:
         if not self.has_text:
@@ -84,11 +98,22 @@ class QTTreeRouter(Router):
     def route_range(self, ev: Events, rows: np.ndarray) -> Pairs:
         return self._route(ev, np.zeros(0, np.int64), rows)
 
+    def route_knn(self, ev: Events, rows: np.ndarray) -> Pairs:
+        if not self.knn_to_all:
+            return self.route_range(ev, rows)
+        rows = np.asarray(rows, np.int64)
+        return np.repeat(rows, self.n_workers), np.tile(np.arange(self.n_workers, dtype=np.int64), len(rows))
+
     def with_assignment(self, leaf_worker: np.ndarray) -> QTTreeRouter:
         """The same tree with leaves moved to other workers (for load adjustment)."""
-        return QTTreeRouter(self.n_workers, self.kind, self.first_child, self.mid_x, self.mid_y, self.exit_off,
-                            self.exit_len, self.exit_table, self.empty_exit, self.leaf_run, self.node_leaf, leaf_worker,
-                            self.regions, self.leaf_cost)
+        return self.same_rules(QTTreeRouter(
+            self.n_workers, self.kind, self.first_child, self.mid_x, self.mid_y, self.exit_off, self.exit_len,
+            self.exit_table, self.empty_exit, self.leaf_run, self.node_leaf, leaf_worker, self.regions, self.leaf_cost))
+
+    def same_rules(self, other: QTTreeRouter) -> QTTreeRouter:
+        """`other` (this tree rebuilt or reassigned) with this router's kNN rule."""
+        other.knn_to_all = self.knn_to_all
+        return other
 
     # -- migration units: the leaves (SSTD Section 5 moves leaves; strategies/sstd/balance.py) --------
 
@@ -101,9 +126,10 @@ class QTTreeRouter(Router):
         and routing cannot disagree (cached; dropped when pickled)."""
         r = self.__dict__.get("_leaf_router")
         if r is None:
-            r = QTTreeRouter(self.n_leaves, self.kind, self.first_child, self.mid_x, self.mid_y, self.exit_off,
-                             self.exit_len, self.exit_table, self.empty_exit, self.leaf_run, self.node_leaf,
-                             np.arange(self.n_leaves), self.regions, self.leaf_cost)
+            r = self.same_rules(QTTreeRouter(
+                self.n_leaves, self.kind, self.first_child, self.mid_x, self.mid_y, self.exit_off, self.exit_len,
+                self.exit_table, self.empty_exit, self.leaf_run, self.node_leaf, np.arange(self.n_leaves),
+                self.regions, self.leaf_cost))
             self.__dict__["_leaf_router"] = r
         return r
 

@@ -2,6 +2,12 @@
 built lazily. A cell holds the sample queries overlapping it (p = count / all queries of the
 family), the objects inside it (E_obj), and the routing-keyword distribution M of its queries.
 
+The region queries are the continuous ones: CRQs (range) and CKQs (kNN), a CKQ by the rectangle
+around its ball (the fit view narrows it to its warm-up ball), which is SSTD's "d(q, P) <
+d(q, q.R_k)": p_ckq of a cell is the fraction of sample CKQs whose ball reaches it. A CKQ has
+routing keywords only when it is routed by them (ckq_routing: ball); SSTD's own rule sends it to
+every worker, and then it adds nothing to M.
+
 Decisions (docs/decisions.md):
 - J is never materialised beyond the cells the tree visits; a J cell is the QT node's own region.
 - E_{P,O} = mean query lifetime x objects per time unit; the lifetime of a sample query is its
@@ -18,6 +24,7 @@ from harness.core.events import (
     DELETE,
     FAMILY_NAMES,
     INSERT,
+    KNN,
     OBJECT,
     RANGE,
     SNAPSHOT,
@@ -51,20 +58,22 @@ class QueryStats:
     falls in it, by the same comparisons the router makes, so J cells and QT nodes agree exactly.
     """
 
-    def __init__(self, sample: Events, extent):
+    def __init__(self, sample: Events, extent, knn_by_keywords: bool = True):
         self.sample = sample
+        self.knn_by_keywords = knn_by_keywords
         self.objs = np.flatnonzero(sample.kind == OBJECT)
         is_query = (sample.kind == INSERT) | (sample.kind == SNAPSHOT)
         fam = sample.family[is_query]
         self.family_counts = {FAMILY_NAMES.get(int(f), str(int(f))): int(c) for f, c in zip(*np.unique(fam, return_counts=True))}
-        self.qs = np.flatnonzero((sample.kind == INSERT) & (sample.family == RANGE))
+        self.qs = np.flatnonzero((sample.kind == INSERT) & np.isin(sample.family, (RANGE, KNN)))
+        self.is_knn = sample.family[self.qs] == KNN
         self.ox = sample.x[self.objs].astype(np.float64)
         self.oy = sample.y[self.objs].astype(np.float64)
         self.o_off, self.o_val = csr_take(sample.offsets, sample.values, self.objs)
         self.rect = np.stack([sample.xmin[self.qs], sample.ymin[self.qs], sample.xmax[self.qs], sample.ymax[self.qs]], 1).astype(np.float64)
         # Routing entries (query position, term): the least frequent keyword of an AND query, every
         # keyword of an OR query; sorted by query so a query's entries are contiguous.
-        e_rows, e_terms = routing_terms(sample, self.qs)
+        e_rows, e_terms = routing_terms(sample, self.qs[~self.is_knn] if not knn_by_keywords else self.qs)
         keep = e_terms >= 0  # a query without keywords has no routing keyword (and matches nothing)
         e_rows, e_terms = e_rows[keep], e_terms[keep]
         e_q = np.searchsorted(self.qs, e_rows)
@@ -73,38 +82,44 @@ class QueryStats:
         self.e_count = np.bincount(self.e_q, minlength=len(self.qs)).astype(np.int64)
         self.e_off = np.concatenate([[0], np.cumsum(self.e_count)]).astype(np.int64)
         self.n_queries = len(self.qs)
-        self.lifetime_rate = self._lifetime_rate(sample)
+        self.n_by_family = {"range": int((~self.is_knn).sum()), "knn": int(self.is_knn.sum())}
+        self.lifetime = {f: self._lifetime_rate(sample, code, self.is_knn == (f == "knn"))
+                         for f, code in (("range", RANGE), ("knn", KNN))}
+        self.lifetime_rate = self.lifetime["range" if self.n_by_family["range"] else "knn"]
         self.pr_route_len = self._route_len_distribution()
         root = StatsCell((0, 0, 0), tuple(float(v) for v in extent), np.arange(self.n_queries), np.arange(len(self.objs)),
                          len(self.e_q))
         self.cells: dict[tuple[int, int, int], StatsCell] = {root.key: root}
 
-    def _lifetime_rate(self, sample: Events) -> float:
-        """mean lifetime / sample span: turns a sample object count into E_{P,O} (Eq. for CRQ)."""
-        if len(sample) == 0 or self.n_queries == 0:
+    def _lifetime_rate(self, sample: Events, family: int, mine: np.ndarray) -> float:
+        """mean lifetime / sample span of one family's queries (`mine` of qs): turns a sample
+        object count into E_{P,O} (the CRQ and CKQ terms)."""
+        qs = self.qs[mine]
+        if len(sample) == 0 or len(qs) == 0:
             return 1.0
         t0, t1 = float(sample.ts.min()), float(sample.ts.max())
         if t1 <= t0:
             return 1.0
-        dels = np.flatnonzero((sample.kind == DELETE) & (sample.family == RANGE))
-        end = np.full(self.n_queries, t1)
+        dels = np.flatnonzero((sample.kind == DELETE) & (sample.family == family))
+        end = np.full(len(qs), t1)
         if len(dels):
             ids = sample.id[dels]
             order = np.argsort(ids, kind="stable")
             ids, dts = ids[order], sample.ts[dels][order]
-            q_ids = sample.id[self.qs]
+            q_ids = sample.id[qs]
             pos = np.clip(np.searchsorted(ids, q_ids), 0, len(ids) - 1)
             hit = ids[pos] == q_ids
             end[hit] = dts[pos[hit]]
-        life = np.maximum(end - sample.ts[self.qs], 0.0)
+        life = np.maximum(end - sample.ts[qs], 0.0)
         return float(life.mean() / (t1 - t0))
 
     def _route_len_distribution(self) -> np.ndarray:
-        """Pr(l), l = number of routing keywords of a range query (1 for AND, |q.phi| for OR);
-        global, like the paper's Pr(|q.phi| = l) (it does not say per cell)."""
-        if self.n_queries == 0:
+        """Pr(l), l = number of routing keywords of a keyword-routed query (1 for AND, |q.phi| for
+        OR); global, like the paper's Pr(|q.phi| = l) (it does not say per cell)."""
+        routed = np.ones(self.n_queries, bool) if self.knn_by_keywords else ~self.is_knn
+        if not routed.any():
             return np.array([0.0, 1.0])
-        return np.bincount(self.e_count).astype(np.float64) / self.n_queries
+        return np.bincount(self.e_count[routed]).astype(np.float64) / routed.sum()
 
     def cell(self, key: tuple[int, int, int]) -> StatsCell:
         if key not in self.cells:

@@ -14,6 +14,7 @@ from harness.core.events import (
     DELETE,
     INSERT,
     KNN,
+    TOPK,
     OBJECT,
     OR,
     RANGE,
@@ -376,6 +377,74 @@ def test_eq1_text_factor():
 
 def test_unimplemented_query_families_raise_naming_the_family():
     ev = make_events([("o", 1.0, 1.0, [1]), ("q", 0, (0, 0, 5, 5), [1], AND)])
-    ev.cols["family"][1] = KNN
-    with pytest.raises(NotImplementedError, match="'knn'"):
+    ev.cols["family"][1] = TOPK
+    with pytest.raises(NotImplementedError, match="'topk'"):
         QTTreeStrategy().fit(ev, 2, QTTreeStrategy.Params(), FitContext(EXTENT, np.ones(5)))
+
+
+# --- kNN subscriptions (SSTD's CKQ) ---------------------------------------------------------------
+
+
+def _mixed(knn_qids=(2, 3)):
+    """Two CRQs and two CKQs (the CKQs' rectangles stand for their warm-up balls), four objects."""
+    rows = [("o", 10.0, 10.0, [1, 2])] * 2 + [("o", 80.0, 80.0, [1])] * 2
+    rows += [("q", 0, (0, 0, 50, 50), [1], AND), ("q", 1, (0, 0, 100, 100), [1, 2], OR),
+             ("q", 2, (5, 5, 15, 15), [1, 2], AND), ("q", 3, (70, 70, 90, 90), [1], OR)]
+    ev = make_events(rows)
+    ev.cols["family"][np.isin(ev.id, knn_qids) & (ev.kind == INSERT)] = KNN
+    return ev
+
+
+@pytest.mark.parametrize("by_keywords", [True, False])
+def test_ckq_term_is_its_share_of_balls_with_or_without_the_text_factor(by_keywords):
+    """W = Pr(crq) W_crq + Pr(ckq) W_ckq. In the SW quadrant: both CRQs (q0, q1) and one CKQ of
+    two (q2). Routing keywords: q0 AND 1, q1 OR 2, and when CKQs are keyword-routed q2 AND 1 and
+    q3 OR 1 too, so Pr(l) is (3/4, 1/4) over all four, else (1/2, 1/2) over the CRQs; the CKQ
+    term has F(H) only when keyword-routed (SSTD's W_ckq: none)."""
+    stats = QueryStats(_mixed(), EXTENT, knn_by_keywords=by_keywords)
+    assert stats.n_by_family == {"range": 2, "knn": 2}
+    model = CostModel(stats)
+    assert model.pr == {"range": 0.5, "knn": 0.5}
+    sw = stats.children((0, 0, 0))[0]
+    p1, p2 = (0.75, 0.25) if by_keywords else (0.5, 0.5)
+    for h in (0.0, 0.4, 1.0):
+        f = p1 * h + p2 * (1 - (1 - h) ** 2)
+        crq = 0.5 * (2 / 2) * stats.lifetime["range"] * f
+        ckq = 0.5 * (1 / 2) * stats.lifetime["knn"] * (f if by_keywords else 1.0)
+        assert np.isclose(_polyval(model.poly(sw), h), crq + ckq), h
+    if not by_keywords:  # a CKQ routed everywhere has no routing keywords: M is the CRQs' alone
+        terms, m = stats.keyword_distribution((0, 0, 0))
+        assert terms.tolist() == [1, 2] and np.allclose(m, [2 / 3, 1 / 3])
+
+
+def test_ckq_routing_all_reaches_every_worker_and_survives_reassignment():
+    """all: every CKQ on every worker, also after leaves move (with_assignment, as the adjusters
+    rebuild it) and as units (every leaf); ball: where its rectangle's leaves are (here all moved
+    to worker 0)."""
+    ev = _mixed()
+    knn_rows = np.flatnonzero(ev.family == KNN)
+    for routing in ("all", "ball"):
+        router = QTTreeStrategy().fit(ev, 3, QTTreeStrategy.make_params({"theta": 4, "ckq_routing": routing}),
+                                      FitContext(EXTENT, np.ones(5)))
+        moved = router.with_assignment(np.zeros(router.n_leaves, np.int64))
+        for r in (router, moved):
+            if routing == "all":
+                want = {int(q): list(range(3)) for q in knn_rows}
+            else:  # like a CRQ on its rectangle
+                rr, rw = r.route_range(ev, knn_rows)
+                want = {int(q): sorted(set(rw[rr == q].tolist())) for q in knn_rows}
+                assert r is router or all(w == [0] for w in want.values())
+            for rows, workers in (r.route_queries(ev, knn_rows), r.route(ev)):  # per family; one kernel
+                for q in knn_rows:
+                    assert sorted(set(workers[rows == q].tolist())) == want[int(q)], (routing, q)
+        rows, _ = router.units(ev, knn_rows)
+        per_query = np.bincount(rows, minlength=len(ev))[knn_rows]
+        if routing == "all":
+            assert per_query.tolist() == [router.n_leaves] * len(knn_rows)
+        else:
+            assert per_query.min() >= 1 and per_query.max() < router.n_leaves
+
+
+def test_ckq_routing_must_be_all_or_ball():
+    with pytest.raises(ValueError, match=r"strategy.params.ckq_routing='leaf' is invalid; allowed: all, ball"):
+        QTTreeStrategy.make_params({"ckq_routing": "leaf"})
