@@ -108,8 +108,9 @@ def quadtree_subspaces(stats: ObjectStats, cx, cy, rects, space, n_target: int):
 class SopStrategy(Strategy):
     name = "sop"
     families = frozenset({"range", "knn"})
-    # the paper's worker index (DkM-SKS Sec. 3): an inverted file, a one-cell grid (index.knn.layout=paper)
-    paper_index = {"knn": {"cells_per_side": 1}}
+    # the paper's worker index (DkM-SKS Sec. 3.2, index.knn.layout=paper): per subset its rectangle R
+    # and an inverted file, theta subsets per worker (harness/families/knn/subsets.py)
+    paper_index = {"knn": {"subsets": 20}}
 
     @dataclass
     class Params:

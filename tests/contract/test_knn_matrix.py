@@ -44,6 +44,15 @@ def test_knn_stays_exact_when_an_adjuster_moves_state(knn, strategy, adjust, par
     assert res.exact, (strategy, adjust)
 
 
+@pytest.mark.parametrize("strategy", ["kop", "sop", "dkmsks"])
+@pytest.mark.parametrize("n_workers", [2, 8])
+def test_dkmsks_methods_with_their_paper_indexes(knn, strategy, n_workers):
+    """index.knn.layout=paper: KOP's inverted file, SOP's subsets with their R, DkM-SKS's grid."""
+    res = simulate(knn.events, knn.warmup, strategy, n_workers, epoch_events=len(knn.events) // 5,
+                   index_params={"knn": {"layout": "paper"}})
+    assert res.exact, (strategy, n_workers)
+
+
 @pytest.mark.parametrize("strategy", ["qttree", "quadtree", "text_only"])
 @pytest.mark.parametrize("adjust", ["none", "pm", "fg"])
 def test_sstd_routing_ckqs_to_every_worker_is_exact(knn, strategy, adjust):

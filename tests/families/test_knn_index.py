@@ -20,7 +20,7 @@ CONTEXT = IndexContext((0.0, 0.0, 20.0, 20.0), 8)
 
 
 def run_replicated(ev: Events, n_workers: int, n_epochs: int, seed: int, feedback: bool = True,
-                   cells: int = 4) -> tuple[np.ndarray, dict]:
+                   cells: int = 4, index_params: dict | None = None) -> tuple[np.ndarray, dict]:
     """Every query on every worker, each object on a random non-empty subset; epochs through
     export/restore; returns the merged keys and the workers' summed counters."""
     rng = np.random.default_rng(seed)
@@ -33,7 +33,7 @@ def run_replicated(ev: Events, n_workers: int, n_epochs: int, seed: int, feedbac
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         blobs = []
         for w in range(n_workers):
-            index = KnnIndex(CONTEXT, cells_per_side=cells)
+            index = KnnIndex(CONTEXT, cells_per_side=cells, **(index_params or {}))
             if feedback and fb is not None:
                 index.observe_feedback(fb)
             index.restore(states[w])
@@ -232,3 +232,33 @@ def test_blocks_merge_as_sorted_runs_into_one_row_per_query_and_object(rows, run
     order = merge_runs(np.ascontiguousarray(ids[:, 0]), np.ascontiguousarray(ids[:, 2]), off)
     got = [tuple(r) for r in ids[order][:, [0, 2]].tolist()]
     assert got == sorted({tuple(r) for r in ids[:, [0, 2]].tolist()})
+
+
+@pytest.mark.parametrize("subsets", [1, 3, 20])
+def test_sop_subsets_change_work_not_results(subsets):
+    """SOP's paper index (subsets with their R, inverted files) under replicas, epochs and feedback."""
+    ev = random_knn_stream(13, n_objects=400, n_queries=40)
+    rng = np.random.default_rng(subsets)
+    ev = Events({**ev.cols, "x": ev.x + rng.random(len(ev)), "y": ev.y + rng.random(len(ev))}, ev.offsets,
+                ev.values)
+    keys, _ = run_replicated(ev, 3, 5, subsets, index_params={"subsets": subsets})
+    np.testing.assert_array_equal(keys, knn_oracle(ev))
+
+
+def test_sop_subsets_group_by_space_and_enclose_their_balls():
+    from harness.families.knn.subsets import ball_squares, sop_subsets
+
+    rng = np.random.default_rng(0)
+    x = np.r_[rng.random(50) * 2, 18 + rng.random(50) * 2]  # two clusters far apart
+    y = np.r_[rng.random(50) * 2, 18 + rng.random(50) * 2]
+    r = rng.random(100) * 0.5
+    sq = ball_squares(x, y, r)
+    subset, rects = sop_subsets(x, y, sq, (0, 0, 20, 20), 8)
+    assert 2 <= len(rects) <= 8 and set(subset.tolist()) == set(range(len(rects)))
+    assert not set(subset[:50].tolist()) & set(subset[50:].tolist())  # the clusters never share a subset
+    for i in range(len(rects)):
+        m = subset == i
+        assert (sq[m, 0] >= rects[i, 0]).all() and (sq[m, 2] <= rects[i, 2]).all()
+        assert (sq[m, 1] >= rects[i, 1]).all() and (sq[m, 3] <= rects[i, 3]).all()
+    one, rect1 = sop_subsets(x, y, sq, (0, 0, 20, 20), 1)
+    assert len(rect1) == 1 and (one == 0).all()

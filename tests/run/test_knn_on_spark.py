@@ -22,10 +22,10 @@ def test_knn_runs_exact_on_spark_with_dkm_figures(spark, tmp_path):
         cfg = compose(config_name="config", overrides=[
             "workload=knn_q", "dataset.size=4000", "workload.queries=300", "workload.init_objects=600",
             "workload.timestamps=12", "progress=false", "mlflow.enabled=false", f"results_dir={tmp_path}",
-            "strategy=all", "strategy.include=[grid,dkmsks,text_frequency]", "workers=4", "epochs.by=time",
+            "strategy=all", "strategy.include=[grid,dkmsks,sop,text_frequency]", "workers=4", "epochs.by=time",
             "epochs.size=4", "index.knn.layout=paper"])
     rows = run_experiment(cfg)
-    assert sorted(r["strategy"] for r in rows) == ["dkmsks", "grid", "text_frequency"]
+    assert sorted(r["strategy"] for r in rows) == ["dkmsks", "grid", "sop", "text_frequency"]
     for r in rows:
         assert r["status"] == "ok", r.get("traceback")
         assert r["oracle_ok"] is True, (r["strategy"], r["result_digest"])

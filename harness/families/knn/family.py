@@ -41,12 +41,18 @@ class KnnFamily(Family):
         # shared: every strategy's workers use this grid; paper: each strategy's own paper index
         # (Strategy.paper_index; KOP's and SOP's inverted files are a one-cell grid)
         layout: str = "shared"
+        # > 0: SOP's worker structure (subsets.py) with this many subsets per worker instead of the
+        # grid; set by layout=paper for SOP (its theta = 20)
+        subsets: int = 0
 
     @classmethod
     def check_params(cls, params) -> None:
         cps = params.cells_per_side
         if cps != "auto" and (not isinstance(cps, int) or isinstance(cps, bool) or cps < 1):
             raise ValueError(f"index.knn.cells_per_side={cps!r} is invalid; allowed: auto or an integer >= 1")
+        if not isinstance(params.subsets, int) or isinstance(params.subsets, bool) or params.subsets < 0:
+            raise ValueError(f"index.knn.subsets={params.subsets!r} is invalid; allowed: an integer >= 0 "
+                             "(0: the grid)")
         if params.layout not in ("shared", "paper"):
             raise ValueError(f"index.knn.layout={params.layout!r} is invalid; allowed: shared, paper")
 

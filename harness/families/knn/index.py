@@ -38,6 +38,7 @@ from harness.core.kernels import axis_cell, lower_bound
 from harness.core.timing import CompileClock
 from harness.families.base import IndexContext, StateBundle, WorkerIndex, WorkerOutput
 from harness.families.knn.geometry import ball_boxes
+from harness.families.knn.subsets import ball_squares, sop_subsets
 
 # kept results: one row per member of a subscription's local A(s); a row with seq = BOUND_ROW
 # carries the subscription's last global bound r_g^2 in `d2` instead
@@ -77,6 +78,26 @@ def _ball_postings(slots, x, y, r2, op, offsets, values, x0, y0, icw, ich, nx, n
                     keys[k] = (iy * nx + ix) * vocab + values[j]
                     post[k] = s
                     k += 1
+    order = np.argsort(keys, kind="mergesort")
+    return keys[order], post[order]
+
+
+@njit(cache=True)
+def _subset_postings(slots, subset, op, offsets, values, vocab):
+    """(key, slot) postings of bounded balls in SOP subsets: key = subset * vocab + term."""
+    total = 0
+    for s in slots:
+        total += 1 if op[s] == AND else offsets[s + 1] - offsets[s]
+    keys = np.empty(total, np.int64)
+    post = np.empty(total, np.int64)
+    k = 0
+    for i in range(len(slots)):
+        s = slots[i]
+        t_lo = offsets[s + 1] - 1 if op[s] == AND else offsets[s]
+        for j in range(t_lo, offsets[s + 1]):
+            keys[k] = subset[i] * vocab + values[j]
+            post[k] = s
+            k += 1
     order = np.argsort(keys, kind="mergesort")
     return keys[order], post[order]
 
@@ -159,7 +180,7 @@ def _emit(out, out_d, n_out, qid, oid, seq, d2):
 @njit(cache=True)
 def run_stream(kind, seq, ids, ex, ey, e_off, e_val, slot_of_row,
                qx, qy, qk, op, q_off, q_val, qid, bound, stamp, count, koff, top_d, top_seq, top_oid, rg2,
-               ukeys, cell_ptr, starts, post, px, py, head, nxt, link_slot, n_links,
+               ukeys, cell_ptr, starts, post, px, py, head, nxt, link_slot, n_links, sub_rect,
                x0, y0, icw, ich, nx, ny, vocab, work):
     """The epoch's events in seq order: an insertion is linked under its terms, a deletion sets its
     bound below every distance, an object probes its cell's ball postings (their points stored
@@ -187,14 +208,22 @@ def run_stream(kind, seq, ids, ex, ey, e_off, e_val, slot_of_row,
             oy = ey[r]
             o_lo = e_off[r]
             o_hi = e_off[r + 1]
-            cell = axis_cell(oy, y0, ich, ny) * nx + axis_cell(ox, x0, icw, nx)
-            c_lo = cell_ptr[cell]
-            c_hi = cell_ptr[cell + 1]
             checks = 0
-            for j in range(o_lo, o_hi):
-                t = e_val[j]
-                if c_hi > c_lo:
-                    key = np.int64(cell) * vocab + t
+            n_sub = sub_rect.shape[0]
+            for ci in range(n_sub if n_sub else 1):
+                if n_sub:  # SOP: every subset whose R holds the object (a rectangle test each)
+                    checks += 1
+                    if ox < sub_rect[ci, 0] or ox > sub_rect[ci, 2] or oy < sub_rect[ci, 1] or oy > sub_rect[ci, 3]:
+                        continue
+                    cell = ci
+                else:
+                    cell = axis_cell(oy, y0, ich, ny) * nx + axis_cell(ox, x0, icw, nx)
+                c_lo = cell_ptr[cell]
+                c_hi = cell_ptr[cell + 1]
+                if c_hi == c_lo:
+                    continue
+                for j in range(o_lo, o_hi):
+                    key = np.int64(cell) * vocab + e_val[j]
                     at = lower_bound(ukeys, c_lo, c_hi, key)
                     if at < c_hi and ukeys[at] == key:
                         checks += starts[at + 1] - starts[at]
@@ -207,6 +236,8 @@ def run_stream(kind, seq, ids, ex, ey, e_off, e_val, slot_of_row,
                                                         q_val, stamp, bound, count, koff, top_d, top_seq, top_oid):
                                 out, out_d = _emit(out, out_d, n_out, qid[s], ids[r], seq[r], d2)
                                 n_out += 1
+            for j in range(o_lo, o_hi):
+                t = e_val[j]
                 if t < len(head):
                     e = head[t]
                     while e >= 0:
@@ -239,9 +270,11 @@ class Candidates:
 class KnnIndex(WorkerIndex):
     family = "knn"
 
-    def __init__(self, context: IndexContext, cells_per_side: int | str = "auto", layout: str = "shared"):
+    def __init__(self, context: IndexContext, cells_per_side: int | str = "auto", layout: str = "shared",
+                 subsets: int = 0):
         super().__init__(context)
         self.cells_per_side = cells_per_side
+        self.subsets = int(subsets)  # > 0: SOP's subsets (subsets.py) instead of the grid
         self.grid = UniformGrid.over(context.extent, self.auto_cells(0))
         self.vocab = max(int(context.vocab_size), 1)
         self.feedback: pa.Table | None = None
@@ -378,14 +411,24 @@ class KnnIndex(WorkerIndex):
         if cells != self.grid.nx:
             self.grid = UniformGrid.over(self.context.extent, cells)
         finite = np.flatnonzero(np.isfinite(r2))
-        if len(finite):  # a ball over much of the space gains little from the grid: it stays listed
-            r = np.sqrt(r2[finite])
-            c = self.grid.cell_ranges(q.x[finite] - r, q.y[finite] - r, q.x[finite] + r, q.y[finite] + r)
-            finite = finite[(c[:, 1] - c[:, 0] + 1) * (c[:, 3] - c[:, 2] + 1) <= MAX_BALL_CELLS]
-        self.ukeys, self.post = _ball_postings(finite, q.x, q.y, r2, q.op, q.offsets, q.values, *self.grid.args,
-                                               self.vocab)
+        self.sub_rect = np.zeros((0, 4))
+        if self.subsets:  # SOP: bounded balls in subsets, each with its R
+            squares = ball_squares(q.x[finite], q.y[finite], np.sqrt(r2[finite]))
+            subset, self.sub_rect = sop_subsets(q.x[finite], q.y[finite], squares, self.context.extent, self.subsets)
+            if len(self.sub_rect) == 0:  # no bounded ball yet: one subset that holds nothing
+                self.sub_rect = np.array([[np.inf, np.inf, -np.inf, -np.inf]])
+            self.ukeys, self.post = _subset_postings(finite, subset, q.op, q.offsets, q.values, self.vocab)
+            n_cells = len(self.sub_rect)
+        else:
+            if len(finite):  # a ball over much of the space gains little from the grid: it stays listed
+                r = np.sqrt(r2[finite])
+                c = self.grid.cell_ranges(q.x[finite] - r, q.y[finite] - r, q.x[finite] + r, q.y[finite] + r)
+                finite = finite[(c[:, 1] - c[:, 0] + 1) * (c[:, 3] - c[:, 2] + 1) <= MAX_BALL_CELLS]
+            self.ukeys, self.post = _ball_postings(finite, q.x, q.y, r2, q.op, q.offsets, q.values, *self.grid.args,
+                                                   self.vocab)
+            n_cells = self.grid.n_cells
         self.px, self.py = q.x[self.post], q.y[self.post]
-        bounds = np.arange(self.grid.n_cells + 1, dtype=np.int64) * self.vocab
+        bounds = np.arange(n_cells + 1, dtype=np.int64) * self.vocab
         self.cell_ptr = np.searchsorted(self.ukeys, bounds).astype(np.int64)
         if len(self.ukeys):
             cuts = np.r_[0, np.flatnonzero(np.diff(self.ukeys)) + 1]
@@ -477,7 +520,7 @@ class KnnIndex(WorkerIndex):
                 q.x, q.y, k, q.op, q.offsets, q.values, q.id, self.bound, stamp, self.count,
                 self.koff, self.top_d, self.top_seq, self.top_oid, self.rg2,
                 self.ukeys, self.cell_ptr, self.starts, self.post, self.px, self.py, self.head, self.nxt,
-                self.link_slot, self.n_links,
+                self.link_slot, self.n_links, self.sub_rect,
                 *self.grid.args, self.vocab, work[lo:hi]))
             self.n_links, listed = parts[-1][2], parts[-1][3]
         ids = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, 3), np.int64)
@@ -514,6 +557,6 @@ class KnnIndex(WorkerIndex):
 
     def size_bytes(self) -> int:
         arrays = [self.bound, self.px, self.py, self.count, self.rg2, self.koff, self.top_d, self.top_seq, self.top_oid, self.ukeys,
-                  self.cell_ptr, self.starts, self.post, self.head, self.nxt, self.link_slot,
+                  self.cell_ptr, self.starts, self.post, self.head, self.nxt, self.link_slot, self.sub_rect,
                   self.queries.offsets, self.queries.values, *self.queries.cols.values()]
         return int(sum(a.nbytes for a in arrays))
