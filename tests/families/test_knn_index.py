@@ -210,6 +210,7 @@ def test_blocks_merge_as_sorted_runs_into_one_row_per_query_and_object(rows, run
     """Workers' blocks leave in (qid, seq) order and the merger merges them, dropping the copies
     of an object a query got from several replicas; a block out of order (a hand-built one) is
     sorted on arrival. Reference: a set of (qid, seq) sorted."""
+    from harness.families.base import qid_buckets
     from harness.families.knn.merge import _sorted, merge_runs, unpack
 
     rng = np.random.default_rng(seed)
@@ -218,12 +219,18 @@ def test_blocks_merge_as_sorted_runs_into_one_row_per_query_and_object(rows, run
         mine = sorted({x for x in rows if rng.random() < 0.6}, key=lambda t: t[1])  # seq order, as emitted
         ids = np.array([[q, 1000 + s, s] for q, s in mine], np.int64).reshape(-1, 3)
         d2 = ids[:, 2].astype(np.float64)
-        if r == 0:
-            blocks = [unpack(pack_) for _, pack_ in KnnMerger.blocks(Candidates(ids, d2), 1)]
-            assert len(blocks) == (1 if len(ids) else 0)
+        if r == 0:  # through blocks(), over 3 merge buckets: each block one bucket's, in (qid, seq) order
+            out = list(KnnMerger.blocks(Candidates(ids, d2), 3))
+            assert sorted(b for b, _ in out) == sorted({int(b) for b in qid_buckets(ids[:, 0], 3)})
+            blocks = []
+            for b, blob in out:
+                got = unpack(blob)
+                assert (qid_buckets(got[0][:, 0], 3) == b).all()
+                assert np.array_equal(np.lexsort((got[0][:, 2], got[0][:, 0])), np.arange(len(got[1])))
+                blocks.append(got)
             if blocks:
-                assert np.array_equal(np.lexsort((blocks[0][0][:, 2], blocks[0][0][:, 0])), np.arange(len(ids)))
-                ids, d2 = blocks[0]
+                ids, d2 = np.concatenate([g[0] for g in blocks]), np.concatenate([g[1] for g in blocks])
+                ids, d2 = _sorted(ids, d2)
         else:
             ids, d2 = _sorted(ids[::-1].copy(), d2[::-1].copy())
         parts.append((ids, d2))

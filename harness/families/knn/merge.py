@@ -157,8 +157,8 @@ class KnnMerger(Merger):
             return
         order = by_query(ids[:, 0])
         bucket = qid_buckets(ids[order, 0], n_buckets)
-        order = order[np.argsort(bucket.astype(np.int16) if n_buckets < 1 << 15 else bucket, kind="stable")]
-        bucket = bucket[order]
+        by_bucket = np.argsort(bucket.astype(np.int16) if n_buckets < 1 << 15 else bucket, kind="stable")
+        order, bucket = order[by_bucket], bucket[by_bucket]
         cuts = np.r_[0, np.flatnonzero(np.diff(bucket)) + 1, len(bucket)]
         for lo, hi in zip(cuts[:-1], cuts[1:]):
             rows = order[lo:hi]
