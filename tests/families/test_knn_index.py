@@ -211,7 +211,7 @@ def test_blocks_merge_as_sorted_runs_into_one_row_per_query_and_object(rows, run
     of an object a query got from several replicas; a block out of order (a hand-built one) is
     sorted on arrival. Reference: a set of (qid, seq) sorted."""
     from harness.families.base import qid_buckets
-    from harness.families.knn.merge import _sorted, merge_runs, unpack
+    from harness.families.knn.merge import _sorted, merge_runs, packed_keys, unpack
 
     rng = np.random.default_rng(seed)
     parts = []
@@ -230,13 +230,13 @@ def test_blocks_merge_as_sorted_runs_into_one_row_per_query_and_object(rows, run
                 blocks.append(got)
             if blocks:
                 ids, d2 = np.concatenate([g[0] for g in blocks]), np.concatenate([g[1] for g in blocks])
-                ids, d2 = _sorted(ids, d2)
+                ids, d2, _ = _sorted(ids, d2)
         else:
-            ids, d2 = _sorted(ids[::-1].copy(), d2[::-1].copy())
+            ids, d2, _ = _sorted(ids[::-1].copy(), d2[::-1].copy())
         parts.append((ids, d2))
     ids = np.concatenate([p[0] for p in parts])
     off = np.r_[0, np.cumsum([len(p[1]) for p in parts])].astype(np.int64)
-    order = merge_runs(np.ascontiguousarray(ids[:, 0]), np.ascontiguousarray(ids[:, 2]), off)
+    order = merge_runs(packed_keys(ids[:, 0], ids[:, 2]), off)
     got = [tuple(r) for r in ids[order][:, [0, 2]].tolist()]
     assert got == sorted({tuple(r) for r in ids[:, [0, 2]].tolist()})
 
@@ -269,3 +269,16 @@ def test_sop_subsets_group_by_space_and_enclose_their_balls():
         assert (sq[m, 1] >= rects[i, 1]).all() and (sq[m, 3] <= rects[i, 3]).all()
     one, rect1 = sop_subsets(x, y, sq, (0, 0, 20, 20), 1)
     assert len(rect1) == 1 and (one == 0).all()
+
+
+def test_packed_merge_keys_order_like_the_pair_and_refuse_what_does_not_fit():
+    from harness.families.knn.merge import packed_keys
+
+    q = np.array([0, 0, 1, 5, (1 << 31) - 1])
+    s = np.array([7, 9, 0, (1 << 32) - 1, 3])
+    k = packed_keys(q, s)
+    assert (np.diff(k) > 0).all()
+    with pytest.raises(ValueError, match=r"qid must be in \[0, 2\^31\)"):
+        packed_keys(np.array([1 << 31]), np.array([0]))
+    with pytest.raises(ValueError, match=r"seq in \[0, 2\^32\)"):
+        packed_keys(np.array([1]), np.array([1 << 32]))

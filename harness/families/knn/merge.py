@@ -71,60 +71,64 @@ def replay(c_qid, c_oid, c_seq, c_d2, slot, k, dele, koff, count, m_d2, m_seq, m
 
 
 @njit(cache=True)
-def _before(q, sq, i, j):
-    return q[i] < q[j] or (q[i] == q[j] and sq[i] < sq[j])
-
-
-@njit(cache=True)
-def merge_runs(q, sq, run_off):
-    """Rows of runs each sorted by (qid, seq) (a worker's block, blocks() sorts it), merged into
-    one (qid, seq) order with a binary heap over the runs' heads; a row equal to the previous one
-    (the same object from another replica of the query: an object's seq names it) is left out."""
+def merge_runs(key, run_off):
+    """Rows of runs each sorted by `key` (a packed (qid, seq): a worker's block, blocks() sorts
+    it) merged into one key order with a binary heap over the runs' heads; a row whose key equals
+    the previous one (the same object from another replica of the query: an object's seq names
+    it) is left out."""
     r = len(run_off) - 1
-    heap = np.empty(r, np.int64)  # run ids, ordered by their head rows
+    heap = np.empty(r, np.int64)  # run ids, a min-heap on their head keys
+    top = np.empty(r, np.int64)  # each heap entry's head key, kept beside it
     head = run_off[:-1].copy()
     n_heap = 0
     for k in range(r):
         if head[k] < run_off[k + 1]:
-            heap[n_heap] = k
+            c = n_heap
             n_heap += 1
-            c = n_heap - 1
-            while c > 0 and _before(q, sq, head[heap[c]], head[heap[(c - 1) >> 1]]):
-                heap[c], heap[(c - 1) >> 1] = heap[(c - 1) >> 1], heap[c]
-                c = (c - 1) >> 1
+            heap[c], top[c] = k, key[head[k]]
+            while c > 0 and top[c] < top[(c - 1) >> 1]:
+                p = (c - 1) >> 1
+                heap[c], heap[p] = heap[p], heap[c]
+                top[c], top[p] = top[p], top[c]
+                c = p
     out = np.empty(run_off[-1], np.int64)
     n = 0
+    last = np.int64(-1)
     while n_heap:
         k = heap[0]
         i = head[k]
-        if n == 0 or q[out[n - 1]] != q[i] or sq[out[n - 1]] != sq[i]:
+        if n == 0 or key[i] != last:
             out[n] = i
             n += 1
+            last = key[i]
         head[k] += 1
         if head[k] == run_off[k + 1]:
             n_heap -= 1
-            heap[0] = heap[n_heap]
+            heap[0], top[0] = heap[n_heap], top[n_heap]
+        else:
+            top[0] = key[head[k]]
         c = 0
         while True:  # sift the root down
-            a, b = 2 * c + 1, 2 * c + 2
-            m = c
-            if a < n_heap and _before(q, sq, head[heap[a]], head[heap[m]]):
-                m = a
-            if b < n_heap and _before(q, sq, head[heap[b]], head[heap[m]]):
-                m = b
-            if m == c:
+            a = 2 * c + 1
+            if a >= n_heap:
                 break
-            heap[c], heap[m] = heap[m], heap[c]
-            c = m
+            if a + 1 < n_heap and top[a + 1] < top[a]:
+                a += 1
+            if top[a] >= top[c]:
+                break
+            heap[c], heap[a] = heap[a], heap[c]
+            top[c], top[a] = top[a], top[c]
+            c = a
     return out[:n]
 
 
-@njit(cache=True)
-def _is_sorted(q, sq):
-    for i in range(1, len(q)):
-        if _before(q, sq, i, i - 1):
-            return False
-    return True
+def packed_keys(qid: np.ndarray, seq: np.ndarray) -> np.ndarray:
+    """(qid, seq) as one int64 that orders like the pair: qid below 2^31 (as pair keys need) and
+    seq below 2^32; a ValueError otherwise."""
+    if len(qid) and (qid.min() < 0 or qid.max() >= 1 << 31 or seq.min() < 0 or seq.max() >= 1 << 32):
+        raise ValueError("kNN merge: qid must be in [0, 2^31) and seq in [0, 2^32) "
+                         f"(got qid {qid.min()}..{qid.max()}, seq {seq.min()}..{seq.max()})")
+    return (qid.astype(np.int64) << 32) | seq.astype(np.int64)
 
 
 def by_query(qid: np.ndarray) -> np.ndarray:
@@ -138,12 +142,13 @@ def by_query(qid: np.ndarray) -> np.ndarray:
     return np.argsort(qid, kind="stable")
 
 
-def _sorted(ids: np.ndarray, d2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A block in (qid, seq) order: as blocks() writes it, else sorted here."""
-    if _is_sorted(np.ascontiguousarray(ids[:, 0]), np.ascontiguousarray(ids[:, 2])):
-        return ids, d2
-    order = np.lexsort((ids[:, 2], ids[:, 0]))
-    return ids[order], d2[order]
+def _sorted(ids: np.ndarray, d2: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A block in (qid, seq) order with its packed keys: as blocks() writes it, else sorted here."""
+    key = packed_keys(ids[:, 0], ids[:, 2])
+    if len(key) < 2 or (key[1:] >= key[:-1]).all():
+        return ids, d2, key
+    order = np.argsort(key, kind="stable")
+    return ids[order], d2[order], key[order]
 
 
 class KnnMerger(Merger):
@@ -174,7 +179,7 @@ class KnnMerger(Merger):
         d2 = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
         if len(d2):  # by query, then seq; one row per (query, object)
             run_off = np.r_[0, np.cumsum([len(p[1]) for p in parts])].astype(np.int64)
-            order = merge_runs(np.ascontiguousarray(ids[:, 0]), np.ascontiguousarray(ids[:, 2]), run_off)
+            order = merge_runs(np.concatenate([p[2] for p in parts]), run_off)
             ids, d2 = ids[order], d2[order]
         slot = np.searchsorted(qid, ids[:, 0])  # sorted needles: each search starts at the last
         known = slot < len(qid)
