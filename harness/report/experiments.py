@@ -371,7 +371,8 @@ def write_report(root: Path, exp, runs: pd.DataFrame, plot_paths: list[Path]) ->
     counts = pd.Series([v.verdict.split(" (")[0] for v in verdicts]).value_counts()
     lines += ["## Published claims vs this harness", "",
               "Each claim of conf/claims.yaml is checked on the latest successful run of each strategy per "
-              "(dataset, workload, workers); 'partly' gives the share of configurations where it held. "
+              "(dataset, workload, workers), or at each x of the experiment a claim names; 'partly' gives the "
+              "share of configurations where it held. "
               "The papers measured other systems on other hardware and data sizes: a claim that does not hold "
               "here is a finding about these workloads and this implementation, not a verdict on the paper.", "",
               "Summary: " + ", ".join(f"{k}: {v}" for k, v in counts.items()), "",
@@ -379,8 +380,8 @@ def write_report(root: Path, exp, runs: pd.DataFrame, plot_paths: list[Path]) ->
     for v in verdicts:
         c = v.claim
         measured = "<br>".join(v.comparisons[:6]) + (" ..." if len(v.comparisons) > 6 else "")
-        lines.append(f"| {c['claim']} | {c['paper']} | {c.get('source', '')} | {c.get('published', '')} | "
-                     f"**{v.verdict}** | {measured} |")
+        cells = [c["claim"], c["paper"], c.get("source", ""), c.get("published", ""), f"**{v.verdict}**", measured]
+        lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |")  # |S| stays in its cell
     lines += ["", "## Figures", ""] + [f"![{p.stem}]({p.relative_to(root)})" for p in plot_paths]
     path = root / "report.md"
     path.write_text("\n".join(lines) + "\n")

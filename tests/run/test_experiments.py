@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -162,6 +163,10 @@ def test_a_tiny_experiment_end_to_end(tmp_path):
     report = (tmp_path / "report.md").read_text()
     assert "agrid_nosummary" in report and "| claim | paper |" in report
     assert report.count("\n| ") > len(claims.load_claims())  # every claim has its row
+    claim_rows = report.split("| claim | paper |")[1].split("\n\n")[0].splitlines()[2:]
+    assert len(claim_rows) == len(claims.load_claims())
+    for row in claim_rows:  # a "|" inside a claim's text (|S|) is escaped: six cells per row
+        assert len(re.findall(r"(?<!\\)\|", row)) == 7, row
 
 
 def test_adjusted_runs_are_claimed_under_strategy_plus_adjuster():
