@@ -130,7 +130,7 @@ def _value(rows: pd.DataFrame, variant: str, metric: str) -> float | None:
 def _where_label(key: tuple) -> str:
     """dataset, workload, workers (and x in a sweep) of one comparison, as the verdicts print it."""
     ds, wl, w, *x = key
-    return f"{wl}/{ds}/{w}w" + (f" at x={x[0]}" if x else "")
+    return f"{wl}/{ds}/{w}w" + ((f" at x={x[0]:g}" if isinstance(x[0], float) else f" at x={x[0]}") if x else "")
 
 
 def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
@@ -140,6 +140,10 @@ def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
     higher = higher_is_better(claim) if chk["kind"] not in ("bound", "linear") else True
     swept = chk.get("experiment")  # compare within an experiment's sweep, at each of its x values
     rows = _where(latest_swept(table, swept) if swept else latest(table), chk.get("where", {}))
+    if swept and len(rows):  # numeric x compare (and print) in numeric order
+        xn = pd.to_numeric(rows["x"], errors="coerce")
+        if xn.notna().all():
+            rows = rows.assign(x=xn)
     if metric not in rows:
         return Verdict(claim, "not measured", [f"no column {metric!r}"])
     held, notes = [], []
