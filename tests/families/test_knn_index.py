@@ -282,3 +282,10 @@ def test_packed_merge_keys_order_like_the_pair_and_refuse_what_does_not_fit():
         packed_keys(np.array([1 << 31]), np.array([0]))
     with pytest.raises(ValueError, match=r"seq in \[0, 2\^32\)"):
         packed_keys(np.array([1]), np.array([1 << 32]))
+
+
+def test_a_term_outside_the_vocabulary_is_a_clear_error():
+    """Postings are keyed cell * vocab + term: an id >= vocab would alias another cell's term."""
+    ev = random_knn_stream(1, n_objects=20, n_queries=3, vocab=12)  # CONTEXT's vocabulary is 8
+    with pytest.raises(ValueError, match=r"term ids must be in \[0, 8\)"):
+        KnnIndex(CONTEXT).process(ev)

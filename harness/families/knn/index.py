@@ -478,6 +478,10 @@ class KnnIndex(WorkerIndex):
             self.link_slot = np.r_[self.link_slot, np.empty(need - len(self.link_slot) + 16, np.int64)]
 
     def _process(self, ev: Events) -> WorkerOutput:
+        if len(ev.values) and (ev.values.max() >= self.vocab or ev.values.min() < 0):
+            # postings are keyed cell * vocab + term: a term outside [0, vocab) would alias another cell's
+            raise ValueError(f"kNN index: term ids must be in [0, {self.vocab}) (IndexContext.vocab_size); got "
+                             f"{int(ev.values.min())}..{int(ev.values.max())}")
         t0 = time.process_time()
         kind = ev.kind
         ins_rows = np.flatnonzero(kind == INSERT)
