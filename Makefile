@@ -9,7 +9,11 @@ SWEEP_WORKERS ?= 2,4,8,16
 SWEEP_WORKLOADS ?= sts_q1,sts_q2,sts_q3
 ARGS ?=
 
-.PHONY: venv run test sweep experiment plots bench mlflow-ui clean
+WORKERS ?= 2
+CORES ?= 1
+MEMORY ?= 2g
+
+.PHONY: venv run test test-cluster sweep experiment plots bench mlflow-ui clean cluster-up cluster-status cluster-down
 
 venv: $(STAMP)
 
@@ -29,6 +33,18 @@ run: $(STAMP)  ## the default experiment: the four baseline strategies on STS-Q1
 
 test: $(STAMP)  ## the test suite (tiny workloads, real Spark, MLflow and Hydra)
 	$(PY) -m pytest -q $(ARGS)
+
+test-cluster: $(STAMP)  ## every test that starts a real standalone cluster on loopback (make test runs the fast one)
+	$(PY) -m pytest -q -m cluster $(ARGS)
+
+cluster-up: $(STAMP)  ## a standalone master and WORKERS workers (CORES, MEMORY each) on 127.0.0.1 from the venv; prints the master URL
+	$(PY) -m harness.run.cluster up --workers $(WORKERS) --cores $(CORES) --memory $(MEMORY)
+
+cluster-status: $(STAMP)  ## the processes cluster-up started and the master's view of its workers
+	$(PY) -m harness.run.cluster status
+
+cluster-down: $(STAMP)  ## stop only what cluster-up started, by the pids it recorded
+	$(PY) -m harness.run.cluster down
 
 sweep: $(STAMP)  ## strategy x workers x workload, one MLflow parent run, then the plots
 	$(PY) -m harness -m strategy=$(STRATEGIES) workers=$(SWEEP_WORKERS) workload=$(SWEEP_WORKLOADS) \

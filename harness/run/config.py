@@ -61,7 +61,8 @@ class ExperimentConfig:
 @dataclass
 class ClusterConfig:
     name: str = "local"
-    master: str = "local[*]"  # or spark://host:7077 for a standalone cluster
+    # local[*], spark://host:7077 for a standalone cluster, or cluster-up: the one `make cluster-up` started
+    master: str = "local[*]"
     conf: dict[str, str] = field(default_factory=dict)  # extra spark.* settings
 
 
@@ -208,6 +209,23 @@ def strategy_names(cfg) -> list[str]:
     return [cls.name]
 
 
+CLUSTER_UP = "cluster-up"
+
+
+def spark_master(cfg) -> str:
+    """cluster.master, with `cluster-up` read from the state file `make cluster-up` wrote."""
+    master = str(cfg.cluster.master)
+    if master != CLUSTER_UP:
+        return master
+    from harness.run import cluster
+
+    st = cluster.status()
+    if not st["running"]:
+        raise _bad("cluster.master", master, "a running cluster from `make cluster-up WORKERS=n` "
+                   f"({st.get('message', 'its processes have exited')}), or spark://host:port, or local[*]")
+    return st["master_url"]
+
+
 def validate(cfg) -> list[RunSpec]:
     """Check every value that would fail later; returns the strategy runs of the job."""
     from strategies import registry
@@ -216,6 +234,7 @@ def validate(cfg) -> list[RunSpec]:
         raise _bad("workers", cfg.workers, "an integer >= 1")
     if cfg.dispatchers < 1:
         raise _bad("dispatchers", cfg.dispatchers, "an integer >= 1")
+    spark_master(cfg)  # a cluster that is not up fails here, before Spark starts
     validate_families(cfg)
     if not 0 < cfg.latency.rate_fraction <= 10:
         raise _bad("latency.rate_fraction", cfg.latency.rate_fraction, "a number in (0, 10]")

@@ -33,7 +33,7 @@ from harness.families.base import IndexContext
 from harness.report import results
 from harness.report.summary import summarise_run
 from harness.report.table import idle_workers
-from harness.run.config import RunSpec, validate
+from harness.run.config import RunSpec, spark_master, validate
 from harness.run.progress import Progress
 from strategies import registry
 from strategies.adjust_base import get_adjuster
@@ -133,7 +133,7 @@ def _start_run(cfg, spec: RunSpec, root: Path) -> tuple[Path, dict, dict, str]:
         "run_id": run_id, "strategy": spec.name, "variant": spec.label, "workers": cfg.workers,
         "dispatchers": cfg.dispatchers, "dataset": cfg.dataset.name, "workload": cfg.workload.name,
         "seed": cfg.seed, "tag": cfg.tag, "experiment": cfg.experiment.name, "sweep_id": results.current_sweep_id(),
-        "x": _config_value(cfg, cfg.experiment.x), "facet": _config_value(cfg, cfg.experiment.facet),
+        "cluster": cfg.cluster.name, "x": _config_value(cfg, cfg.experiment.x), "facet": _config_value(cfg, cfg.experiment.facet),
         "started_at": pd.Timestamp.now(tz="UTC").isoformat(), "run_dir": str(run_dir),
     }
     run_cfg = _plain(cfg)
@@ -280,8 +280,9 @@ def run_experiment(cfg) -> list[dict]:
     root.mkdir(parents=True, exist_ok=True)
     progress = Progress(enabled=cfg.progress, total=3 + len(runs) * 5)
     timings = {}
-    progress.step(f"starting Spark ({cfg.cluster.master})")
-    spark = get_session(cfg.cluster.master, conf=dict(cfg.cluster.conf))
+    master = spark_master(cfg)
+    progress.step(f"starting Spark ({master})")
+    spark = get_session(master, conf=dict(cfg.cluster.conf))
     timings["spark_start_s"] = session_start_seconds()
     ship_plugins(spark, list(cfg.families))
     logger = results.MlflowLogger(root, cfg.mlflow.experiment, cfg.mlflow.enabled)

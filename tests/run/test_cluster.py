@@ -1,0 +1,54 @@
+"""A real Spark standalone cluster on loopback, started and stopped by the harness's own manager
+(harness/run/cluster.py, `make cluster-up/-status/-down`), running an experiment through
+`cluster=standalone` (the URL from the state file) with the oracle's digest."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness.report.results import read_runs_table
+from harness.run import cluster
+
+PORT, WEBUI = 17177, 18181  # not Spark's defaults: a developer's own cluster keeps running
+
+
+@pytest.mark.cluster
+def test_cluster_up_runs_an_experiment_and_down_stops_only_its_processes(tmp_path):
+    state_dir = tmp_path / "cluster"
+    state = cluster.up(workers=2, cores=1, memory="1g", port=PORT, webui_port=WEBUI, directory=state_dir,
+                       log=lambda *_: None)
+    try:
+        assert state.master_url == f"spark://127.0.0.1:{PORT}"
+        st = cluster.status(state_dir)
+        assert st["running"] and st["master"] == "ALIVE" and st["alive_workers"] == 2
+        with pytest.raises(cluster.ClusterError, match="still running"):
+            cluster.up(workers=1, port=PORT, webui_port=WEBUI, directory=state_dir, log=lambda *_: None)
+        env = {**os.environ, "STPS_RESULTS": str(tmp_path / "results"), "SPARK_LOCAL_IP": "127.0.0.1",
+               "PYSPARK_PYTHON": sys.executable, "STPS_CLUSTER_DIR": str(state_dir)}
+        cmd = [sys.executable, "-m", "harness", "cluster=standalone", "workload=tiny", "dataset.size=4000",
+               "strategy=grid", "workers=3", "progress=false", "mlflow.enabled=false"]
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        row = read_runs_table(tmp_path / "results").iloc[-1]
+        assert row["status"] == "ok" and bool(row["oracle_ok"]), row.to_dict()
+        assert row["cluster"] == "standalone"
+        apps = cluster.master_status(state.webui_url)["completedapps"]  # it ran on this cluster, not local[*]
+        assert [a["name"] for a in apps] == ["stps-harness"]
+    finally:
+        stopped = cluster.down(state_dir, log=lambda *_: None)
+    assert stopped == 3
+    assert not any(cluster._alive(p) for p in state.pids.values())
+    assert cluster.status(state_dir)["running"] is False
+
+
+def test_standalone_without_a_running_cluster_fails_before_spark_starts(tmp_path):
+    env = {**os.environ, "STPS_RESULTS": str(tmp_path / "results"), "STPS_CLUSTER_DIR": str(tmp_path / "none")}
+    out = subprocess.run([sys.executable, "-m", "harness", "cluster=standalone", "workload=tiny", "progress=false",
+                          "mlflow.enabled=false"], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0
+    assert "cluster.master='cluster-up' is invalid" in out.stderr + out.stdout
+    assert "make cluster-up" in out.stderr + out.stdout
