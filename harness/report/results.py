@@ -23,7 +23,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 RUNS_TABLE_COLUMNS = [
     "run_id", "status", "error", "strategy", "variant", "experiment", "sweep_id", "x", "facet", "workers", "dispatchers", "dataset", "workload", "seed", "tag",
-    "cluster", "started_at", "events", "throughput_eps", "throughput_wall_eps", "latency_mean_ms", "latency_p50_ms",
+    "cluster", "config_key", "started_at", "events", "throughput_eps", "throughput_wall_eps", "latency_mean_ms", "latency_p50_ms",
     "latency_p95_ms", "latency_p99_ms", "load_max_min", "load_max_mean", "load_sum", "obj_replication",
     "query_replication", "messages_routed", "dispatcher_bytes", "worker_index_bytes_max", "build_s", "wall_s",
     "result_count", "result_digest", "oracle_ok", "partitions_actual", "epochs", "adjust", "adjustments",
@@ -36,7 +36,7 @@ RUNS_TABLE_COLUMNS = [
 # what identifies a run (or says why it failed): every other key of a run row is a registered metric
 RUN_KEYS = ("run_id", "status", "error", "traceback", "mlflow_error", "strategy", "variant", "experiment", "sweep_id",
             "x", "facet", "workers", "dispatchers", "dataset", "workload", "family", "seed", "tag", "started_at",
-            "adjust", "run_dir", "cluster")
+            "adjust", "run_dir", "cluster", "config_key")
 EPOCH_KEYS = ("epoch", "operation")  # likewise for a row of the per-epoch series (epochs.parquet)
 
 

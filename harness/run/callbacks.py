@@ -27,6 +27,11 @@ class SweepCallback(Callback):
             os.environ[results.SWEEP_PARENT_ENV] = parent
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from harness.run.runner import RESUME_SKIPPED
+
+        if RESUME_SKIPPED["runs"]:
+            print(f"resume: the sweep skipped {RESUME_SKIPPED['runs']} runs already in the runs table")
+            RESUME_SKIPPED["runs"] = 0
         sweep_id = results.current_sweep_id()
         os.environ.pop(results.SWEEP_PARENT_ENV, None)
         os.environ.pop(results.SWEEP_ID_ENV, None)

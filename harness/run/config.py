@@ -123,6 +123,9 @@ class Config:
     keep_pairs: bool = False  # write the distinct result pairs as Parquet (else count + digest)
     progress: bool = True
     tag: Optional[str] = None  # free label stored with the run (e.g. the experiment name)
+    # skip a run whose configuration already has a successful row in the runs table (`config_key`):
+    # an interrupted `make sweep` run again does only what is missing or failed
+    resume: bool = False
     experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
 
 

@@ -136,10 +136,49 @@ def _start_run(cfg, spec: RunSpec, root: Path) -> tuple[Path, dict, dict, str]:
         "cluster": cfg.cluster.name, "x": _config_value(cfg, cfg.experiment.x), "facet": _config_value(cfg, cfg.experiment.facet),
         "started_at": pd.Timestamp.now(tz="UTC").isoformat(), "run_dir": str(run_dir),
     }
+    run_cfg = _run_config(cfg, spec)
+    base["config_key"] = config_key(run_cfg)
+    return run_dir, base, run_cfg, OmegaConf.to_yaml(OmegaConf.create(run_cfg))
+
+
+def _run_config(cfg, spec: RunSpec) -> dict:
     run_cfg = _plain(cfg)
     run_cfg["strategy"] = {**run_cfg["strategy"], "name": spec.name, "label": spec.label, "params": spec.params,
                            "variants": []}
-    return run_dir, base, run_cfg, OmegaConf.to_yaml(OmegaConf.create(run_cfg))
+    return run_cfg
+
+
+# settings that change how a run is shown or stored, not what it measures
+_NOT_MEASURED = ("progress", "mlflow", "results_dir", "resume", "tag", "keep_pairs")
+
+
+def config_key(run_cfg: dict) -> str:
+    """What a run measures, as a hash of its configuration (without display and storage settings,
+    and of the experiment only its name and swept knobs): equal keys, the same measurement."""
+    plain = {k: v for k, v in run_cfg.items() if k not in _NOT_MEASURED}
+    exp = plain.get("experiment") or {}
+    plain["experiment"] = {k: exp.get(k) for k in ("name", "x", "facet")}
+    return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+RESUME_SKIPPED = {"runs": 0}  # runs a resumed sweep skipped, over its jobs (printed when it ends)
+
+
+def unfinished(cfg, runs: list[RunSpec], root: Path) -> list[RunSpec]:
+    """With resume=true, the runs without a successful row of the same configuration yet."""
+    if not cfg.resume or not (root / "runs.parquet").exists():
+        return runs
+    table = results.read_runs_table(root)
+    if "config_key" not in table:
+        return runs
+    done = set(table.loc[table["status"] == "ok", "config_key"].dropna())
+    todo = [r for r in runs if config_key(_run_config(cfg, r)) not in done]
+    skipped = len(runs) - len(todo)
+    RESUME_SKIPPED["runs"] += skipped
+    if skipped:
+        print(f"resume: skipped {skipped} of {len(runs)} runs already in the runs table "
+              f"({', '.join(r.label for r in runs if r not in todo)})")
+    return todo
 
 
 def _mlflow_name(cfg, spec: RunSpec) -> str:
@@ -278,6 +317,9 @@ def run_experiment(cfg) -> list[dict]:
     runs = validate(cfg)  # before Spark starts
     root = results.results_root(cfg.results_dir)
     root.mkdir(parents=True, exist_ok=True)
+    runs = unfinished(cfg, runs, root)
+    if not runs:
+        return []
     progress = Progress(enabled=cfg.progress, total=3 + len(runs) * 5)
     timings = {}
     master = spark_master(cfg)

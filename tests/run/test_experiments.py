@@ -180,3 +180,41 @@ def test_adjusted_runs_are_claimed_under_strategy_plus_adjuster():
     assert claims.evaluate(claim, table).verdict == "holds"
     claim["check"]["value"] = 1.6
     assert claims.evaluate(claim, table).verdict == "does not hold"
+
+
+def test_a_sweep_run_again_with_resume_runs_only_what_is_missing_or_failed(tmp_path):
+    """The first job stands for a sweep killed after its first run: the resumed sweep skips that
+    run (the same configuration has an ok row), runs the missing one, and says how many it skipped."""
+    env = {**os.environ, "STPS_RESULTS": str(tmp_path), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    common = ["workload=tiny", "dataset.size=4000", "strategy=grid", "mlflow.enabled=false", "progress=false"]
+    first = subprocess.run([sys.executable, "-m", "harness", "workers=2", *common], cwd=PROJECT_ROOT, env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-2000:]
+    again = subprocess.run([sys.executable, "-m", "harness", "-m", "workers=2,3", "resume=true", "tag=sweep", *common],
+                           cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "resume: skipped 1 of 1 runs already in the runs table (grid)" in again.stdout
+    assert "resume: the sweep skipped 1 runs already in the runs table" in again.stdout
+    runs = read_runs_table(tmp_path)
+    assert sorted(runs["workers"]) == [2, 3] and (runs["status"] == "ok").all()
+    assert runs["config_key"].nunique() == 2
+
+
+def test_resume_reruns_failed_runs_and_ignores_display_settings(tmp_path):
+    from harness.run.config import RunSpec
+    from harness.run.runner import _run_config, config_key, unfinished
+
+    with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT_ROOT / "conf")):
+        cfg = compose(config_name="config", overrides=["strategy=grid", "resume=true"])
+        shown = compose(config_name="config", overrides=["strategy=grid", "progress=false", "tag=x",
+                                                         "mlflow.enabled=false", "resume=false"])
+        other = compose(config_name="config", overrides=["strategy=grid", "workers=3"])
+    spec = RunSpec("grid", "grid", {})
+    key = config_key(_run_config(cfg, spec))
+    assert key == config_key(_run_config(shown, spec)) != config_key(_run_config(other, spec))
+    pd.DataFrame([{"run_id": "a", "status": "error", "config_key": key}]).to_parquet(tmp_path / "runs.parquet")
+    assert unfinished(cfg, [spec], tmp_path) == [spec]  # failed: run again
+    pd.DataFrame([{"run_id": "a", "status": "ok", "config_key": key}]).to_parquet(tmp_path / "runs.parquet")
+    assert unfinished(cfg, [spec], tmp_path) == []
+    cfg.resume = False
+    assert unfinished(cfg, [spec], tmp_path) == [spec]
