@@ -30,7 +30,8 @@ def _hydra_main(cfg: DictConfig) -> None:
         if current_sweep_id():
             return
         raise SystemExit(2) from None
-    print_comparison(rows)
+    if rows:  # none when resume=true found every run done
+        print_comparison(rows)
     if current_sweep_id():  # in a sweep, one failing job must not stop the others; the table says it
         return
     if any(r.get("status") != "ok" for r in rows):
