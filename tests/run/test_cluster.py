@@ -20,7 +20,7 @@ PORT, WEBUI = 17177, 18181  # not Spark's defaults: a developer's own cluster ke
 def test_cluster_up_runs_an_experiment_and_down_stops_only_its_processes(tmp_path):
     state_dir = tmp_path / "cluster"
     state = cluster.up(workers=2, cores=1, memory="1g", port=PORT, webui_port=WEBUI, directory=state_dir,
-                       log=lambda *_: None)
+                       timeout=180, log=lambda *_: None)  # JVMs start slowly on a busy 2-core machine
     try:
         assert state.master_url == f"spark://127.0.0.1:{PORT}"
         st = cluster.status(state_dir)
