@@ -36,6 +36,7 @@ from harness.core.events import Events, key_hash_sum
 from harness.engine.blocks import (BLOCK_SCHEMA, DISPATCH, FEEDBACK, MERGED, OUT_SCHEMA, QUERIES, RESULT, SERVICE,
                                    STATS, TICK, UNITS, fresh_dir, from_ipc, one_row, out_row, read_bundle,
                                    read_merge_state, spark_schema, to_ipc, write_bundle, write_merge_state)
+from harness.engine.faults import maybe_kill_executor
 from harness.engine.merge import merge_bucket, query_rows
 from harness.engine.setup import FamilySetup
 from harness.engine.worker import WorkerSet, routing_view, stored_queries
@@ -93,6 +94,7 @@ def worker_batches(batches, setup: FamilySetup, state_in: str | None, state_out:
     also reports its per-unit statistics."""
     start = time.time()
     table = pa.Table.from_batches([b for b in batches if b.num_rows], schema=BLOCK_SCHEMA)
+    maybe_kill_executor("worker")  # cluster tests only (harness/engine/faults.py); after the shuffle read
     workers = table.column("worker").to_numpy()
     payload, infos = table.column("payload"), table.column("info")
     buckets, fams = table.column("bucket"), table.column("family")
@@ -159,6 +161,7 @@ def merge_batches(batches, setup: FamilySetup, state_in: str | None, state_out: 
                 blobs[key].append(payload[i].as_py())
             elif rtype[i] == QUERIES:
                 queries.setdefault(key, []).append(from_ipc(payload[i].as_py()))
+    maybe_kill_executor("merge")  # cluster tests only (harness/engine/faults.py)
     kept, count, hashed, busy = [], 0, 0, 0.0
     for (code, bucket), parts in sorted(blobs.items()):
         q = queries.get((code, bucket))

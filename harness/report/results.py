@@ -25,7 +25,7 @@ RUNS_TABLE_COLUMNS = [
     "run_id", "status", "error", "strategy", "variant", "experiment", "sweep_id", "x", "facet", "workers", "dispatchers", "dataset", "workload", "seed", "tag",
     "cluster", "config_key", "started_at", "events", "throughput_eps", "throughput_wall_eps", "latency_mean_ms", "latency_p50_ms",
     "latency_p95_ms", "latency_p99_ms", "load_max_min", "load_max_mean", "load_sum", "obj_replication",
-    "query_replication", "messages_routed", "dispatcher_bytes", "worker_index_bytes_max", "build_s", "wall_s",
+    "query_replication", "messages_routed", "dispatcher_bytes", "worker_index_bytes_max", "build_s", "wall_s", "task_failures",
     "result_count", "result_digest", "oracle_ok", "partitions_actual", "epochs", "adjust", "adjustments",
     "migrated_queries", "migrated_bytes", "select_s", "select_cells_s", "migration_s", "latency_share_lt_100ms",
     "latency_share_100ms_1s", "latency_share_gt_1s", "observe_s", "merge_s", "feedback_rows", "family", "run_dir",

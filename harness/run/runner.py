@@ -194,6 +194,7 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
     t_run = time.perf_counter()
     workers_df = router_info = lat_sample = epochs_df = None
     series = []
+    spark.sparkContext.setJobGroup(base["run_id"], f"{name} w{cfg.workers}")  # its jobs, for task_failures
     try:
         cls = registry.get(spec.name)
         params = cls.make_params(spec.params)
@@ -238,12 +239,26 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
         row = {**base, "status": "error", "error": f"{type(exc).__name__}: {exc}",
                "traceback": traceback.format_exc()}
     row.update(inputs or {})
+    row["task_failures"] = failed_tasks(spark, base["run_id"])
     row["wall_s"] = time.perf_counter() - t_run
     shutil.rmtree(run_dir / "state", ignore_errors=True)  # between-epoch state only; not a result
     progress.step(f"{name}: logging")
     record_run(root, run_dir, row, run_cfg, config_yaml, workers_df, router_info, lat_sample, epochs_df, series, logger,
                parent_id, progress, _mlflow_name(cfg, spec))
     return row
+
+
+def failed_tasks(spark, group: str) -> int:
+    """Task attempts that failed in a run's Spark jobs (an executor lost, a Python worker crashed)
+    and that Spark retried, from its status tracker; stages Spark no longer tracks count 0."""
+    tracker = spark.sparkContext.statusTracker()
+    failed = 0
+    for job in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job)
+        for stage in (info.stageIds if info else []):
+            st = tracker.getStageInfo(stage)
+            failed += st.numFailedTasks if st else 0
+    return int(failed)
 
 
 class DataPreparationError(ValueError):

@@ -1,6 +1,7 @@
 """A real Spark standalone cluster on loopback, started and stopped by the harness's own manager
 (harness/run/cluster.py, `make cluster-up/-status/-down`), running an experiment through
-`cluster=standalone` (the URL from the state file) with the oracle's digest."""
+`cluster=standalone` (the URL from the state file) with the oracle's digest; and, in `make
+test-cluster` (marked slow), an executor killed in the middle of a worker and of a merge stage."""
 
 from __future__ import annotations
 
@@ -52,3 +53,33 @@ def test_standalone_without_a_running_cluster_fails_before_spark_starts(tmp_path
     assert out.returncode != 0
     assert "cluster.master='cluster-up' is invalid" in out.stderr + out.stdout
     assert "make cluster-up" in out.stderr + out.stdout
+
+
+@pytest.mark.cluster
+@pytest.mark.slow  # make test-cluster
+@pytest.mark.parametrize("stage", ["worker", "merge"])
+def test_an_executor_killed_mid_stage_is_retried_and_the_run_stays_exact(tmp_path, stage, monkeypatch):
+    """The executor JVM running the stage's first task is SIGKILLed (harness/engine/faults.py; the
+    workers' environment carries STPS_FAULT to the executors they launch, the driver has none);
+    the standalone worker starts a new one, Spark runs the lost tasks again, the run equals the
+    oracle and its row counts the failed attempts."""
+    state_dir = tmp_path / "cluster"
+    marker = tmp_path / "killed"
+    monkeypatch.setenv("STPS_FAULT", f"{stage}:{marker}")
+    state = cluster.up(workers=2, cores=1, memory="1g", port=PORT + 1, webui_port=WEBUI + 1, directory=state_dir,
+                       timeout=180, log=lambda *_: None)
+    monkeypatch.delenv("STPS_FAULT")
+    try:
+        env = {**os.environ, "STPS_RESULTS": str(tmp_path / "results"), "SPARK_LOCAL_IP": "127.0.0.1",
+               "PYSPARK_PYTHON": sys.executable, "STPS_CLUSTER_DIR": str(state_dir)}
+        cmd = [sys.executable, "-m", "harness", "cluster=standalone", "workload=tiny", "dataset.size=4000",
+               "strategy=grid", "workers=3", "progress=false", "mlflow.enabled=false"]
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert marker.exists()  # the fault fired
+        row = read_runs_table(tmp_path / "results").iloc[-1]
+        assert row["status"] == "ok" and bool(row["oracle_ok"]), row.to_dict()
+        assert row["task_failures"] >= 1
+    finally:
+        cluster.down(state_dir, log=lambda *_: None)
+    assert not any(cluster._alive(p) for p in state.pids.values())
