@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from harness.core.events import DELETE, INSERT, Events
 from harness.engine.blocks import (BLOCK_SCHEMA, fresh_dir, from_ipc, one_row, read_bundle, spark_schema, to_ipc,
                                    write_bundle)
+from harness.engine.faults import maybe_kill_executor
 from harness.engine.monitor import row_bytes
 from harness.engine.worker import routing_view
 from harness.families.base import StateBundle
@@ -289,6 +290,7 @@ def _split_task(batches, routers_bc, state_in: str, codes_by_family: dict[int, o
 
 def _gather_task(batches, factories: dict[int, object], state_out: str):
     table = pa.Table.from_batches([b for b in batches if b.num_rows], schema=BLOCK_SCHEMA)
+    maybe_kill_executor("migration")  # cluster tests only (harness/engine/faults.py)
     workers = table.column("worker").to_numpy()
     infos, payload, fams = table.column("info"), table.column("payload"), table.column("family")
     out = []

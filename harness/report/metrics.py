@@ -211,8 +211,8 @@ _METRICS = [
     Metric("job_s", "Spark job time", "s", "wall-clock time of the epoch's Spark job", None, "{:.3f}"),
     Metric("spark_overhead_s", "Spark overhead", "s", "job_s minus the stage spans", None, "{:.3f}"),
     Metric("wall_s", "run wall time", "s", "wall-clock time of the strategy's whole run", None, "{:.1f}"),
-    Metric("task_failures", "failed tasks", "tasks", "Spark task attempts of the run that failed and were retried "
-           "(an executor lost, a Python worker crashed)", None, _COUNT),
+    Metric("task_failures", "failed tasks", "tasks", "failures Spark recovered from in the run: failed task "
+           "attempts plus resubmitted stage attempts (an executor lost, a Python worker crashed)", None, _COUNT),
     Metric("logging_s", "logging time", "s", "time writing the run's folder, table row and MLflow run", None,
            "{:.1f}"),
     Metric("time_spark_start_s", "Spark start", "s", "the invocation's Spark start time (shared by its runs)", None,

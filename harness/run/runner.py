@@ -249,15 +249,17 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
 
 
 def failed_tasks(spark, group: str) -> int:
-    """Task attempts that failed in a run's Spark jobs (an executor lost, a Python worker crashed)
-    and that Spark retried, from its status tracker; stages Spark no longer tracks count 0."""
+    """Failures Spark recovered from in a run's jobs (an executor lost, a Python worker crashed),
+    from its status tracker: the failed task attempts of each stage's latest attempt, plus one per
+    earlier attempt of a stage it had to resubmit (a lost executor's shuffle output is fetched by
+    the next stage, which then reruns the parent: the tracker keeps only the latest attempt)."""
     tracker = spark.sparkContext.statusTracker()
     failed = 0
     for job in tracker.getJobIdsForGroup(group):
         info = tracker.getJobInfo(job)
         for stage in (info.stageIds if info else []):
             st = tracker.getStageInfo(stage)
-            failed += st.numFailedTasks if st else 0
+            failed += (st.numFailedTasks + st.currentAttemptId) if st else 0
     return int(failed)
 
 

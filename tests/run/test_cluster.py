@@ -1,7 +1,8 @@
 """A real Spark standalone cluster on loopback, started and stopped by the harness's own manager
 (harness/run/cluster.py, `make cluster-up/-status/-down`), running an experiment through
 `cluster=standalone` (the URL from the state file) with the oracle's digest; and, in `make
-test-cluster` (marked slow), an executor killed in the middle of a worker and of a merge stage."""
+test-cluster` (marked slow), an executor killed in the middle of a worker stage, a merge stage
+and a migration job."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def test_standalone_without_a_running_cluster_fails_before_spark_starts(tmp_path
 
 @pytest.mark.cluster
 @pytest.mark.slow  # make test-cluster
-@pytest.mark.parametrize("stage", ["worker", "merge"])
+@pytest.mark.parametrize("stage", ["worker", "merge", "migration"])
 def test_an_executor_killed_mid_stage_is_retried_and_the_run_stays_exact(tmp_path, stage, monkeypatch):
     """The executor JVM running the stage's first task is SIGKILLed (harness/engine/faults.py; the
     workers' environment carries STPS_FAULT to the executors they launch, the driver has none);
@@ -74,12 +75,18 @@ def test_an_executor_killed_mid_stage_is_retried_and_the_run_stays_exact(tmp_pat
                "PYSPARK_PYTHON": sys.executable, "STPS_CLUSTER_DIR": str(state_dir)}
         cmd = [sys.executable, "-m", "harness", "cluster=standalone", "workload=tiny", "dataset.size=4000",
                "strategy=grid", "workers=3", "progress=false", "mlflow.enabled=false"]
+        if stage == "migration":  # a hot spot that the gr adjuster moves subscriptions away from
+            cmd += ["workload=hotspot_objects", "workload.queries=300", "workload.updates=1200",
+                    "workload.drift_start=0.1", "workload.hotspot_fraction=0.9", "seed=9", "epochs.size=1500",
+                    "workers=4", "adjust=gr", "adjust.params.sigma=1.05"]
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
         assert out.returncode == 0, out.stderr[-3000:]
         assert marker.exists()  # the fault fired
         row = read_runs_table(tmp_path / "results").iloc[-1]
         assert row["status"] == "ok" and bool(row["oracle_ok"]), row.to_dict()
-        assert row["task_failures"] >= 1
+        assert row["task_failures"] >= 1, (row.to_dict(), out.stdout[-2000:])
+        if stage == "migration":
+            assert row["migrated_queries"] > 0
     finally:
         cluster.down(state_dir, log=lambda *_: None)
     assert not any(cluster._alive(p) for p in state.pids.values())
