@@ -3,18 +3,17 @@
 Moving Arrow IPC blocks instead of one Spark row per event or per result keeps Spark's per-row
 conversion cost out of the measurement (a dense epoch yields millions of pairs), while the
 shuffles and the distribution of work stay Spark's. State is Parquet, one file per (worker,
-family, part) and per (family, merge bucket), in a folder per epoch: a retried task overwrites
-rather than duplicates, and an epoch reads only what the one before it wrote.
+family, part) and per (family, merge bucket), in a folder per epoch under the run's state URI
+(harness/core/store.py): a retried task overwrites rather than duplicates, and an epoch reads only
+what the one before it wrote.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from harness.core import store
 from harness.core.events import Events
 from harness.families.base import StateBundle
 
@@ -62,22 +61,15 @@ def out_row(rtype: int, worker: int, bucket: int | None = None, payload: bytes |
                    info=None if info is None else json.dumps(info), family=family)
 
 
-def fresh_dir(path: Path) -> str:
-    path.mkdir(parents=True, exist_ok=True)
-    for old in path.glob("*.parquet"):
-        old.unlink()
-    return str(path)
-
-
 def _events_table(ev: Events) -> pa.Table:
     return pa.Table.from_batches([ev.to_arrow()])
 
 
-def bundle_file(state_dir: Path | str, worker: int, family: int, part: str) -> Path:
-    return Path(state_dir) / f"worker-{worker:05d}-f{family}-{part}.parquet"
+def bundle_file(state_dir: str, worker: int, family: int, part: str) -> str:
+    return store.join(state_dir, f"worker-{worker:05d}-f{family}-{part}.parquet")
 
 
-def write_bundle(state_dir: Path | str, worker: int, family: int, bundle: StateBundle) -> None:
+def write_bundle(state_dir: str, worker: int, family: int, bundle: StateBundle) -> None:
     """A worker's state for one family, one Parquet file per non-empty part (an empty part leaves none)."""
     tables = {"queries": _events_table(bundle.queries) if len(bundle.queries) else None,
               "objects": _events_table(bundle.objects) if len(bundle.objects) else None,
@@ -85,19 +77,16 @@ def write_bundle(state_dir: Path | str, worker: int, family: int, bundle: StateB
     for part, table in tables.items():
         path = bundle_file(state_dir, worker, family, part)
         if table is not None:
-            pq.write_table(table, path)
-        elif path.exists():
-            path.unlink()
+            store.write_table(path, table)
+        else:
+            store.remove(path)
 
 
-def read_bundle(state_dir: Path | str | None, worker: int, family: int) -> StateBundle:
+def read_bundle(state_dir: str | None, worker: int, family: int) -> StateBundle:
     """The state a worker kept for one family (an empty bundle when it kept nothing)."""
     if state_dir is None:
         return StateBundle()
-    parts = {}
-    for part in BUNDLE_PARTS:
-        path = bundle_file(state_dir, worker, family, part)
-        parts[part] = pq.read_table(path) if path.exists() else None
+    parts = {part: store.read_table(bundle_file(state_dir, worker, family, part)) for part in BUNDLE_PARTS}
     return StateBundle(
         queries=Events.from_arrow(parts["queries"]) if parts["queries"] is not None else Events.empty(),
         objects=Events.from_arrow(parts["objects"]) if parts["objects"] is not None else Events.empty(),
@@ -105,20 +94,17 @@ def read_bundle(state_dir: Path | str | None, worker: int, family: int) -> State
     )
 
 
-def merge_state_file(state_dir: Path | str, family: int, bucket: int) -> Path:
-    return Path(state_dir) / f"merge-f{family}-{bucket:05d}.parquet"
+def merge_state_file(state_dir: str, family: int, bucket: int) -> str:
+    return store.join(state_dir, f"merge-f{family}-{bucket:05d}.parquet")
 
 
-def read_merge_state(state_dir: Path | str | None, family: int, bucket: int) -> pa.Table | None:
-    if state_dir is None:
-        return None
-    path = merge_state_file(state_dir, family, bucket)
-    return pq.read_table(path) if path.exists() else None
+def read_merge_state(state_dir: str | None, family: int, bucket: int) -> pa.Table | None:
+    return None if state_dir is None else store.read_table(merge_state_file(state_dir, family, bucket))
 
 
-def write_merge_state(state_dir: Path | str, family: int, bucket: int, state: pa.Table | None) -> None:
+def write_merge_state(state_dir: str, family: int, bucket: int, state: pa.Table | None) -> None:
     path = merge_state_file(state_dir, family, bucket)
     if state is not None and state.num_rows:
-        pq.write_table(state, path)
-    elif path.exists():
-        path.unlink()
+        store.write_table(path, state)
+    else:
+        store.remove(path)

@@ -8,11 +8,11 @@ routing; it exists so that the strategy x workers x family matrix runs in second
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
+from harness.core import store
 from harness.core.events import OBJECT, Events, key_hash_sum
 from harness.engine.merge import merge_bucket, query_rows
 from harness.engine.migration import MigrationResult, gather_bundle, migrate_state, split_bundle, summarise
@@ -24,16 +24,18 @@ from harness.families.base import StateBundle
 
 
 class SparkExecutor:
-    """Epochs as Spark jobs; worker state in a folder per epoch under `state_root`."""
+    """Epochs as Spark jobs; worker state in a folder per epoch under the URI `state_root`
+    (harness/core/store.py: file://, hdfs://, s3a://)."""
 
-    def __init__(self, spark, events_df, setup: FamilySetup, n_workers: int, state_root: Path, keep_pairs: bool,
-                 pairs_path: Path | None):
+    def __init__(self, spark, events_df, setup: FamilySetup, n_workers: int, state_root: str, keep_pairs: bool,
+                 pairs_path: str | None):
         self.spark, self.events_df, self.setup, self.n_workers = spark, events_df, setup, n_workers
-        self.state_root, self.keep_pairs, self.pairs_path = Path(state_root), keep_pairs, pairs_path
-        self.state: Path | None = None
+        self.state_root, self.keep_pairs = store.as_uri(state_root), keep_pairs
+        self.pairs_path = None if pairs_path is None else store.as_uri(pairs_path)
+        self.state: str | None = None
 
     def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None) -> EpochResult:
-        nxt = self.state_root / f"epoch={epoch}"
+        nxt = store.join(self.state_root, f"epoch={epoch}")
         res = run_epoch(self.spark, self.events_df, epoch, lo, hi, router, self.setup, self.n_workers, self.state,
                         nxt, self.keep_pairs, self.pairs_path, collect_service=collect_service, monitor=monitor,
                         feedback=feedback)
@@ -41,7 +43,7 @@ class SparkExecutor:
         return res
 
     def migrate(self, epoch, router, old_router) -> MigrationResult:
-        moved = self.state_root / f"epoch={epoch}-migrated"
+        moved = store.join(self.state_root, f"epoch={epoch}-migrated")
         mig = migrate_state(self.spark, self.state, moved, router, self.n_workers, self.setup, old_router=old_router)
         self.state = moved
         return mig

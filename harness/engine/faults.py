@@ -1,11 +1,13 @@
 """Injected faults for the cluster tests: an executor JVM killed in the middle of a stage.
 
-The tests set `spark.executorEnv.STPS_FAULT=<stage>:<marker file>` on a standalone cluster; the
-first task of that stage to reach `maybe_kill_executor` creates the marker (so exactly one kill per
-run, even across retries) and SIGKILLs the JVM it runs under (its ancestor running
-CoarseGrainedExecutorBackend, found through /proc: Linux only). Spark then loses the executor,
-the standalone worker starts a new one, and the failed tasks run again. Outside a standalone
-executor (local[*], where the ancestor JVM is the driver) nothing is killed.
+The tests start a standalone cluster whose workers' environment carries
+`STPS_FAULT=<stage>:<marker file>[:host]`; the first task of that stage to reach
+`maybe_kill_executor` creates the marker (so exactly one kill per run, even across retries) and
+SIGKILLs the JVM it runs under (its ancestor running CoarseGrainedExecutorBackend, found through
+/proc: Linux only). Spark then loses the executor, the standalone worker starts a new one, and the
+failed tasks run again. With `:host` the standalone Worker daemon above that executor is killed
+first: a worker that never comes back. Outside a standalone executor (local[*], where the ancestor
+JVM is the driver) nothing is killed.
 """
 
 from __future__ import annotations
@@ -16,14 +18,15 @@ from pathlib import Path
 
 ENV = "STPS_FAULT"
 EXECUTOR_MAIN = b"CoarseGrainedExecutorBackend"
+WORKER_MAIN = b"org.apache.spark.deploy.worker.Worker"
 
 
-def _executor_jvm() -> int | None:
-    pid = os.getppid()
-    for _ in range(6):  # python worker -> pyspark daemon -> executor JVM (a level or two either way)
+def _ancestor(main: bytes, start: int | None = None) -> int | None:
+    """The nearest ancestor process whose command line names `main`."""
+    pid = os.getppid() if start is None else start
+    for _ in range(8):  # python worker -> pyspark daemon -> executor JVM -> Worker JVM
         try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            if EXECUTOR_MAIN in cmdline:
+            if main in Path(f"/proc/{pid}/cmdline").read_bytes():
                 return pid
             stat = Path(f"/proc/{pid}/stat").read_text()
             pid = int(stat.rsplit(")", 1)[1].split()[1])
@@ -35,11 +38,13 @@ def _executor_jvm() -> int | None:
 
 
 def maybe_kill_executor(stage: str) -> None:
-    """Kill this task's executor JVM once, if STPS_FAULT names `stage`."""
+    """Kill this task's executor JVM (and with :host its Worker daemon) once, if STPS_FAULT names `stage`."""
     spec = os.environ.get(ENV)
     if not spec or ":" not in spec:
         return
     want, marker = spec.split(":", 1)
+    host = marker.endswith(":host")
+    marker = marker[:-len(":host")] if host else marker
     if want != stage:
         return
     try:
@@ -47,6 +52,10 @@ def maybe_kill_executor(stage: str) -> None:
     except FileExistsError:
         return
     os.close(fd)
-    jvm = _executor_jvm()
-    if jvm is not None:
-        os.kill(jvm, signal.SIGKILL)
+    jvm = _ancestor(EXECUTOR_MAIN)
+    if jvm is None:
+        return
+    daemon = _ancestor(WORKER_MAIN, jvm) if host else None
+    if daemon is not None:
+        os.kill(daemon, signal.SIGKILL)
+    os.kill(jvm, signal.SIGKILL)

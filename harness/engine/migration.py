@@ -21,14 +21,14 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from harness.core import store
 from harness.core.events import DELETE, INSERT, Events
-from harness.engine.blocks import (BLOCK_SCHEMA, fresh_dir, from_ipc, one_row, read_bundle, spark_schema, to_ipc,
+from harness.engine.blocks import (BLOCK_SCHEMA, from_ipc, one_row, read_bundle, spark_schema, to_ipc,
                                    write_bundle)
 from harness.engine.faults import maybe_kill_executor
 from harness.engine.monitor import row_bytes
@@ -334,13 +334,13 @@ class MigrationResult:
         return max(self.pause_s.values(), default=0.0)
 
 
-def migrate_state(spark, state_in: Path, state_out: Path, router, n_workers: int, setup,
+def migrate_state(spark, state_in: str, state_out: str, router, n_workers: int, setup,
                   old_router=None) -> MigrationResult:
     """Move the workers' stored state (every family's) from where `old_router` placed it to where
     `router` places it (one Spark job); `setup` is the run's FamilySetup."""
     sc = spark.sparkContext
     parts = max(2, min(n_workers, 2 * sc.defaultParallelism))
-    out_dir = fresh_dir(Path(state_out))
+    out_dir = store.fresh_dir(state_out)
     t0 = time.perf_counter()
     routers_bc = sc.broadcast((router, old_router))
     codes_by_family = {family: setup.codes for family in setup.factories}

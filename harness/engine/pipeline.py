@@ -26,15 +26,14 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from harness.core import store
 from harness.core.events import Events, key_hash_sum
 from harness.engine.blocks import (BLOCK_SCHEMA, DISPATCH, FEEDBACK, MERGED, OUT_SCHEMA, QUERIES, RESULT, SERVICE,
-                                   STATS, TICK, UNITS, fresh_dir, from_ipc, one_row, out_row, read_bundle,
+                                   STATS, TICK, UNITS, from_ipc, one_row, out_row, read_bundle,
                                    read_merge_state, spark_schema, to_ipc, write_bundle, write_merge_state)
 from harness.engine.faults import maybe_kill_executor
 from harness.engine.merge import merge_bucket, query_rows
@@ -182,7 +181,7 @@ def merge_batches(batches, setup: FamilySetup, state_in: str | None, state_out: 
         from pyspark import TaskContext
 
         pid = TaskContext.get().partitionId()
-        pq.write_table(pa.table({"key": np.concatenate(kept)}), Path(keep_pairs_dir) / f"part-{pid:05d}.parquet")
+        store.write_table(store.join(keep_pairs_dir, f"part-{pid:05d}.parquet"), pa.table({"key": np.concatenate(kept)}))
     yield out_row(MERGED, -1, info={"count": count, "hash": hashed % (1 << 64), "busy_s": busy, "start": start,
                                     "end": time.time()})
 
@@ -216,7 +215,7 @@ def merge_buckets(spark, n_workers: int) -> int:
 
 
 def run_epoch(spark, events_df, epoch: int, seq_lo: int, seq_hi: int, router, setup: FamilySetup, n_workers: int,
-              state_path: Path | None, next_state_path: Path, keep_pairs: bool, pairs_path: Path | None,
+              state_path: str | None, next_state_path: str, keep_pairs: bool, pairs_path: str | None,
               collect_service: bool = True, monitor: bool = False, feedback: dict | None = None) -> EpochResult:
     from pyspark.sql import functions as F
 
@@ -224,9 +223,9 @@ def run_epoch(spark, events_df, epoch: int, seq_lo: int, seq_hi: int, router, se
     # several workers may share a partition (each still gets its own indexes), so the task count
     # follows the cores, not the worker count
     parts = merge_buckets(spark, n_workers)
-    state_in = str(state_path) if state_path is not None else None
-    state_out = fresh_dir(Path(next_state_path))
-    pairs_dir = fresh_dir(Path(pairs_path) / f"epoch={epoch}") if keep_pairs and pairs_path else None
+    state_in = state_path
+    state_out = store.fresh_dir(next_state_path)
+    pairs_dir = store.fresh_dir(store.join(pairs_path, f"epoch={epoch}")) if keep_pairs and pairs_path else None
     t0 = time.perf_counter()
     router_bc = sc.broadcast(router)
     feedback_bc = sc.broadcast(feedback) if feedback else None

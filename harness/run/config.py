@@ -64,6 +64,9 @@ class ClusterConfig:
     # local[*], spark://host:7077 for a standalone cluster, or cluster-up: the one `make cluster-up` started
     master: str = "local[*]"
     conf: dict[str, str] = field(default_factory=dict)  # extra spark.* settings
+    # a run whose jobs wait this long with no executor alive (its workers gone) is cancelled and
+    # recorded as an error (harness/run/watchdog.py); 0: wait forever, as Spark does
+    lost_executors_timeout_s: float = 300.0
 
 
 @dataclass
@@ -121,6 +124,10 @@ class Config:
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
     results_dir: Optional[str] = None  # default: <project>/results
     keep_pairs: bool = False  # write the distinct result pairs as Parquet (else count + digest)
+    # where executors keep worker state, kept pairs and the events table, read and written through
+    # pyarrow's filesystems: file:///..., hdfs://namenode/..., s3a://bucket/... (a multi-host cluster
+    # needs one every host reaches); null: the run's folder under results_dir
+    state_uri: Optional[str] = None
     progress: bool = True
     tag: Optional[str] = None  # free label stored with the run (e.g. the experiment name)
     # skip a run whose configuration already has a successful row in the runs table (`config_key`):
@@ -238,6 +245,16 @@ def validate(cfg) -> list[RunSpec]:
     if cfg.dispatchers < 1:
         raise _bad("dispatchers", cfg.dispatchers, "an integer >= 1")
     spark_master(cfg)  # a cluster that is not up fails here, before Spark starts
+    if cfg.cluster.lost_executors_timeout_s < 0:
+        raise _bad("cluster.lost_executors_timeout_s", cfg.cluster.lost_executors_timeout_s,
+                   "seconds >= 0 (0: wait for executors forever)")
+    if cfg.state_uri:
+        from harness.core import store
+
+        try:
+            store.check(str(cfg.state_uri))
+        except store.StoreError as exc:
+            raise ConfigError(str(exc)) from None
     validate_families(cfg)
     if not 0 < cfg.latency.rate_fraction <= 10:
         raise _bad("latency.rate_fraction", cfg.latency.rate_fraction, "a number in (0, 10]")

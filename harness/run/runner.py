@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import time
 import traceback
 from dataclasses import asdict, is_dataclass
@@ -23,6 +22,7 @@ import pyarrow.parquet as pq
 from omegaconf import OmegaConf
 
 from datasets.workloads.anomalies import normalise_workload
+from harness.core import store
 from harness.core.events import INSERT, OBJECT, Events, digest_of, format_digest
 from harness.engine.epochs import epoch_bounds
 from harness.engine.executors import SparkExecutor
@@ -35,6 +35,7 @@ from harness.report.summary import summarise_run
 from harness.report.table import idle_workers
 from harness.run.config import RunSpec, spark_master, validate
 from harness.run.progress import Progress
+from harness.run.watchdog import ExecutorWatchdog
 from strategies import registry
 from strategies.adjust_base import get_adjuster
 from strategies.base import FitContext
@@ -149,7 +150,7 @@ def _run_config(cfg, spec: RunSpec) -> dict:
 
 
 # settings that change how a run is shown or stored, not what it measures
-_NOT_MEASURED = ("progress", "mlflow", "results_dir", "resume", "tag", "keep_pairs")
+_NOT_MEASURED = ("progress", "mlflow", "results_dir", "resume", "tag", "keep_pairs", "state_uri")
 
 
 def config_key(run_cfg: dict) -> str:
@@ -185,12 +186,30 @@ def _mlflow_name(cfg, spec: RunSpec) -> str:
     return f"{spec.label}-w{cfg.workers}-{cfg.workload.name}"
 
 
-def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, events_path: Path,
+def _run_location(cfg, run_dir: Path, run_id: str, part: str) -> str:
+    """Where a run's executors keep `part` (state, pairs): under state_uri when set, else the run folder."""
+    return store.join(cfg.state_uri, "runs", run_id, part) if cfg.state_uri else store.as_uri(run_dir / part)
+
+
+def publish_events(cfg, folder: Path) -> str:
+    """The events table where every executor can read it: the workload cache on this machine, or a
+    copy under state_uri (written once per workload, renamed into place); as Spark names it."""
+    local = folder / "events.parquet"
+    if not cfg.state_uri:
+        return str(local)
+    target = store.join(cfg.state_uri, "workloads", folder.name, "events.parquet")
+    if not store.exists(target):
+        store.write_table(target, pq.read_table(local), atomic=True, row_group_size=65536)
+    return store.spark_uri(target)
+
+
+def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, events_path: str,
                  oracle: str | None, root: Path, logger: results.MlflowLogger, parent_id: str | None,
                  progress: Progress, inputs: dict | None = None) -> dict:
 
     name = spec.label
     run_dir, base, run_cfg, config_yaml = _start_run(cfg, spec, root)
+    state_root = _run_location(cfg, run_dir, base["run_id"], "state")
     t_run = time.perf_counter()
     workers_df = router_info = lat_sample = epochs_df = None
     series = []
@@ -210,12 +229,13 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
         if cfg.adjust.name != "none":
             adj_cls = get_adjuster(cfg.adjust.name)
             adjuster = adj_cls(adj_cls.make_params(dict(cfg.adjust.params)), cfg.workers, context, spec.name)
-        executor = SparkExecutor(spark, spark.read.parquet(str(events_path)), setup, cfg.workers, run_dir / "state",
-                                 cfg.keep_pairs, run_dir / "pairs")
+        executor = SparkExecutor(spark, spark.read.parquet(events_path), setup, cfg.workers, state_root,
+                                 cfg.keep_pairs, _run_location(cfg, run_dir, base["run_id"], "pairs"))
         bounds = epoch_bounds(events, warmup, cfg.epochs.by, cfg.epochs.size)
         progress.extend(len(bounds) - 2)
-        loop = run_epochs(executor, router, events, setup, bounds, adjuster, cfg.workers, cfg.dispatchers, progress,
-                          name)
+        with ExecutorWatchdog(spark, base["run_id"], cfg.cluster.lost_executors_timeout_s):
+            loop = run_epochs(executor, router, events, setup, bounds, adjuster, cfg.workers, cfg.dispatchers,
+                              progress, name)
         epochs, series, router = loop.epochs, loop.series, loop.router
         summary = summarise_run(loop.measured, series, events, warmup, cfg.workers, cfg.dispatchers, cfg.latency)
         workers_df, lat_sample, epochs_df, metrics = summary.workers, summary.latency_sample, summary.epochs, \
@@ -241,7 +261,7 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
     row.update(inputs or {})
     row["task_failures"] = failed_tasks(spark, base["run_id"])
     row["wall_s"] = time.perf_counter() - t_run
-    shutil.rmtree(run_dir / "state", ignore_errors=True)  # between-epoch state only; not a result
+    store.remove_tree(state_root)  # between-epoch state only; not a result
     progress.step(f"{name}: logging")
     record_run(root, run_dir, row, run_cfg, config_yaml, workers_df, router_info, lat_sample, epochs_df, series, logger,
                parent_id, progress, _mlflow_name(cfg, spec))
@@ -374,8 +394,9 @@ def run_experiment(cfg) -> list[dict]:
               else None)
     timings["oracle_s"] = time.perf_counter() - t0
     rows = []
+    events_path = publish_events(cfg, folder)
     for spec in runs:
-        row = run_strategy(spark, cfg, spec, ds, events, warmup, folder / "events.parquet", oracle, root, logger,
+        row = run_strategy(spark, cfg, spec, ds, events, warmup, events_path, oracle, root, logger,
                            parent, progress, inputs)
         row.update({f"time_{k}": v for k, v in timings.items()})
         _warn_idle_workers(row, progress)

@@ -1,15 +1,20 @@
 """A real Spark standalone cluster on loopback, started and stopped by the harness's own manager
 (harness/run/cluster.py, `make cluster-up/-status/-down`), running an experiment through
-`cluster=standalone` (the URL from the state file) with the oracle's digest; and, in `make
-test-cluster` (marked slow), an executor killed in the middle of a worker stage, a merge stage
-and a migration job."""
+`cluster=standalone` (the URL from the state file, worker state under a `state_uri`) with the
+oracle's digest and the digest of the same job on local[*]; and, in `make test-cluster` (marked
+slow), an executor killed in the middle of a worker stage, a merge stage and a migration job, and a
+worker that never comes back."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import time
 import sys
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from harness.report.results import read_runs_table
@@ -31,8 +36,12 @@ def test_cluster_up_runs_an_experiment_and_down_stops_only_its_processes(tmp_pat
             cluster.up(workers=1, port=PORT, webui_port=WEBUI, directory=state_dir, log=lambda *_: None)
         env = {**os.environ, "STPS_RESULTS": str(tmp_path / "results"), "SPARK_LOCAL_IP": "127.0.0.1",
                "PYSPARK_PYTHON": sys.executable, "STPS_CLUSTER_DIR": str(state_dir)}
-        cmd = [sys.executable, "-m", "harness", "cluster=standalone", "workload=tiny", "dataset.size=4000",
-               "strategy=grid", "workers=3", "progress=false", "mlflow.enabled=false"]
+        # a grid that replicates and an adjuster that migrates, over epochs: every stage runs
+        job = ["workload=tiny", "dataset.size=4000", "strategy=grid", "workers=3", "epochs.size=1500",
+               "adjust=gr", "progress=false", "mlflow.enabled=false"]
+        shared = tmp_path / "shared"  # what executors of a multi-host cluster would reach by URI
+        cmd = [sys.executable, "-m", "harness", "cluster=standalone", *job, f"state_uri=file://{shared}",
+               "keep_pairs=true"]
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         assert out.returncode == 0, out.stderr[-3000:]
         row = read_runs_table(tmp_path / "results").iloc[-1]
@@ -40,6 +49,20 @@ def test_cluster_up_runs_an_experiment_and_down_stops_only_its_processes(tmp_pat
         assert row["cluster"] == "standalone"
         apps = cluster.master_status(state.webui_url)["completedapps"]  # it ran on this cluster, not local[*]
         assert [a["name"] for a in apps] == ["stps-harness"]
+        # the executors read the events and wrote the kept pairs under state_uri, and left no state
+        assert len(list(shared.glob("workloads/*/events.parquet"))) == 1
+        pair_files = list(shared.glob(f"runs/{row['run_id']}/pairs/epoch=*/part-*.parquet"))
+        keys = pa.concat_tables([pq.read_table(f) for f in pair_files]).column("key").to_numpy()
+        assert len(np.unique(keys)) == len(keys) == row["result_count"] > 0
+        assert not (shared / "runs" / row["run_id"] / "state").exists()
+        # the same job on local[*]: the same digest
+        local_env = {**env, "STPS_RESULTS": str(tmp_path / "local")}
+        out = subprocess.run([sys.executable, "-m", "harness", *job], env=local_env, capture_output=True, text=True,
+                             timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        local = read_runs_table(tmp_path / "local").iloc[-1]
+        assert local["cluster"] == "local"
+        assert local["result_digest"] == row["result_digest"]
     finally:
         stopped = cluster.down(state_dir, log=lambda *_: None)
     assert stopped == 3
@@ -87,6 +110,44 @@ def test_an_executor_killed_mid_stage_is_retried_and_the_run_stays_exact(tmp_pat
         assert row["task_failures"] >= 1, (row.to_dict(), out.stdout[-2000:])
         if stage == "migration":
             assert row["migrated_queries"] > 0
+    finally:
+        cluster.down(state_dir, log=lambda *_: None)
+    assert not any(cluster._alive(p) for p in state.pids.values())
+
+
+@pytest.mark.cluster
+@pytest.mark.slow  # make test-cluster
+def test_a_worker_that_never_returns_fails_the_run_in_bounded_time_and_loses_nothing(tmp_path, monkeypatch):
+    """The only worker's daemon and executor are SIGKILLed in a worker stage (STPS_FAULT ...:host):
+    no executor can come back, so the watchdog cancels the run after cluster.lost_executors_timeout_s;
+    its row says status=error with that reason, and the run recorded before it is still there."""
+    state_dir = tmp_path / "cluster"
+    marker = tmp_path / "killed"
+    marker.touch()  # disarmed for the first run
+    monkeypatch.setenv("STPS_FAULT", f"worker:{marker}:host")
+    state = cluster.up(workers=1, cores=1, memory="1g", port=PORT + 2, webui_port=WEBUI + 2, directory=state_dir,
+                       timeout=180, log=lambda *_: None)
+    monkeypatch.delenv("STPS_FAULT")
+    timeout_s = 20
+    try:
+        env = {**os.environ, "STPS_RESULTS": str(tmp_path / "results"), "SPARK_LOCAL_IP": "127.0.0.1",
+               "PYSPARK_PYTHON": sys.executable, "STPS_CLUSTER_DIR": str(state_dir)}
+        cmd = [sys.executable, "-m", "harness", "cluster=standalone", "workload=tiny", "dataset.size=4000",
+               "strategy=grid", "workers=3", "progress=false", "mlflow.enabled=false",
+               f"cluster.lost_executors_timeout_s={timeout_s}"]
+        first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        assert first.returncode == 0, first.stderr[-3000:]
+        marker.unlink()  # armed
+        t0 = time.monotonic()
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        elapsed = time.monotonic() - t0
+        assert marker.exists()  # the fault fired
+        assert out.returncode == 1, out.stderr[-3000:]
+        assert elapsed < 240, elapsed  # the run's own work takes well under a minute; Spark alone waits forever
+        table = read_runs_table(tmp_path / "results")
+        assert list(table["status"]) == ["ok", "error"]
+        assert bool(table.iloc[0]["oracle_ok"])
+        assert "LostExecutors" in table.iloc[1]["error"] and "lost_executors_timeout_s" in table.iloc[1]["error"]
     finally:
         cluster.down(state_dir, log=lambda *_: None)
     assert not any(cluster._alive(p) for p in state.pids.values())

@@ -77,6 +77,18 @@ def test_index_settings_are_checked_per_family():
     assert composed("index.range.cells_per_side=32").index.range.cells_per_side == 32
 
 
+def test_state_uri_and_the_lost_executor_timeout_are_checked_before_spark(tmp_path):
+    with pytest.raises(ConfigError, match=r"state_uri='ftp://host/state' has scheme 'ftp'; allowed: file"):
+        validate(composed("state_uri=ftp://host/state"))
+    (tmp_path / "f").write_text("a file, not a folder")
+    with pytest.raises(ConfigError, match="is not writable"):
+        validate(composed(f"state_uri=file://{tmp_path}/f/state"))
+    validate(composed(f"state_uri=file://{tmp_path}/ok"))
+    assert (tmp_path / "ok").is_dir()
+    with pytest.raises(ConfigError, match=r"cluster.lost_executors_timeout_s=-1.*seconds >= 0"):
+        validate(composed("cluster.lost_executors_timeout_s=-1"))
+
+
 @pytest.mark.parametrize("arg,hint", [("wrkers=3", "workers"), ("workload.querys=5", "queries"),
                                       ("dataset.on_bad_row=error", "on_bad_rows")])
 def test_misspelled_key_names_the_valid_keys(arg, hint):
