@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from harness.core import store
 from harness.core.events import OBJECT, Events, key_hash_sum
+from harness.engine.local_pairs import LocalCount, sole_copies, sole_objects, split_pairs
 from harness.engine.merge import merge_bucket, query_rows
 from harness.engine.migration import MigrationResult, gather_bundle, migrate_state, split_bundle, summarise
 from harness.engine.monitor import unit_stats
@@ -63,15 +64,24 @@ class InProcessExecutor:
         n_obj_copies = int(np.count_nonzero(ev.kind[rows] == OBJECT))
         res = EpochResult(epoch, hi - lo, 0, len(rows), n_obj_copies, len(rows) - n_obj_copies)
         blobs: dict[int, list[bytes]] = {code: [] for code in self.setup.mergers}
+        sole = sole_copies(rows, len(ev)) if self.setup.local_codes else None
+        local = LocalCount()
         for w in range(self.n_workers):
-            sub = ev.take(np.sort(rows[workers == w]))
+            mine = np.flatnonzero(workers == w)
+            mine = mine[np.argsort(rows[mine], kind="stable")]
+            sub = ev.take(rows[mine])
+            sole_ids = sole_objects(sub, None if sole is None else sole[mine])
             start = self.states[w]
             indexes = WorkerSet.build(self.setup.factories)
             indexes.restore(start, feedback)
             pruned = indexes.prune_replicas(router, w, self.setup.codes) if feedback else {}
             outs, work, counters, busy_s = indexes.process(sub)
             for code, out in outs.items():
-                blobs[code] += [blob for _, blob in self.setup.mergers[code].blocks(out.results, 1)]
+                results = out.results
+                if code in self.setup.local_codes:
+                    here, results = split_pairs(results, sole_ids)
+                    local.add(here)
+                blobs[code] += [blob for _, blob in self.setup.mergers[code].blocks(results, 1)]
             self.states[w] = indexes.export_state()
             start_q, end_q = stored_queries(start), stored_queries(self.states[w])
             res.worker_stats[w] = {**counters, **pruned, "busy_s": busy_s, "restored": len(start_q), "events": len(sub)}
@@ -79,6 +89,7 @@ class InProcessExecutor:
                 codes = self.setup.codes
                 res.units.append(unit_stats(router, w, routing_view(sub, codes), work, busy_s,
                                             routing_view(start_q, codes), routing_view(end_q, codes)))
+        res.result_count, res.result_hash, res.local_pairs = local.count, local.hash, local.count
         for code, merger in self.setup.mergers.items():
             queries = ev.take(query_rows(ev, {code})) if merger.needs_queries else None
             out = merge_bucket(merger, self.merge_states.get(code), blobs[code], queries)

@@ -14,27 +14,11 @@ from __future__ import annotations
 
 import os
 import signal
-from pathlib import Path
+
+from harness.engine.memory import EXECUTOR_MAIN, ancestor_pid
 
 ENV = "STPS_FAULT"
-EXECUTOR_MAIN = b"CoarseGrainedExecutorBackend"
 WORKER_MAIN = b"org.apache.spark.deploy.worker.Worker"
-
-
-def _ancestor(main: bytes, start: int | None = None) -> int | None:
-    """The nearest ancestor process whose command line names `main`."""
-    pid = os.getppid() if start is None else start
-    for _ in range(8):  # python worker -> pyspark daemon -> executor JVM -> Worker JVM
-        try:
-            if main in Path(f"/proc/{pid}/cmdline").read_bytes():
-                return pid
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            pid = int(stat.rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            return None
-        if pid <= 1:
-            return None
-    return None
 
 
 def maybe_kill_executor(stage: str) -> None:
@@ -52,10 +36,10 @@ def maybe_kill_executor(stage: str) -> None:
     except FileExistsError:
         return
     os.close(fd)
-    jvm = _ancestor(EXECUTOR_MAIN)
+    jvm = ancestor_pid(EXECUTOR_MAIN)
     if jvm is None:
         return
-    daemon = _ancestor(WORKER_MAIN, jvm) if host else None
+    daemon = ancestor_pid(WORKER_MAIN, jvm) if host else None
     if daemon is not None:
         os.kill(daemon, signal.SIGKILL)
     os.kill(jvm, signal.SIGKILL)

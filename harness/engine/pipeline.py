@@ -33,9 +33,11 @@ import pyarrow as pa
 from harness.core import store
 from harness.core.events import Events, key_hash_sum
 from harness.engine.blocks import (BLOCK_SCHEMA, DISPATCH, FEEDBACK, MERGED, OUT_SCHEMA, QUERIES, RESULT, SERVICE,
-                                   STATS, TICK, UNITS, from_ipc, one_row, out_row, read_bundle,
+                                   STATS, TICK, UNITS, LOCAL, from_ipc, one_row, out_row, read_bundle,
                                    read_merge_state, spark_schema, to_ipc, write_bundle, write_merge_state)
 from harness.engine.faults import maybe_kill_executor
+from harness.engine.local_pairs import SOLE, LocalCount, sole_copies, sole_objects, split_pairs, with_sole
+from harness.engine.memory import task_peak_bytes
 from harness.engine.merge import merge_bucket, query_rows
 from harness.engine.setup import FamilySetup
 from harness.engine.worker import WorkerSet, routing_view, stored_queries
@@ -57,6 +59,8 @@ def dispatch_batches(batches, router_bc, setup: FamilySetup, n_buckets: int):
         ns = time.perf_counter_ns() - t0
         order = np.lexsort((rows, workers))  # by worker, then stream order within the batch
         routed = batch.take(pa.array(rows[order]))
+        if setup.local_codes:
+            routed = with_sole(routed, sole_copies(rows, batch.num_rows)[order])
         ws = workers[order]
         cuts = np.flatnonzero(np.diff(ws)) + 1
         for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(ws)]):
@@ -103,6 +107,7 @@ def worker_batches(batches, setup: FamilySetup, state_in: str | None, state_out:
             yield out_row(QUERIES, -1, buckets[i].as_py(), payload[i].as_py(), family=fams[i].as_py())
         else:
             yield one_row(OUT_SCHEMA, rtype=DISPATCH, worker=-1, info=infos[i].as_py())
+    local = LocalCount()
     for w in np.unique(workers[workers >= 0]).tolist():
         blocks = [from_ipc(payload[int(i)].as_py()) for i in np.flatnonzero(workers == w)
                   if payload[int(i)].is_valid]
@@ -110,7 +115,10 @@ def worker_batches(batches, setup: FamilySetup, state_in: str | None, state_out:
         if isinstance(epoch, pa.RecordBatch):
             epoch = pa.Table.from_batches([epoch])
         seq = epoch.column("seq").to_numpy()
-        ev = Events.from_arrow(epoch.take(pa.array(np.argsort(seq, kind="stable"))))
+        epoch = epoch.take(pa.array(np.argsort(seq, kind="stable")))
+        ev = Events.from_arrow(epoch)
+        sole = epoch.column(SOLE).to_numpy(zero_copy_only=False) if SOLE in epoch.schema.names else None
+        sole_ids = sole_objects(ev, sole)
         bundles = {code: read_bundle(state_in, w, code) for code in setup.factories}
         indexes = WorkerSet.build(setup.factories)
         restore_s = indexes.restore(bundles, feedback_bc.value if feedback_bc is not None else None)
@@ -118,7 +126,11 @@ def worker_batches(batches, setup: FamilySetup, state_in: str | None, state_out:
         outs, work, counters, busy_s = indexes.process(ev)
         size = indexes.size_bytes()
         for code, out in outs.items():
-            for bucket, blob in setup.mergers[code].blocks(out.results, n_buckets):
+            results = out.results
+            if code in setup.local_codes:
+                here, results = split_pairs(results, sole_ids)
+                local.add(here)
+            for bucket, blob in setup.mergers[code].blocks(results, n_buckets):
                 yield out_row(RESULT, w, bucket, blob, family=code)
         if collect_service and len(ev):
             total_work = max(int(work.sum()), 1)
@@ -136,7 +148,9 @@ def worker_batches(batches, setup: FamilySetup, state_in: str | None, state_out:
             write_bundle(state_out, w, code, bundle)
         yield out_row(STATS, w, info={**counters, **pruned, "busy_s": busy_s, "restore_s": restore_s, "index_bytes": size,
                                       "events": len(ev), "restored": len(start_q), "kept": len(end_q)})
-    yield out_row(STATS, -1, info={"start": start, "end": time.time()})
+    if setup.local_codes:
+        yield out_row(LOCAL, -1, info={"count": local.count, "hash": local.hash})
+    yield out_row(STATS, -1, info={"start": start, "end": time.time(), **task_peak_bytes()})
 
 
 def merge_batches(batches, setup: FamilySetup, state_in: str | None, state_out: str, keep_pairs_dir: str | None):
@@ -183,7 +197,7 @@ def merge_batches(batches, setup: FamilySetup, state_in: str | None, state_out: 
         pid = TaskContext.get().partitionId()
         store.write_table(store.join(keep_pairs_dir, f"part-{pid:05d}.parquet"), pa.table({"key": np.concatenate(kept)}))
     yield out_row(MERGED, -1, info={"count": count, "hash": hashed % (1 << 64), "busy_s": busy, "start": start,
-                                    "end": time.time()})
+                                    "end": time.time(), **task_peak_bytes()})
 
 
 @dataclass
@@ -201,6 +215,8 @@ class EpochResult:
     result_hash: int = 0
     merge_busy_s: float = 0.0  # the mergers' CPU time
     observe_s: float = 0.0  # the driver's routing-state upkeep before dispatch (Router.observe_inserts)
+    executor_peak_bytes: int = 0  # the largest peak resident set of a worker or merge task's processes
+    local_pairs: int = 0  # distinct pairs the workers finished themselves (sole objects), not shuffled
     feedback: dict[int, pa.Table] = field(default_factory=dict)  # family code -> (qid, value) for the router
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -263,6 +279,7 @@ def collect(epoch: int, out: pa.Table, collect_service: bool, job_s: float) -> E
 
     dispatch = infos(rtype == DISPATCH)
     merged = infos(rtype == MERGED)
+    local = infos(rtype == LOCAL)
     stage = infos((rtype == STATS) & (wcol < 0))
     res = EpochResult(
         epoch=epoch,
@@ -271,9 +288,11 @@ def collect(epoch: int, out: pa.Table, collect_service: bool, job_s: float) -> E
         routed_pairs=sum(d["object_copies"] + d["query_copies"] for d in dispatch),
         routed_objects=sum(d["object_copies"] for d in dispatch),
         routed_queries=sum(d["query_copies"] for d in dispatch),
-        result_count=sum(m["count"] for m in merged),
-        result_hash=sum(m["hash"] for m in merged) % (1 << 64),
+        result_count=sum(m["count"] for m in merged + local),
+        result_hash=sum(m["hash"] for m in merged + local) % (1 << 64),
+        local_pairs=sum(m["count"] for m in local),
         merge_busy_s=sum(m.get("busy_s", 0.0) for m in merged),
+        executor_peak_bytes=max((i.get("rss_peak", 0) + i.get("jvm_peak", 0) for i in stage + merged), default=0),
     )
     for i in np.flatnonzero((rtype == STATS) & (wcol >= 0)):
         res.worker_stats[int(wcol[i])] = json.loads(info[int(i)].as_py())

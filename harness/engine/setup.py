@@ -21,6 +21,7 @@ class FamilySetup:
     mergers: dict[int, type[Merger]]  # family code -> merger
     codes: np.ndarray | None = None  # the routers' view of the family column (registry.routing_codes)
     names: dict[int, str] = field(default_factory=dict)
+    local_pairs: bool = False  # count the pairs of sole object copies on the workers (local_pairs.py)
 
     def fit_sample(self, events: Events, warmup: int, context: IndexContext) -> Events:
         """The warm-up prefix as the strategy fits on it: each family's `fit_view`, then the
@@ -34,6 +35,11 @@ class FamilySetup:
     def merge_queries(self) -> set[int]:
         """Families whose mergers read the epoch's query events."""
         return {c for c, m in self.mergers.items() if m.needs_queries}
+
+    @property
+    def local_codes(self) -> set[int]:
+        """Families whose pairs of sole object copies the workers count themselves."""
+        return {c for c, m in self.mergers.items() if m.union_of_pairs} if self.local_pairs else set()
 
     @property
     def stateful(self) -> set[int]:

@@ -32,6 +32,7 @@ class SimResult:
     router: object = None
     feedback_rows: int = 0
     anomalies: dict = field(default_factory=dict)  # what normalising the stream fixed (datasets.workloads.anomalies)
+    local_pairs: int = 0  # distinct pairs the workers counted themselves (harness/engine/local_pairs.py)
 
     @property
     def exact(self) -> bool:
@@ -62,10 +63,11 @@ def oracle_digest(events: Events, names: list[str]) -> str:
 def simulate(events: Events, warmup: int, strategy: str, n_workers: int, epoch_events: float = 0,
              adjust: "str | Adjuster" = "none", adjust_params: dict | None = None, strategy_params: dict | None = None,
              context: FitContext | None = None, setup: FamilySetup | None = None, epochs_by: str = "count",
-             index_params: dict | None = None) -> SimResult:
+             index_params: dict | None = None, local_pairs: bool = True) -> SimResult:
     """Run a stream through a strategy in process. The families are the stream's own; the range
     index defaults to 16 cells per side (tiny streams), `index_params` maps a family to its
-    settings, `setup` replaces the whole family setup (a test's own index). The stream is normalised
+    settings, `setup` replaces the whole family setup (a test's own index); `local_pairs` as the
+    config's (pairs of sole objects counted on the workers). The stream is normalised
     first (datasets.workloads.anomalies), as the Spark runner does, so both give anomalies one meaning."""
     events, warmup, anomalies = normalise_prefix(events, warmup)
     context = context or default_context(events)
@@ -75,6 +77,7 @@ def simulate(events: Events, warmup: int, strategy: str, n_workers: int, epoch_e
         params = {"range": {"cells_per_side": 16}, **(index_params or {})}
         setup = family_setup(names, cls.families, IndexContext(context.extent, context.vocab_size), params,
                              cls.paper_index)
+    setup.local_pairs = local_pairs and anomalies.get("duplicate_object_ids", 1) == 0
     sample = setup.fit_sample(events, warmup, IndexContext(context.extent, context.vocab_size))
     router = cls().fit(sample, n_workers, cls.make_params(strategy_params), context)
     if isinstance(adjust, Adjuster):  # an instance (tests may bring their own)
@@ -88,4 +91,5 @@ def simulate(events: Events, warmup: int, strategy: str, n_workers: int, epoch_e
     count = sum(e.result_count for e in loop.epochs)
     hashed = sum(e.result_hash for e in loop.epochs) % (1 << 64)
     return SimResult(format_digest(count, hashed), oracle_digest(events, names), loop.series, loop.plans, loop.router,
-                     sum(t.num_rows for e in loop.epochs for t in e.feedback.values()), anomalies)
+                     sum(t.num_rows for e in loop.epochs for t in e.feedback.values()), anomalies,
+                     sum(e.local_pairs for e in loop.epochs))

@@ -138,6 +138,9 @@ class Merger(ABC):
 
     stateful: ClassVar[bool] = False
     needs_queries: ClassVar[bool] = False
+    # the merge is the distinct union of (qid << 32 | object id) keys and nothing else, so a pair
+    # whose object went to one worker is final where it is found (harness/engine/local_pairs.py)
+    union_of_pairs: ClassVar[bool] = False
 
     @staticmethod
     @abstractmethod
@@ -167,6 +170,9 @@ class Family(ParamsMixin):
     index: ClassVar[type[WorkerIndex]]
     merger: ClassVar[type[Merger]]
     routes_like: ClassVar[str | None] = None  # route as this family when a router has no route_<name>
+    # an oracle for streams too large for `oracle` on the driver: (spark, events DataFrame, extent,
+    # tiles) -> (digest, checks), computed on Spark with an algorithm of its own (None: none)
+    scale_oracle: ClassVar[Callable | None] = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -161,14 +161,22 @@ _METRICS = [
     Metric("dispatcher_bytes", "dispatcher memory", "bytes", "bytes of the router's arrays", "lower", **_MB),
     Metric("worker_index_bytes_max", "largest worker index", "bytes", "bytes of the largest worker index", "lower",
            **_MB),
+    Metric("driver_peak_rss_bytes", "driver peak memory", "bytes",
+           "peak resident set of the driver's Python process and its JVM when the run ended", "lower", **_MB),
+    Metric("executor_peak_rss_bytes", "executor peak memory", "bytes",
+           "largest peak resident set of a worker or merge task's Python process plus its executor JVM (local "
+           "mode: the JVM is the driver's)", "lower", **_MB),
     # results and correctness
     Metric("results_raw", "raw results", "pairs", "(query, object) pairs the workers found, duplicates included",
            None, _COUNT),
     Metric("results", "results", "pairs", "distinct (query, object) pairs of the epoch", None, _COUNT),
     Metric("result_count", "results", "pairs", "distinct (query, object) pairs, all epochs", None, _COUNT),
+    Metric("results_local", "results counted on workers", "pairs",
+           "distinct pairs of sole object copies, counted where found instead of shuffled to the merge", None,
+           _COUNT),
     Metric("result_digest", "result digest", "", "count and order-independent hash of the distinct pairs", None,
            "{}"),
-    Metric("oracle_ok", "oracle match", "", "the digest equals the brute-force oracle's (null: not computed)",
+    Metric("oracle_ok", "oracle match", "", "the digest equals the oracle's (oracle_method: brute force or the scale oracle; null: not computed)",
            "higher", "{}"),
     Metric("feedback_rows", "feedback rows", "rows", "per-query feedback values the mergers handed the router", None,
            _COUNT),
@@ -219,7 +227,7 @@ _METRICS = [
            "{:.1f}"),
     Metric("time_data_s", "data preparation", "s", "the invocation's dataset and workload preparation time", None,
            "{:.1f}"),
-    Metric("time_oracle_s", "oracle time", "s", "the invocation's brute-force oracle time", None, "{:.1f}"),
+    Metric("time_oracle_s", "oracle time", "s", "the invocation's oracle time (brute force or scale oracle)", None, "{:.1f}"),
 ]
 METRICS: dict[str, Metric] = {m.name: m for m in _METRICS}
 # what a run row says about its input (every run of an invocation shares them)

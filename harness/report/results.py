@@ -26,17 +26,17 @@ RUNS_TABLE_COLUMNS = [
     "cluster", "config_key", "started_at", "events", "throughput_eps", "throughput_wall_eps", "latency_mean_ms", "latency_p50_ms",
     "latency_p95_ms", "latency_p99_ms", "load_max_min", "load_max_mean", "load_sum", "obj_replication",
     "query_replication", "messages_routed", "dispatcher_bytes", "worker_index_bytes_max", "build_s", "wall_s", "task_failures",
-    "result_count", "result_digest", "oracle_ok", "partitions_actual", "epochs", "adjust", "adjustments",
+    "result_count", "result_digest", "oracle_ok", "oracle_method", "partitions_actual", "epochs", "adjust", "adjustments",
     "migrated_queries", "migrated_bytes", "select_s", "select_cells_s", "migration_s", "latency_share_lt_100ms",
     "latency_share_100ms_1s", "latency_share_gt_1s", "observe_s", "merge_s", "feedback_rows", "family", "run_dir",
-    "replicas_dropped", *metrics_mod.TIMESTAMP_METRICS, *metrics_mod.INPUT_METRICS,
+    "replicas_dropped", "driver_peak_rss_bytes", "executor_peak_rss_bytes", "results_local", *metrics_mod.TIMESTAMP_METRICS, *metrics_mod.INPUT_METRICS,
 ]
 
 
 # what identifies a run (or says why it failed): every other key of a run row is a registered metric
 RUN_KEYS = ("run_id", "status", "error", "traceback", "mlflow_error", "strategy", "variant", "experiment", "sweep_id",
             "x", "facet", "workers", "dispatchers", "dataset", "workload", "family", "seed", "tag", "started_at",
-            "adjust", "run_dir", "cluster", "config_key")
+            "adjust", "run_dir", "cluster", "config_key", "oracle_method")
 EPOCH_KEYS = ("epoch", "operation")  # likewise for a row of the per-epoch series (epochs.parquet)
 
 

@@ -78,7 +78,11 @@ class LatencyConfig:
 @dataclass
 class OracleConfig:
     enabled: bool = True
-    max_checks: float = 2.0e10  # skip (oracle_ok = null) when objects x queries exceeds this
+    max_checks: float = 2.0e10  # past this many objects x queries, the brute force on the driver is too big ...
+    # ... and then: auto: the family's scale oracle on Spark if it has one (range: a tiled join), else
+    # none (oracle_ok = null); brute: always the brute force; tiled: always the scale oracle
+    method: str = "auto"
+    tiles: int = 0  # the scale oracle's tiles per side; 0: from the stream's size
 
 
 @dataclass
@@ -128,6 +132,9 @@ class Config:
     # pyarrow's filesystems: file:///..., hdfs://namenode/..., s3a://bucket/... (a multi-host cluster
     # needs one every host reaches); null: the run's folder under results_dir
     state_uri: Optional[str] = None
+    # a pair whose object went to one worker is counted there, not shuffled to the merge (it can be
+    # found nowhere else; harness/engine/local_pairs.py); false: every pair goes through the merge
+    local_pairs: bool = True
     progress: bool = True
     tag: Optional[str] = None  # free label stored with the run (e.g. the experiment name)
     # skip a run whose configuration already has a successful row in the runs table (`config_key`):
@@ -220,6 +227,7 @@ def strategy_names(cfg) -> list[str]:
 
 
 CLUSTER_UP = "cluster-up"
+ORACLE_METHODS = ("auto", "brute", "tiled")
 
 
 def spark_master(cfg) -> str:
@@ -245,6 +253,16 @@ def validate(cfg) -> list[RunSpec]:
     if cfg.dispatchers < 1:
         raise _bad("dispatchers", cfg.dispatchers, "an integer >= 1")
     spark_master(cfg)  # a cluster that is not up fails here, before Spark starts
+    if cfg.oracle.method not in ORACLE_METHODS:
+        raise _bad("oracle.method", cfg.oracle.method, ", ".join(ORACLE_METHODS))
+    if not isinstance(cfg.oracle.tiles, int) or cfg.oracle.tiles < 0:
+        raise _bad("oracle.tiles", cfg.oracle.tiles, "an integer >= 1, or 0 (chosen from the stream's size)")
+    if cfg.oracle.method == "tiled":
+        from harness.families import registry as families
+
+        fam = families.get(cfg.workload.family) if cfg.workload.family in families.names() else None
+        if fam is not None and fam.scale_oracle is None:
+            raise _bad("oracle.method", "tiled", f"brute or auto: the {fam.name} family has no scale oracle")
     if cfg.cluster.lost_executors_timeout_s < 0:
         raise _bad("cluster.lost_executors_timeout_s", cfg.cluster.lost_executors_timeout_s,
                    "seconds >= 0 (0: wait for executors forever)")

@@ -27,6 +27,7 @@ from harness.core.events import INSERT, OBJECT, Events, digest_of, format_digest
 from harness.engine.epochs import epoch_bounds
 from harness.engine.executors import SparkExecutor
 from harness.engine.loop import run_epochs
+from harness.engine.memory import driver_peak_bytes
 from harness.engine.setup import family_setup
 from harness.families import registry as families
 from harness.families.base import IndexContext
@@ -101,19 +102,36 @@ def input_metrics(ds, meta: dict | None) -> dict:
     return out
 
 
-def oracle_digest(events: Events, folder: Path, max_checks: float, family: str) -> str | None:
-    """The centralised brute-force answer's digest (the workload family's oracle), cached beside
-    the workload; None if too big."""
+def oracle_digest(events: Events, folder: Path, cfg, spark=None, events_path: str | None = None,
+                  extent=None) -> tuple[str | None, str]:
+    """The centralised answer's digest and how it was found, cached beside the workload: the
+    family's brute force on the driver up to `oracle.max_checks` (objects x queries), past it the
+    family's scale oracle on Spark (`oracle.method`); (None, "none") when neither may run."""
     path = folder / "oracle.json"
     if path.exists():
-        return json.loads(path.read_text())["digest"]
+        cached = json.loads(path.read_text())
+        if cfg.oracle.method in ("auto", cached.get("method", "brute")):
+            return cached["digest"], cached.get("method", "brute")
+    family = families.get(cfg.workload.family)
     n_obj = int((events.kind == OBJECT).sum())
     n_q = int((events.kind == INSERT).sum())
-    if n_obj * n_q > max_checks:
-        return None
-    digest = digest_of(families.get(family).oracle(events))
-    path.write_text(json.dumps({"digest": digest}))
-    return digest
+    fits = n_obj * n_q <= cfg.oracle.max_checks
+    if cfg.oracle.method == "brute" or (cfg.oracle.method == "auto" and fits):
+        digest, method = digest_of(family.oracle(events)), "brute"
+    elif family.scale_oracle is not None and spark is not None:
+        tiles = cfg.oracle.tiles or auto_tiles(n_obj, n_q)
+        digest, _ = family.scale_oracle(spark, spark.read.parquet(events_path), extent, tiles)
+        method = "tiled"
+    else:
+        return None, "none"
+    path.write_text(json.dumps({"digest": digest, "method": method}))
+    return digest, method
+
+
+def auto_tiles(n_objects: int, n_queries: int) -> int:
+    """Tiles per side for the scale oracle: about 1e8 uniform object x subscription checks per
+    tile row-column product (n_o n_q / t^2), within [8, 256]."""
+    return int(np.clip(np.sqrt(n_objects * max(n_queries, 1) / 1e8), 8, 256))
 
 
 def _config_value(cfg, path: str | None):
@@ -205,7 +223,7 @@ def publish_events(cfg, folder: Path) -> str:
 
 def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, events_path: str,
                  oracle: str | None, root: Path, logger: results.MlflowLogger, parent_id: str | None,
-                 progress: Progress, inputs: dict | None = None) -> dict:
+                 progress: Progress, inputs: dict | None = None, oracle_method: str = "none") -> dict:
 
     name = spec.label
     run_dir, base, run_cfg, config_yaml = _start_run(cfg, spec, root)
@@ -219,6 +237,9 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
         params = cls.make_params(spec.params)
         setup = family_setup([cfg.workload.family], cls.families, IndexContext(ds.extent, ds.vocab.num_rows),
                              dict(cfg.index))
+        # pairs of sole objects finished on the workers: exact while object ids are unique in the stream
+        setup.local_pairs = bool(cfg.local_pairs and not cfg.keep_pairs
+                                 and (inputs or {}).get("duplicate_object_ids", 1) == 0)
         sample = setup.fit_sample(events, warmup, IndexContext(ds.extent, ds.vocab.num_rows))
         context = FitContext(ds.extent, ds.vocab.column("df").to_numpy().astype(np.float64), cfg.seed)
         progress.step(f"{name}: fit")
@@ -251,6 +272,8 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
             "dispatcher_bytes": float(router.size_bytes()), "result_count": count, "result_digest": digest,
             "oracle_ok": None if oracle is None else bool(digest == oracle), "epochs": len(loop.measured),
             "adjust": cfg.adjust.name,
+            "executor_peak_rss_bytes": float(max((e.executor_peak_bytes for e in epochs), default=0)),
+            "results_local": sum(e.local_pairs for e in epochs),
         }
         for e in epochs:
             for k, v in e.timings.items():
@@ -259,7 +282,9 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
         row = {**base, "status": "error", "error": f"{type(exc).__name__}: {exc}",
                "traceback": traceback.format_exc()}
     row.update(inputs or {})
+    row["oracle_method"] = oracle_method if oracle is not None else "none"
     row["task_failures"] = failed_tasks(spark, base["run_id"])
+    row["driver_peak_rss_bytes"] = float(driver_peak_bytes(spark))
     row["wall_s"] = time.perf_counter() - t_run
     store.remove_tree(state_root)  # between-epoch state only; not a result
     progress.step(f"{name}: logging")
@@ -388,16 +413,16 @@ def run_experiment(cfg) -> list[dict]:
         raise
     inputs = input_metrics(ds, meta)
     timings["data_s"] = time.perf_counter() - t0
-    progress.step("oracle (brute force)")
+    events_path = publish_events(cfg, folder)
+    progress.step("oracle")
     t0 = time.perf_counter()
-    oracle = (oracle_digest(events, folder, cfg.oracle.max_checks, cfg.workload.family) if cfg.oracle.enabled
-              else None)
+    oracle, oracle_method = (oracle_digest(events, folder, cfg, spark, events_path, ds.extent) if cfg.oracle.enabled
+                             else (None, "none"))
     timings["oracle_s"] = time.perf_counter() - t0
     rows = []
-    events_path = publish_events(cfg, folder)
     for spec in runs:
         row = run_strategy(spark, cfg, spec, ds, events, warmup, events_path, oracle, root, logger,
-                           parent, progress, inputs)
+                           parent, progress, inputs, oracle_method)
         row.update({f"time_{k}": v for k, v in timings.items()})
         _warn_idle_workers(row, progress)
         rows.append(row)

@@ -12,6 +12,7 @@ from harness.families.base import Family
 from harness.families.range.gi2 import GI2Index
 from harness.families.range.merge import RangeMerger
 from harness.families.range.oracle import oracle_keys
+from harness.families.range.tiled_oracle import tiled_oracle_digest
 
 
 class RangeFamily(Family):
@@ -30,6 +31,7 @@ class RangeFamily(Family):
             raise ValueError(f"index.range.cells_per_side={params.cells_per_side!r} is invalid; allowed: an integer >= 1")
 
     oracle = staticmethod(oracle_keys)
+    scale_oracle = staticmethod(tiled_oracle_digest)
 
     @staticmethod
     def build_workload(objects, term_df, extent, cfg, seed: int):

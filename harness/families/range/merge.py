@@ -16,6 +16,8 @@ from harness.families.base import MAX_BLOCK_BYTES, Merger, MergeOutput, qid_buck
 
 
 class RangeMerger(Merger):
+    union_of_pairs = True
+
     @staticmethod
     def blocks(results: np.ndarray, n_buckets: int) -> Iterator[tuple[int, bytes]]:
         """Sorted distinct keys split by the bucket of their query id, in blocks capped in size."""
