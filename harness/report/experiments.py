@@ -64,6 +64,8 @@ PLOT_METRICS = _registered({
     "update_time_vs_x": ("update_time_ms_per_ts",),
     "spread_vs_x": ("update_spread_ms_per_ts",),
     "timestamp_series": ("update_time_ms_per_ts",),
+    # issue 16: how a run grows with its size
+    "scale_vs_x": ("wall_s", "time_oracle_s", "result_count", "driver_peak_rss_bytes", "executor_peak_rss_bytes"),
 })
 
 
@@ -126,6 +128,26 @@ def _lines(runs: pd.DataFrame, x: str, xlabel: str, title: str, facet: str | Non
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
     fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def _scale_panels(runs: pd.DataFrame, x: str, xlabel: str, title: str):
+    """One panel per metric of `scale_vs_x` against the size `x`, log-log, a line per variant: how
+    time, results and memory grow."""
+    names = PLOT_METRICS["scale_vs_x"]
+    fig, axes = _grid(len(names))
+    for ax, name in zip(axes, names):
+        for variant, s in runs.groupby("variant"):
+            s = s.assign(_x=_numeric(s[x])).sort_values("_x")
+            ax.plot(s["_x"], s[name].astype(float) * metrics.scale(name), marker="o", label=variant)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(metrics.label(name), fontsize=8)
+        ax.grid(alpha=0.3, which="both")
+    axes[0].legend(fontsize=7)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
     return fig
 
 
@@ -312,6 +334,7 @@ def figures(runs: pd.DataFrame, exp) -> dict[str, object]:
         "spread_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: load balance (max - min)", facet, logx=False,
                                       metric="update_spread_ms_per_ts"),
         "timestamp_series": lambda: _timestamp_series(runs, f"{title}: update time per time-stamp"),
+        "scale_vs_x": lambda: _scale_panels(runs, x, xlabel, f"{title}: time, results and memory"),
     }
     return {name: makers[name]() for name in exp.plots}
 

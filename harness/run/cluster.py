@@ -73,13 +73,18 @@ def master_status(webui_url: str, timeout: float = 2.0) -> dict:
 
 
 def _alive(pid: int) -> bool:
+    """Running, not a zombie: a process that exited but was not yet reaped (our own child, when
+    up() and down() run in one process) is gone."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def load_state(directory: Path = DEFAULT_DIR) -> ClusterState | None:

@@ -17,13 +17,12 @@ def _frame(spark, ev):
     return spark.createDataFrame(pa.Table.from_batches([ev.to_arrow()]).to_pandas())
 
 
-@pytest.mark.parametrize("seed,tiles", [(0, 1), (1, 4), (2, 7), (3, 16), (4, 64)])
+@pytest.mark.parametrize("seed,tiles", [(0, 1), (2, 7), (4, 64)])
 def test_the_tiled_join_equals_the_brute_force(spark, seed, tiles):
     ev = random_stream(seed, n_objects=300, n_queries=80)
     expected = digest_of(oracle_keys(ev))
     assert not expected.startswith("0:")  # the stream has results
-    got, checks = tiled_oracle_digest(spark, spark.createDataFrame(pa.Table.from_batches([ev.to_arrow()])
-                                                                   .to_pandas()), (0.0, 0.0, 100.0, 100.0), tiles)
+    got, checks = tiled_oracle_digest(spark, _frame(spark, ev), (0.0, 0.0, 100.0, 100.0), tiles)
     assert got == expected
     assert checks > 0
 

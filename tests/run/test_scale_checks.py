@@ -6,14 +6,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from hydra import compose, initialize_config_dir
 
+from harness.core.events import Events, digest_of
+from harness.families.range.oracle import oracle_keys
 from harness.report.results import PROJECT_ROOT, read_runs_table
 from harness.run.config import register_configs
 from harness.run.runner import run_experiment
 
 register_configs()
-TINY = ["workload=tiny", "dataset.size=4000", "progress=false", "mlflow.enabled=false", "seed=9", "workers=3"]
+TINY = ["workload=tiny", "dataset.size=4000", "progress=false", "mlflow.enabled=false", "seed=9", "workers=3",
+        "epochs.size=1500", "strategy=all", "strategy.include=[grid,text_hash]"]
 
 
 def config(results_dir: Path, *overrides):
@@ -21,29 +25,20 @@ def config(results_dir: Path, *overrides):
         return compose(config_name="config", overrides=[*TINY, f"results_dir={results_dir}", *overrides])
 
 
-def test_past_the_brute_force_budget_the_tiled_oracle_checks_the_run(spark, tmp_path):
-    brute = run_experiment(config(tmp_path / "a", "strategy=grid"))[0]
-    tiled = run_experiment(config(tmp_path / "b", "strategy=grid", "oracle.max_checks=1"))[0]
-    assert brute["oracle_method"] == "brute" and tiled["oracle_method"] == "tiled"
-    assert brute["oracle_ok"] is True and tiled["oracle_ok"] is True
-    assert brute["result_digest"] == tiled["result_digest"]
-    assert read_runs_table(tmp_path / "b").iloc[-1]["oracle_method"] == "tiled"
-
-
-def test_sole_object_pairs_are_counted_on_the_workers_with_the_same_digest(spark, tmp_path):
-    on = run_experiment(config(tmp_path / "on", "strategy=all", "strategy.include=[grid,text_hash]", "epochs.size=1500"))
-    off = run_experiment(config(tmp_path / "off", "strategy=all", "strategy.include=[grid,text_hash]", "epochs.size=1500", "local_pairs=false"))
-    by = {r["strategy"]: r for r in on}
-    assert all(r["oracle_ok"] is True for r in on + off)
-    assert [r["result_digest"] for r in on] == [r["result_digest"] for r in off]
-    assert by["grid"]["results_local"] == by["grid"]["result_count"] > 0  # one copy per object: no pair shuffled
+def test_tiled_oracle_local_pairs_and_peak_memory_in_the_runs_table(spark, tmp_path):
+    rows = run_experiment(config(tmp_path, "oracle.max_checks=1"))  # over budget: the tiled oracle
+    events = Events.from_arrow(pq.read_table(next((tmp_path / "cache" / "workloads").glob("*/events.parquet"))))
+    brute = digest_of(oracle_keys(events))  # the driver's brute force, computed here
+    by = {r["strategy"]: r for r in rows}
+    for r in rows:
+        assert r["oracle_method"] == "tiled" and r["oracle_ok"] is True
+        assert r["result_digest"] == brute
+        assert r["driver_peak_rss_bytes"] > 50e6  # a Python process with numpy and pyarrow, and a JVM
+        assert r["executor_peak_rss_bytes"] > 20e6  # a Python worker with numpy and pyarrow
+    assert read_runs_table(tmp_path)["oracle_method"].tolist() == ["tiled", "tiled"]
+    # one copy per object: no pair shuffled; text routing replicates objects: some pairs shuffled
+    assert by["grid"]["results_local"] == by["grid"]["result_count"] > 0
     assert 0 < by["text_hash"]["results_local"] < by["text_hash"]["result_count"]
-    assert all(r["results_local"] == 0 for r in off)
-    kept = run_experiment(config(tmp_path / "kept", "strategy=grid", "keep_pairs=true"))[0]
-    assert kept["results_local"] == 0 and kept["oracle_ok"] is True  # kept pairs go through the merge
-
-
-def test_peak_memory_of_driver_and_executors_is_recorded(spark, tmp_path):
-    row = run_experiment(config(tmp_path, "strategy=grid"))[0]
-    assert row["driver_peak_rss_bytes"] > 50e6  # a Python process with numpy, pyarrow and a JVM
-    assert row["executor_peak_rss_bytes"] > 20e6  # a Python worker with numpy and pyarrow
+    kept = run_experiment(config(tmp_path, "strategy.include=[text_hash]", "keep_pairs=true"))[0]
+    assert kept["results_local"] == 0 and kept["result_digest"] == brute  # kept pairs go through the merge
+    assert kept["oracle_method"] == "tiled"  # cached beside the workload
