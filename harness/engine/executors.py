@@ -70,18 +70,19 @@ class InProcessExecutor:
             mine = np.flatnonzero(workers == w)
             mine = mine[np.argsort(rows[mine], kind="stable")]
             sub = ev.take(rows[mine])
-            sole_ids = sole_objects(sub, None if sole is None else sole[mine])
             start = self.states[w]
             indexes = WorkerSet.build(self.setup.factories)
             indexes.restore(start, feedback)
             pruned = indexes.prune_replicas(router, w, self.setup.codes) if feedback else {}
-            outs, work, counters, busy_s = indexes.process(sub)
-            for code, out in outs.items():
-                results = out.results
-                if code in self.setup.local_codes:
-                    here, results = split_pairs(results, sole_ids)
-                    local.add(here)
-                blobs[code] += [blob for _, blob in self.setup.mergers[code].blocks(results, 1)]
+            for part, outs in indexes.process_chunks(sub, self.setup.chunk_events):
+                for code, out in outs.items():
+                    results = out.results
+                    if code in self.setup.local_codes:
+                        here, results = split_pairs(results, sole_objects(sub.take(part), None if sole is None
+                                                                          else sole[mine][part]))
+                        local.add(here)
+                    blobs[code] += [blob for _, blob in self.setup.mergers[code].blocks(results, 1)]
+            work, counters, busy_s = indexes.totals()
             self.states[w] = indexes.export_state()
             start_q, end_q = stored_queries(start), stored_queries(self.states[w])
             res.worker_stats[w] = {**counters, **pruned, "busy_s": busy_s, "restored": len(start_q), "events": len(sub)}

@@ -118,20 +118,21 @@ def worker_batches(batches, setup: FamilySetup, state_in: str | None, state_out:
         epoch = epoch.take(pa.array(np.argsort(seq, kind="stable")))
         ev = Events.from_arrow(epoch)
         sole = epoch.column(SOLE).to_numpy(zero_copy_only=False) if SOLE in epoch.schema.names else None
-        sole_ids = sole_objects(ev, sole)
         bundles = {code: read_bundle(state_in, w, code) for code in setup.factories}
         indexes = WorkerSet.build(setup.factories)
         restore_s = indexes.restore(bundles, feedback_bc.value if feedback_bc is not None else None)
         pruned = indexes.prune_replicas(router_bc.value, w, setup.codes) if feedback_bc is not None else {}
-        outs, work, counters, busy_s = indexes.process(ev)
+        for part, outs in indexes.process_chunks(ev, setup.chunk_events):
+            for code, out in outs.items():
+                results = out.results
+                if code in setup.local_codes:
+                    here, results = split_pairs(results, sole_objects(ev.take(part), None if sole is None
+                                                                      else sole[part]))
+                    local.add(here)
+                for bucket, blob in setup.mergers[code].blocks(results, n_buckets):
+                    yield out_row(RESULT, w, bucket, blob, family=code)
+        work, counters, busy_s = indexes.totals()
         size = indexes.size_bytes()
-        for code, out in outs.items():
-            results = out.results
-            if code in setup.local_codes:
-                here, results = split_pairs(results, sole_ids)
-                local.add(here)
-            for bucket, blob in setup.mergers[code].blocks(results, n_buckets):
-                yield out_row(RESULT, w, bucket, blob, family=code)
         if collect_service and len(ev):
             total_work = max(int(work.sum()), 1)
             service = pa.table({"seq": ev.seq, "s": busy_s * work / total_work})

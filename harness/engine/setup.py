@@ -22,6 +22,9 @@ class FamilySetup:
     codes: np.ndarray | None = None  # the routers' view of the family column (registry.routing_codes)
     names: dict[int, str] = field(default_factory=dict)
     local_pairs: bool = False  # count the pairs of sole object copies on the workers (local_pairs.py)
+    # a worker's epoch in slices of this many events, so one slice's result pairs are in memory at
+    # a time (families whose merge is a union of pairs; the others take the epoch whole)
+    chunk_events: int = 1 << 17
 
     def fit_sample(self, events: Events, warmup: int, context: IndexContext) -> Events:
         """The warm-up prefix as the strategy fits on it: each family's `fit_view`, then the

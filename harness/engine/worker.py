@@ -61,6 +61,27 @@ class WorkerSet:
         counters["objects"] = int(is_obj.sum())  # every index saw them; the worker received them once
         return outs, work, counters, busy
 
+    def process_chunks(self, ev: Events, chunk_events: int):
+        """`process` over consecutive slices of the epoch (seq order, so the indexes' state moves
+        as in one call), yielding (rows of the slice, outputs): a slice's result pairs can be
+        finished or shipped before the next one is computed, which bounds a worker's memory at scale.
+        Only when every family's merge is a union of pairs (order-free, no per-call state); else
+        the epoch is one slice. `totals` then gives the work per event, the counters and busy time."""
+        whole = not all(index.chunkable for index in self.indexes.values())
+        step = len(ev) if whole or chunk_events <= 0 else chunk_events
+        self._work, self._counters, self._busy = [], {}, 0.0
+        for lo in range(0, max(len(ev), 1), max(step, 1)):
+            rows = np.arange(lo, min(lo + step, len(ev))) if step < len(ev) else np.arange(len(ev))
+            outs, work, counters, busy = self.process(ev if len(rows) == len(ev) else ev.take(rows))
+            self._work.append(work)
+            for k, v in counters.items():
+                self._counters[k] = self._counters.get(k, 0) + v
+            self._busy += busy
+            yield rows, outs
+
+    def totals(self) -> tuple[np.ndarray, dict, float]:
+        return (np.concatenate(self._work) if self._work else np.zeros(0, np.int64)), self._counters, self._busy
+
     def prune_replicas(self, router, worker: int, codes: np.ndarray | None) -> dict[str, float]:
         """Drop the replicas that narrowed subscriptions no longer need on this worker.
 

@@ -87,6 +87,9 @@ class IndexContext:
 
 class WorkerIndex(ABC):
     family: ClassVar[str]
+    # `process` over consecutive slices of an epoch gives what one call gives (the worker stage
+    # then slices a large epoch to bound its memory: WorkerSet.process_chunks)
+    chunkable: ClassVar[bool] = False
 
     def __init__(self, context: IndexContext, **params):
         self.context = context

@@ -53,3 +53,45 @@ def test_repeated_object_ids_turn_it_off_and_stay_exact():
     res = simulate(Events(ev.cols, ev.offsets, ev.values), 30, "grid", 4)
     assert res.anomalies["duplicate_object_ids"] > 0
     assert res.exact and res.local_pairs == 0
+
+
+@pytest.mark.parametrize("strategy", ["grid", "kdt", "text_hash", "qttree"])
+@pytest.mark.parametrize("chunk", [1, 7, 50])
+def test_an_epoch_in_slices_gives_the_same_results(strategy, chunk):
+    """Workers process a large epoch in slices (bounded memory at scale); any slice size is exact,
+    down to one event at a time."""
+    from harness.engine.setup import family_setup
+    from harness.engine.simulate import default_context
+    from harness.families.base import IndexContext
+
+    ev = random_stream(14, n_objects=150, n_queries=40)
+    ctx = default_context(ev)
+    cls = registry.get(strategy)
+    setup = family_setup(["range"], cls.families, IndexContext(ctx.extent, ctx.vocab_size),
+                         {"range": {"cells_per_side": 16}})
+    setup.chunk_events = chunk
+    res = simulate(ev, 40, strategy, 4, epoch_events=60, setup=setup)
+    assert res.exact, (strategy, chunk, res.digest, res.oracle_digest)
+
+
+def test_slices_are_only_taken_when_every_index_allows_them():
+    from harness.engine.worker import WorkerSet
+    from harness.families.knn.index import KnnIndex
+    from harness.families.range.gi2 import GI2Index
+
+    assert GI2Index.chunkable and not KnnIndex.chunkable
+    ev = random_stream(15, n_objects=30, n_queries=10)
+
+    class Whole:  # an index that has not said slices are safe
+        chunkable = False
+
+        def process(self, e):
+            from harness.families.base import WorkerOutput
+            return WorkerOutput(results=np.zeros(0, np.int64), work=np.ones(len(e), np.int64), counters={"n": len(e)},
+                                busy_s=0.0)
+
+    ws = WorkerSet({1: Whole()})
+    parts = [rows for rows, _ in ws.process_chunks(ev, 4)]
+    assert len(parts) == 1 and len(parts[0]) == len(ev)
+    work, counters, _ = ws.totals()
+    assert counters == {"n": len(ev)} and len(work) == len(ev)

@@ -290,6 +290,7 @@ class Postings:
 
 class GI2Index(WorkerIndex):
     family = "range"
+    chunkable = True  # queries since the restore are re-posted to delta on each call
 
     def __init__(self, context: IndexContext, cells_per_side: int = 64):
         super().__init__(context)

@@ -82,6 +82,7 @@ def oracle_keys(stream: Events) -> np.ndarray:
 
 class BruteForceRangeIndex(WorkerIndex):
     family = "range"
+    chunkable = True
 
     def __init__(self, context: IndexContext, **_):
         super().__init__(context)
