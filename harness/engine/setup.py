@@ -24,7 +24,7 @@ class FamilySetup:
     local_pairs: bool = False  # count the pairs of sole object copies on the workers (local_pairs.py)
     # a worker's epoch in slices of this many events, so one slice's result pairs are in memory at
     # a time (families whose merge is a union of pairs; the others take the epoch whole)
-    chunk_events: int = 1 << 17
+    chunk_events: int = 1 << 15
 
     def fit_sample(self, events: Events, warmup: int, context: IndexContext) -> Events:
         """The warm-up prefix as the strategy fits on it: each family's `fit_view`, then the
