@@ -44,6 +44,10 @@ def test_cluster_up_runs_an_experiment_and_down_stops_only_its_processes(tmp_pat
         # state carried from the warm-up epoch to the measured one through the state_uri
         job = ["workload=tiny", "dataset.size=4000", "strategy=grid", "workers=3",
                "progress=false", "mlflow.enabled=false"]
+        with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT_ROOT / "conf")):
+            local_cfg = compose(config_name="config", overrides=[*job, f"results_dir={tmp_path / 'results'}"])
+        run_experiment(local_cfg)  # this process's local[*] session; it also prepares the data the cluster reuses
+        local = read_runs_table(tmp_path / "results").iloc[-1]
         shared = tmp_path / "shared"  # what executors of a multi-host cluster would reach by URI
         cmd = [sys.executable, "-m", "harness", "cluster=standalone", *job, f"state_uri=file://{shared}",
                "keep_pairs=true"]
@@ -60,11 +64,7 @@ def test_cluster_up_runs_an_experiment_and_down_stops_only_its_processes(tmp_pat
         keys = pa.concat_tables([pq.read_table(f) for f in pair_files]).column("key").to_numpy()
         assert len(np.unique(keys)) == len(keys) == row["result_count"] > 0
         assert not (shared / "runs" / row["run_id"] / "state").exists()
-        # the same job on local[*]: the same digest
-        with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT_ROOT / "conf")):
-            local_cfg = compose(config_name="config", overrides=[*job, f"results_dir={tmp_path / 'results'}"])
-        run_experiment(local_cfg)  # this process's local[*] session; the prepared data is reused
-        local = read_runs_table(tmp_path / "results").iloc[-1]
+        # the same job on local[*] (run first, in this process): the same digest
         assert local["cluster"] == "local"
         assert local["result_digest"] == row["result_digest"]
     finally:

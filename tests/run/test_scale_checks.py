@@ -39,6 +39,4 @@ def test_tiled_oracle_local_pairs_and_peak_memory_in_the_runs_table(spark, tmp_p
     # one copy per object: no pair shuffled; text routing replicates objects: some pairs shuffled
     assert by["grid"]["results_local"] == by["grid"]["result_count"] > 0
     assert 0 < by["text_hash"]["results_local"] < by["text_hash"]["result_count"]
-    kept = run_experiment(config(tmp_path, "strategy.include=[text_hash]", "keep_pairs=true"))[0]
-    assert kept["results_local"] == 0 and kept["result_digest"] == brute  # kept pairs go through the merge
-    assert kept["oracle_method"] == "tiled"  # cached beside the workload
+    # (kept pairs go through the merge: the fast cluster test keeps them and counts them)
