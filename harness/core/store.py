@@ -84,12 +84,6 @@ def exists(uri: str) -> bool:
     return fs.get_file_info(path).type != pafs.FileType.NotFound
 
 
-def make_dir(uri: str) -> str:
-    fs, path = _resolve(uri)
-    fs.create_dir(path, recursive=True)
-    return as_uri(uri)
-
-
 def fresh_dir(uri: str) -> str:
     """An existing folder with no Parquet files left from an earlier attempt (a retried stage)."""
     fs, path = _resolve(uri)
@@ -100,14 +94,11 @@ def fresh_dir(uri: str) -> str:
     return as_uri(uri)
 
 
-def write_table(uri: str, table: pa.Table, atomic: bool = False, **kwargs) -> None:
-    """Write Parquet; `atomic` writes beside it first and renames, so a reader never sees half a file."""
+def write_table(uri: str, table: pa.Table) -> None:
+    """Write Parquet (a retried task's write replaces the earlier attempt's)."""
     fs, path = _resolve(uri)
     fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    target = f"{path}.tmp-{os.getpid()}" if atomic else path
-    pq.write_table(table, target, filesystem=fs, **kwargs)
-    if atomic:
-        fs.move(target, path)
+    pq.write_table(table, path, filesystem=fs)
 
 
 def read_table(uri: str) -> pa.Table | None:
@@ -117,6 +108,17 @@ def read_table(uri: str) -> pa.Table | None:
         return pq.read_table(path, filesystem=fs)
     except FileNotFoundError:
         return None
+
+
+def put_file(local_path, uri: str) -> None:
+    """Copy a local file to `uri` byte for byte, beside it first and renamed, so a reader never
+    sees half a file."""
+    fs, path = _resolve(uri)
+    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    pafs.copy_files(os.path.abspath(local_path), tmp, source_filesystem=pafs.LocalFileSystem(),
+                    destination_filesystem=fs)
+    fs.move(tmp, path)
 
 
 def remove(uri: str) -> None:
@@ -132,14 +134,3 @@ def remove_tree(uri: str) -> None:
     fs, path = _resolve(uri)
     if fs.get_file_info(path).type == pafs.FileType.Directory:
         fs.delete_dir(path)
-
-
-def list_files(uri: str, suffix: str = ".parquet") -> list[str]:
-    """The files under `uri` (recursively) ending in `suffix`, as URIs, sorted."""
-    fs, path = _resolve(uri)
-    if fs.get_file_info(path).type == pafs.FileType.NotFound:
-        return []
-    root = as_uri(uri)
-    infos = fs.get_file_info(pafs.FileSelector(path, recursive=True))
-    return sorted(root + info.path[len(path):] for info in infos
-                  if info.type == pafs.FileType.File and info.path.endswith(suffix))

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from harness.core import store
 from harness.core.events import OBJECT, Events, key_hash_sum
-from harness.engine.local_pairs import LocalCount, sole_copies, sole_objects, split_pairs
+from harness.engine.local_pairs import LocalCount, result_blocks, sole_copies
 from harness.engine.merge import merge_bucket, query_rows
 from harness.engine.migration import MigrationResult, gather_bundle, migrate_state, split_bundle, summarise
 from harness.engine.monitor import unit_stats
@@ -74,14 +74,9 @@ class InProcessExecutor:
             indexes = WorkerSet.build(self.setup.factories)
             indexes.restore(start, feedback)
             pruned = indexes.prune_replicas(router, w, self.setup.codes) if feedback else {}
-            for part, outs in indexes.process_chunks(sub, self.setup.chunk_events):
-                for code, out in outs.items():
-                    results = out.results
-                    if code in self.setup.local_codes:
-                        here, results = split_pairs(results, sole_objects(sub.take(part), None if sole is None
-                                                                          else sole[mine][part]))
-                        local.add(here)
-                    blobs[code] += [blob for _, blob in self.setup.mergers[code].blocks(results, 1)]
+            for code, _, blob in result_blocks(indexes, sub, None if sole is None else sole[mine], self.setup, 1,
+                                               local):
+                blobs[code].append(blob)
             work, counters, busy_s = indexes.totals()
             self.states[w] = indexes.export_state()
             start_q, end_q = stored_queries(start), stored_queries(self.states[w])

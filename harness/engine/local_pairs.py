@@ -50,6 +50,21 @@ def split_pairs(keys: np.ndarray, sole_ids: np.ndarray | None) -> tuple[np.ndarr
     return sorted_unique(keys[here]), keys[~here]
 
 
+def result_blocks(indexes, ev: Events, sole: np.ndarray | None, setup, n_buckets: int, local: "LocalCount"):
+    """A worker's epoch through its indexes slice by slice (`WorkerSet.process_chunks`): the pairs
+    of sole objects added to `local`, every other result yielded as (family code, bucket, block)
+    for the merge. Both executors run this; `indexes.totals()` gives the work afterwards."""
+    sole_ids = sole_objects(ev, sole) if setup.local_codes else None  # a slice's pairs are its own objects'
+    for _, outs in indexes.process_chunks(ev, setup.chunk_events):
+        for code, out in outs.items():
+            results = out.results
+            if code in setup.local_codes:
+                here, results = split_pairs(results, sole_ids)
+                local.add(here)
+            for bucket, blob in setup.mergers[code].blocks(results, n_buckets):
+                yield code, bucket, blob
+
+
 class LocalCount:
     """A task's running count and hash sum of the pairs it finished itself."""
 

@@ -36,7 +36,7 @@ from harness.engine.blocks import (BLOCK_SCHEMA, DISPATCH, FEEDBACK, MERGED, OUT
                                    STATS, TICK, UNITS, LOCAL, from_ipc, one_row, out_row, read_bundle,
                                    read_merge_state, spark_schema, to_ipc, write_bundle, write_merge_state)
 from harness.engine.faults import maybe_kill_executor
-from harness.engine.local_pairs import SOLE, LocalCount, sole_copies, sole_objects, split_pairs, with_sole
+from harness.engine.local_pairs import SOLE, LocalCount, result_blocks, sole_copies, with_sole
 from harness.engine.memory import task_peak_bytes
 from harness.engine.merge import merge_bucket, query_rows
 from harness.engine.setup import FamilySetup
@@ -122,15 +122,8 @@ def worker_batches(batches, setup: FamilySetup, state_in: str | None, state_out:
         indexes = WorkerSet.build(setup.factories)
         restore_s = indexes.restore(bundles, feedback_bc.value if feedback_bc is not None else None)
         pruned = indexes.prune_replicas(router_bc.value, w, setup.codes) if feedback_bc is not None else {}
-        for part, outs in indexes.process_chunks(ev, setup.chunk_events):
-            for code, out in outs.items():
-                results = out.results
-                if code in setup.local_codes:
-                    here, results = split_pairs(results, sole_objects(ev.take(part), None if sole is None
-                                                                      else sole[part]))
-                    local.add(here)
-                for bucket, blob in setup.mergers[code].blocks(results, n_buckets):
-                    yield out_row(RESULT, w, bucket, blob, family=code)
+        for code, bucket, blob in result_blocks(indexes, ev, sole, setup, n_buckets, local):
+            yield out_row(RESULT, w, bucket, blob, family=code)
         work, counters, busy_s = indexes.totals()
         size = indexes.size_bytes()
         if collect_service and len(ev):

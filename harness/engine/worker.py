@@ -65,13 +65,13 @@ class WorkerSet:
         """`process` over consecutive slices of the epoch (seq order, so the indexes' state moves
         as in one call), yielding (rows of the slice, outputs): a slice's result pairs can be
         finished or shipped before the next one is computed, which bounds a worker's memory at scale.
-        Only when every family's merge is a union of pairs (order-free, no per-call state); else
-        the epoch is one slice. `totals` then gives the work per event, the counters and busy time."""
+        Only when every index is `chunkable`; else the epoch is one slice. `totals` then gives the
+        work per event, the counters and the busy time."""
         whole = not all(index.chunkable for index in self.indexes.values())
-        step = len(ev) if whole or chunk_events <= 0 else chunk_events
+        step = max(len(ev) if whole or chunk_events <= 0 else chunk_events, 1)
         self._work, self._counters, self._busy = [], {}, 0.0
-        for lo in range(0, max(len(ev), 1), max(step, 1)):
-            rows = np.arange(lo, min(lo + step, len(ev))) if step < len(ev) else np.arange(len(ev))
+        for lo in range(0, max(len(ev), 1), step):
+            rows = np.arange(lo, min(lo + step, len(ev)))
             outs, work, counters, busy = self.process(ev if len(rows) == len(ev) else ev.take(rows))
             self._work.append(work)
             for k, v in counters.items():

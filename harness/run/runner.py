@@ -217,7 +217,7 @@ def publish_events(cfg, folder: Path) -> str:
         return str(local)
     target = store.join(cfg.state_uri, "workloads", folder.name, "events.parquet")
     if not store.exists(target):
-        store.write_table(target, pq.read_table(local), atomic=True, row_group_size=65536)
+        store.put_file(local, target)
     return store.spark_uri(target)
 
 

@@ -22,18 +22,29 @@ def test_s3_is_named_for_each_reader():
     assert store.spark_uri("file:///x") == "file:///x"
 
 
+def _files(folder):
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
 def test_write_read_remove_and_missing_files_read_as_none(tmp_path):
     root = store.as_uri(tmp_path / "st")
     f = store.join(root, "epoch=1", "worker-00000-f1-queries.parquet")
     assert store.read_table(f) is None
     table = pa.table({"key": np.arange(5, dtype=np.uint64)})
-    store.write_table(f, table, atomic=True)
+    store.write_table(f, table)
     assert store.read_table(f).equals(table)
-    assert store.list_files(root) == [f]  # the atomic write left no temporary file
     assert store.exists(store.join(root, "epoch=1"))
     store.remove(f)
     store.remove(f)  # removing what is not there is not an error
-    assert store.read_table(f) is None and store.list_files(root) == []
+    assert store.read_table(f) is None and _files(tmp_path / "st") == []
+
+
+def test_put_file_copies_bytes_and_leaves_no_temporary_file(tmp_path):
+    src = tmp_path / "events.parquet"
+    src.write_bytes(b"PAR1 not really parquet PAR1")
+    store.put_file(src, store.as_uri(tmp_path / "shared" / "w" / "events.parquet"))
+    assert (tmp_path / "shared" / "w" / "events.parquet").read_bytes() == src.read_bytes()
+    assert _files(tmp_path / "shared") == ["w/events.parquet"]
 
 
 def test_fresh_dir_drops_parquet_left_by_an_earlier_attempt_only(tmp_path):
@@ -41,7 +52,7 @@ def test_fresh_dir_drops_parquet_left_by_an_earlier_attempt_only(tmp_path):
     store.write_table(store.join(d, "a.parquet"), pa.table({"x": [1]}))
     (tmp_path / "epoch=2" / "notes.txt").write_text("kept")
     assert store.fresh_dir(d) == d
-    assert store.list_files(d) == [] and (tmp_path / "epoch=2" / "notes.txt").exists()
+    assert _files(tmp_path / "epoch=2") == ["notes.txt"]
     store.remove_tree(d)
     assert not (tmp_path / "epoch=2").exists()
     store.remove_tree(d)
