@@ -126,6 +126,17 @@ def flatten(d: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _check_store(db: Path) -> None:
+    """Open the sqlite store once directly: MLflow itself retries an unusable store for about 100 s
+    (ten attempts with back-off) before it fails, which a sweep would pay on every job."""
+    import sqlite3
+
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(db) as con:
+        con.execute("select 1")
+    con.close()
+
+
 class MlflowLogger:
     """Thin wrapper: one tracking store under results/, parent and child runs, never fatal."""
 
@@ -135,6 +146,7 @@ class MlflowLogger:
         if not enabled:
             return
         try:
+            _check_store(root / "mlflow.db")
             import mlflow
 
             mlflow.set_tracking_uri(tracking_uri(root))
