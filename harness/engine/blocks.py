@@ -19,8 +19,9 @@ from harness.families.base import StateBundle
 
 # dispatch -> workers: one block per (batch, worker); worker -1 carries the dispatch statistics
 # (info) and, with a bucket, the batch's query events for a merger that needs them
+# `lane`: which run of a shared epoch job the row belongs to (harness/engine/pipeline.py)
 BLOCK_SCHEMA = pa.schema([("worker", pa.int32()), ("payload", pa.binary()), ("info", pa.string()),
-                          ("bucket", pa.int32()), ("family", pa.int8())])
+                          ("bucket", pa.int32()), ("family", pa.int8()), ("lane", pa.int32())])
 # rtype of the worker and merge stages' rows: result blocks (payload: the family's merger reads
 # them), worker statistics (info JSON), service times (payload IPC of seq, seconds), dispatch
 # statistics (info JSON), merge statistics (info JSON), the monitor's per-unit statistics
@@ -30,7 +31,7 @@ BLOCK_SCHEMA = pa.schema([("worker", pa.int32()), ("payload", pa.binary()), ("in
 RESULT, STATS, SERVICE, DISPATCH, MERGED, UNITS, QUERIES, TICK, FEEDBACK, LOCAL = range(10)
 OUT_SCHEMA = pa.schema(
     [("rtype", pa.int8()), ("worker", pa.int32()), ("bucket", pa.int32()), ("payload", pa.binary()),
-     ("info", pa.string()), ("family", pa.int8())]
+     ("info", pa.string()), ("family", pa.int8()), ("lane", pa.int32())]
 )
 BUNDLE_PARTS = ("queries", "objects", "results")
 
@@ -57,9 +58,9 @@ def one_row(schema: pa.Schema, **values) -> pa.RecordBatch:
 
 
 def out_row(rtype: int, worker: int, bucket: int | None = None, payload: bytes | None = None,
-            info: dict | None = None, family: int | None = None) -> pa.RecordBatch:
+            info: dict | None = None, family: int | None = None, lane: int | None = None) -> pa.RecordBatch:
     return one_row(OUT_SCHEMA, rtype=rtype, worker=worker, bucket=bucket, payload=payload,
-                   info=None if info is None else json.dumps(info), family=family)
+                   info=None if info is None else json.dumps(info), family=family, lane=lane)
 
 
 def _events_table(ev: Events) -> pa.Table:

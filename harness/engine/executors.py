@@ -8,6 +8,7 @@ routing; it exists so that the strategy x workers x family matrix runs in second
 
 from __future__ import annotations
 
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -18,34 +19,41 @@ from harness.engine.local_pairs import LocalCount, result_blocks, sole_copies
 from harness.engine.merge import merge_bucket, query_rows
 from harness.engine.migration import MigrationResult, gather_bundle, migrate_state, split_bundle, summarise
 from harness.engine.monitor import unit_stats
-from harness.engine.pipeline import EpochResult, run_epoch
+from harness.engine.lockstep import Lockstep
+from harness.engine.pipeline import EpochResult, Lane, LaneEpoch
 from harness.engine.setup import FamilySetup
 from harness.engine.worker import WorkerSet, routing_view, stored_queries
 from harness.families.base import StateBundle
 
 
 class SparkExecutor:
-    """Epochs as Spark jobs; worker state in a folder per epoch under the URI `state_root`
-    (harness/core/store.py: file://, hdfs://, s3a://)."""
+    """One run's epochs as its lane of the invocation's shared epoch jobs (`Lockstep`); worker state
+    in a folder per epoch under the URI `state_root` (harness/core/store.py: file://, hdfs://,
+    s3a://). `waited_s`: the time its loop spent waiting for other runs, less its share of the
+    jobs (a run's wall time is its own driver time plus its share of the jobs)."""
 
-    def __init__(self, spark, events_df, setup: FamilySetup, n_workers: int, state_root: str, keep_pairs: bool,
-                 pairs_path: str | None):
-        self.spark, self.events_df, self.setup, self.n_workers = spark, events_df, setup, n_workers
+    def __init__(self, lockstep: Lockstep, lane: int, setup: FamilySetup, n_workers: int, state_root: str,
+                 keep_pairs: bool, pairs_path: str | None):
+        self.lockstep, self.lane, self.setup, self.n_workers = lockstep, lane, setup, n_workers
         self.state_root, self.keep_pairs = store.as_uri(state_root), keep_pairs
         self.pairs_path = None if pairs_path is None else store.as_uri(pairs_path)
         self.state: str | None = None
+        self.waited_s = 0.0
 
     def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None) -> EpochResult:
         nxt = store.join(self.state_root, f"epoch={epoch}")
-        res = run_epoch(self.spark, self.events_df, epoch, lo, hi, router, self.setup, self.n_workers, self.state,
-                        nxt, self.keep_pairs, self.pairs_path, collect_service=collect_service, monitor=monitor,
-                        feedback=feedback)
+        pairs = store.join(self.pairs_path, f"epoch={epoch}") if self.keep_pairs and self.pairs_path else None
+        lane = Lane(self.setup, self.state, nxt, pairs, collect_service, monitor)
+        t0 = time.perf_counter()
+        res = self.lockstep.epoch(self.lane, epoch, lo, hi, LaneEpoch(router, lane, feedback or None))
+        self.waited_s += time.perf_counter() - t0 - res.timings["job_s"] * res.timings["job_share"]
         self.state = nxt
         return res
 
     def migrate(self, epoch, router, old_router) -> MigrationResult:
         moved = store.join(self.state_root, f"epoch={epoch}-migrated")
-        mig = migrate_state(self.spark, self.state, moved, router, self.n_workers, self.setup, old_router=old_router)
+        mig = migrate_state(self.lockstep.spark, self.state, moved, router, self.n_workers, self.setup,
+                            old_router=old_router)
         self.state = moved
         return mig
 

@@ -344,7 +344,7 @@ def migrate_state(spark, state_in: str, state_out: str, router, n_workers: int, 
     t0 = time.perf_counter()
     routers_bc = sc.broadcast((router, old_router))
     codes_by_family = {family: setup.codes for family in setup.factories}
-    workers = spark.createDataFrame([(w, None, None, None, None) for w in range(n_workers)],
+    workers = spark.createDataFrame([(w, None, None, None, None, None) for w in range(n_workers)],
                                     spark_schema(BLOCK_SCHEMA))
     rows = (
         workers.repartition(parts, "worker")

@@ -44,37 +44,53 @@ from harness.engine.worker import WorkerSet, routing_view, stored_queries
 from harness.families.base import qid_buckets
 
 
-def dispatch_batches(batches, router_bc, setup: FamilySetup, n_buckets: int):
-    """mapInArrow body of the dispatch stage."""
-    router = router_bc.value
-    merge_queries = setup.merge_queries
+@dataclass
+class Lane:
+    """One run's part of an epoch job: what its tasks need besides its router and feedback (which
+    travel in one broadcast). Several runs of the same events share a job, one lane each."""
+    setup: FamilySetup
+    state_in: str | None  # the state the run's workers and mergers kept last epoch (None: none yet)
+    state_out: str  # where they keep this epoch's
+    pairs_dir: str | None = None  # where the merge writes the distinct pairs (keep_pairs)
+    collect_service: bool = True
+    monitor: bool = False
+
+
+def dispatch_batches(batches, routers_bc, lanes: list[Lane], n_buckets: int):
+    """mapInArrow body of the dispatch stage: each batch routed by every lane's router."""
+    routers = routers_bc.value
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        start = time.time()
         ev = Events.from_arrow(batch)
-        view = routing_view(ev, setup.codes)
-        t0 = time.perf_counter_ns()
-        rows, workers = router.route(view)
-        ns = time.perf_counter_ns() - t0
-        order = np.lexsort((rows, workers))  # by worker, then stream order within the batch
-        routed = batch.take(pa.array(rows[order]))
-        if setup.local_codes:
-            routed = with_sole(routed, sole_copies(rows, batch.num_rows)[order])
-        ws = workers[order]
-        cuts = np.flatnonzero(np.diff(ws)) + 1
-        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(ws)]):
-            if hi > lo:
-                yield one_row(BLOCK_SCHEMA, worker=int(ws[lo]), payload=to_ipc(routed.slice(lo, hi - lo)))
-        if merge_queries:
-            yield from _query_blocks(batch, ev, merge_queries, n_buckets)
-        n_obj_copies = int(np.count_nonzero(ev.kind[rows] == 0))
-        info = {"events": batch.num_rows, "route_ns": ns, "object_copies": n_obj_copies,
-                "query_copies": len(rows) - n_obj_copies, "start": start, "end": time.time()}
-        yield one_row(BLOCK_SCHEMA, worker=-1, info=json.dumps(info))
+        for lane, (spec, (router, _)) in enumerate(zip(lanes, routers)):
+            yield from _route_batch(batch, ev, router, spec.setup, n_buckets, lane)
 
 
-def _query_blocks(batch: pa.RecordBatch, ev: Events, codes: set[int], n_buckets: int):
+def _route_batch(batch: pa.RecordBatch, ev: Events, router, setup: FamilySetup, n_buckets: int, lane: int):
+    start = time.time()
+    view = routing_view(ev, setup.codes)
+    t0 = time.perf_counter_ns()
+    rows, workers = router.route(view)
+    ns = time.perf_counter_ns() - t0
+    order = np.lexsort((rows, workers))  # by worker, then stream order within the batch
+    routed = batch.take(pa.array(rows[order]))
+    if setup.local_codes:
+        routed = with_sole(routed, sole_copies(rows, batch.num_rows)[order])
+    ws = workers[order]
+    cuts = np.flatnonzero(np.diff(ws)) + 1
+    for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(ws)]):
+        if hi > lo:
+            yield one_row(BLOCK_SCHEMA, worker=int(ws[lo]), payload=to_ipc(routed.slice(lo, hi - lo)), lane=lane)
+    if setup.merge_queries:
+        yield from _query_blocks(batch, ev, setup.merge_queries, n_buckets, lane)
+    n_obj_copies = int(np.count_nonzero(ev.kind[rows] == 0))
+    info = {"events": batch.num_rows, "route_ns": ns, "object_copies": n_obj_copies,
+            "query_copies": len(rows) - n_obj_copies, "start": start, "end": time.time()}
+    yield one_row(BLOCK_SCHEMA, worker=-1, info=json.dumps(info), lane=lane)
+
+
+def _query_blocks(batch: pa.RecordBatch, ev: Events, codes: set[int], n_buckets: int, lane: int):
     """The batch's query events of the given families, one block per (family, merge bucket)."""
     rows = query_rows(ev, codes)
     if len(rows) == 0:
@@ -85,74 +101,87 @@ def _query_blocks(batch: pa.RecordBatch, ev: Events, codes: set[int], n_buckets:
     cuts = np.flatnonzero(np.diff(key)) + 1
     for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(key)]):
         fam, bucket = divmod(int(key[lo]), n_buckets)
-        yield one_row(BLOCK_SCHEMA, worker=-1, bucket=bucket, family=fam,
+        yield one_row(BLOCK_SCHEMA, worker=-1, bucket=bucket, family=fam, lane=lane,
                       payload=to_ipc(batch.take(pa.array(rows[lo:hi]))))
 
 
-def worker_batches(batches, setup: FamilySetup, state_in: str | None, state_out: str, n_buckets: int,
-                   collect_service: bool, router_bc, monitor: bool = False, feedback_bc=None):
-    """mapInArrow body of the worker stage: one WorkerSet per worker present in the partition.
-    With the mergers' feedback of the previous epoch (`feedback_bc`) its indexes read it first and
+def worker_batches(batches, lanes: list[Lane], routers_bc, n_buckets: int):
+    """mapInArrow body of the worker stage: one WorkerSet per (lane, worker) present in the
+    partition. With its mergers' feedback of the previous epoch a lane's indexes read it first and
     drop the replicas it makes unneeded (the epoch's router decides); under `monitor` each worker
     also reports its per-unit statistics."""
     start = time.time()
     table = pa.Table.from_batches([b for b in batches if b.num_rows], schema=BLOCK_SCHEMA)
     maybe_kill_executor("worker")  # cluster tests only (harness/engine/faults.py); after the shuffle read
     workers = table.column("worker").to_numpy()
+    lane_of = table.column("lane").to_numpy()
     payload, infos = table.column("payload"), table.column("info")
     buckets, fams = table.column("bucket"), table.column("family")
     for i in np.flatnonzero(workers < 0):  # dispatch statistics and query events travel on
         i = int(i)
         if buckets[i].is_valid:
-            yield out_row(QUERIES, -1, buckets[i].as_py(), payload[i].as_py(), family=fams[i].as_py())
+            yield out_row(QUERIES, -1, buckets[i].as_py(), payload[i].as_py(), family=fams[i].as_py(),
+                          lane=int(lane_of[i]))
         else:
-            yield one_row(OUT_SCHEMA, rtype=DISPATCH, worker=-1, info=infos[i].as_py())
-    local = LocalCount()
-    for w in np.unique(workers[workers >= 0]).tolist():
-        blocks = [from_ipc(payload[int(i)].as_py()) for i in np.flatnonzero(workers == w)
-                  if payload[int(i)].is_valid]
-        epoch = pa.concat_tables(blocks) if blocks else Events.empty().to_arrow()
-        if isinstance(epoch, pa.RecordBatch):
-            epoch = pa.Table.from_batches([epoch])
-        seq = epoch.column("seq").to_numpy()
-        epoch = epoch.take(pa.array(np.argsort(seq, kind="stable")))
-        ev = Events.from_arrow(epoch)
-        sole = epoch.column(SOLE).to_numpy(zero_copy_only=False) if SOLE in epoch.schema.names else None
-        bundles = {code: read_bundle(state_in, w, code) for code in setup.factories}
-        indexes = WorkerSet.build(setup.factories)
-        restore_s = indexes.restore(bundles, feedback_bc.value if feedback_bc is not None else None)
-        pruned = indexes.prune_replicas(router_bc.value, w, setup.codes) if feedback_bc is not None else {}
-        for code, bucket, blob in result_blocks(indexes, ev, sole, setup, n_buckets, local):
-            yield out_row(RESULT, w, bucket, blob, family=code)
-        work, counters, busy_s = indexes.totals()
-        size = indexes.size_bytes()
-        if collect_service and len(ev):
-            total_work = max(int(work.sum()), 1)
-            service = pa.table({"seq": ev.seq, "s": busy_s * work / total_work})
-            yield out_row(SERVICE, w, payload=to_ipc(service))
-        kept = indexes.export_state()
-        start_q, end_q = stored_queries(bundles), stored_queries(kept)
-        if monitor:
-            from harness.engine.monitor import unit_stats
-
-            yield out_row(UNITS, w, payload=to_ipc(unit_stats(
-                router_bc.value, w, routing_view(ev, setup.codes), work, busy_s,
-                routing_view(start_q, setup.codes), routing_view(end_q, setup.codes))))
-        for code, bundle in kept.items():
-            write_bundle(state_out, w, code, bundle)
-        yield out_row(STATS, w, info={**counters, **pruned, "busy_s": busy_s, "restore_s": restore_s, "index_bytes": size,
-                                      "events": len(ev), "restored": len(start_q), "kept": len(end_q)})
-    if setup.local_codes:
-        yield out_row(LOCAL, -1, info={"count": local.count, "hash": local.hash})
+            yield one_row(OUT_SCHEMA, rtype=DISPATCH, worker=-1, info=infos[i].as_py(), lane=int(lane_of[i]))
+    here = np.flatnonzero(workers >= 0)
+    for lane in np.unique(lane_of[here]).tolist():
+        spec = lanes[lane]
+        router, feedback = routers_bc.value[lane]
+        local = LocalCount()
+        for w in np.unique(workers[here[lane_of[here] == lane]]).tolist():
+            mine = np.flatnonzero((workers == w) & (lane_of == lane))
+            yield from _worker_epoch(spec, router, feedback or None, w, [payload[int(i)].as_py() for i in mine],
+                                     n_buckets, local, lane)
+        if spec.setup.local_codes:
+            yield out_row(LOCAL, -1, info={"count": local.count, "hash": local.hash}, lane=lane)
     yield out_row(STATS, -1, info={"start": start, "end": time.time(), **task_peak_bytes()})
 
 
-def merge_batches(batches, setup: FamilySetup, state_in: str | None, state_out: str, keep_pairs_dir: str | None):
-    """mapInArrow body of the merge stage: every (family, bucket) of this partition merged by its
-    family's merger; other rows pass."""
+def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list[bytes | None], n_buckets: int,
+                  local: LocalCount, lane: int):
+    """One worker of one lane for one epoch: restore, process, emit results and statistics, keep state."""
+    setup = spec.setup
+    blocks = [from_ipc(b) for b in blobs if b is not None]
+    epoch = pa.concat_tables(blocks) if blocks else Events.empty().to_arrow()
+    if isinstance(epoch, pa.RecordBatch):
+        epoch = pa.Table.from_batches([epoch])
+    epoch = epoch.take(pa.array(np.argsort(epoch.column("seq").to_numpy(), kind="stable")))
+    ev = Events.from_arrow(epoch)
+    sole = epoch.column(SOLE).to_numpy(zero_copy_only=False) if SOLE in epoch.schema.names else None
+    bundles = {code: read_bundle(spec.state_in, w, code) for code in setup.factories}
+    indexes = WorkerSet.build(setup.factories)
+    restore_s = indexes.restore(bundles, feedback)
+    pruned = indexes.prune_replicas(router, w, setup.codes) if feedback is not None else {}
+    for code, bucket, blob in result_blocks(indexes, ev, sole, setup, n_buckets, local):
+        yield out_row(RESULT, w, bucket, blob, family=code, lane=lane)
+    work, counters, busy_s = indexes.totals()
+    size = indexes.size_bytes()
+    if spec.collect_service and len(ev):
+        total_work = max(int(work.sum()), 1)
+        service = pa.table({"seq": ev.seq, "s": busy_s * work / total_work})
+        yield out_row(SERVICE, w, payload=to_ipc(service), lane=lane)
+    kept = indexes.export_state()
+    start_q, end_q = stored_queries(bundles), stored_queries(kept)
+    if spec.monitor:
+        from harness.engine.monitor import unit_stats
+
+        yield out_row(UNITS, w, payload=to_ipc(unit_stats(
+            router, w, routing_view(ev, setup.codes), work, busy_s,
+            routing_view(start_q, setup.codes), routing_view(end_q, setup.codes))), lane=lane)
+    for code, bundle in kept.items():
+        write_bundle(spec.state_out, w, code, bundle)
+    yield out_row(STATS, w, lane=lane, info={**counters, **pruned, "busy_s": busy_s, "restore_s": restore_s,
+                                             "index_bytes": size, "events": len(ev), "restored": len(start_q),
+                                             "kept": len(end_q)})
+
+
+def merge_batches(batches, lanes: list[Lane]):
+    """mapInArrow body of the merge stage: every (lane, family, bucket) of this partition merged by
+    its family's merger; other rows pass."""
     start = time.time()
-    blobs: dict[tuple[int, int], list[bytes]] = {}
-    queries: dict[tuple[int, int], list[pa.Table]] = {}
+    blobs: dict[tuple[int, int, int], list[bytes]] = {}
+    queries: dict[tuple[int, int, int], list[pa.Table]] = {}
     for b in batches:
         if b.num_rows == 0:
             continue
@@ -160,38 +189,47 @@ def merge_batches(batches, setup: FamilySetup, state_in: str | None, state_out: 
         mine = (rtype == RESULT) | (rtype == QUERIES) | (rtype == TICK)
         if not mine.all():
             yield b.filter(pa.array(~mine))
-        payload, bucket, fam = b.column("payload"), b.column("bucket"), b.column("family")
+        payload, bucket, fam, lane = b.column("payload"), b.column("bucket"), b.column("family"), b.column("lane")
         for i in np.flatnonzero(mine).tolist():
-            key = (fam[i].as_py(), bucket[i].as_py())
+            key = (lane[i].as_py(), fam[i].as_py(), bucket[i].as_py())
             blobs.setdefault(key, [])
             if rtype[i] == RESULT:
                 blobs[key].append(payload[i].as_py())
             elif rtype[i] == QUERIES:
                 queries.setdefault(key, []).append(from_ipc(payload[i].as_py()))
     maybe_kill_executor("merge")  # cluster tests only (harness/engine/faults.py)
+    for lane in sorted({k[0] for k in blobs}):
+        yield from _merge_lane(lanes[lane], lane, {k[1:]: v for k, v in blobs.items() if k[0] == lane},
+                               {k[1:]: v for k, v in queries.items() if k[0] == lane})
+    yield out_row(MERGED, -1, info={"start": start, "end": time.time(), **task_peak_bytes()})
+
+
+def _merge_lane(spec: Lane, lane: int, blobs: dict[tuple[int, int], list[bytes]],
+                queries: dict[tuple[int, int], list[pa.Table]]):
+    setup = spec.setup
     kept, count, hashed, busy = [], 0, 0, 0.0
     for (code, bucket), parts in sorted(blobs.items()):
         q = queries.get((code, bucket))
         q_ev = Events.from_arrow(pa.concat_tables(q)) if q else None
         if q_ev is not None:
             q_ev = q_ev.take(np.argsort(q_ev.seq, kind="stable"))
-        res = merge_bucket(setup.mergers[code], read_merge_state(state_in, code, bucket), parts, q_ev)
+        res = merge_bucket(setup.mergers[code], read_merge_state(spec.state_in, code, bucket), parts, q_ev)
         if code in setup.stateful:
-            write_merge_state(state_out, code, bucket, res.state)
+            write_merge_state(spec.state_out, code, bucket, res.state)
         busy += res.busy_s
         count += len(res.keys)
         hashed += key_hash_sum(res.keys)
-        if keep_pairs_dir is not None and len(res.keys):
+        if spec.pairs_dir is not None and len(res.keys):
             kept.append(res.keys)
         if res.feedback is not None and res.feedback.num_rows:
-            yield out_row(FEEDBACK, -1, bucket, to_ipc(res.feedback), family=code)
+            yield out_row(FEEDBACK, -1, bucket, to_ipc(res.feedback), family=code, lane=lane)
     if kept:
         from pyspark import TaskContext
 
         pid = TaskContext.get().partitionId()
-        store.write_table(store.join(keep_pairs_dir, f"part-{pid:05d}.parquet"), pa.table({"key": np.concatenate(kept)}))
-    yield out_row(MERGED, -1, info={"count": count, "hash": hashed % (1 << 64), "busy_s": busy, "start": start,
-                                    "end": time.time(), **task_peak_bytes()})
+        store.write_table(store.join(spec.pairs_dir, f"part-{pid:05d}.parquet"),
+                          pa.table({"key": np.concatenate(kept)}))
+    yield out_row(MERGED, -1, lane=lane, info={"count": count, "hash": hashed % (1 << 64), "busy_s": busy})
 
 
 @dataclass
@@ -219,62 +257,94 @@ def _span(infos: list[dict]) -> float:
     return max(i["end"] for i in infos) - min(i["start"] for i in infos) if infos else 0.0
 
 
-def merge_buckets(spark, n_workers: int) -> int:
-    """Buckets (and worker-stage tasks) per epoch: the same all run long, so merge state lines up."""
-    return max(2, min(n_workers, 2 * spark.sparkContext.defaultParallelism))
+def merge_buckets(spark, n_units: int) -> int:
+    """Buckets (and worker-stage tasks) per epoch job for `n_units` (lane, worker) pairs: the same
+    all run long, so merge state lines up."""
+    return max(2, min(n_units, 2 * spark.sparkContext.defaultParallelism))
 
 
-def run_epoch(spark, events_df, epoch: int, seq_lo: int, seq_hi: int, router, setup: FamilySetup, n_workers: int,
-              state_path: str | None, next_state_path: str, keep_pairs: bool, pairs_path: str | None,
-              collect_service: bool = True, monitor: bool = False, feedback: dict | None = None) -> EpochResult:
+@dataclass
+class LaneEpoch:
+    """What one lane asks of an epoch job: its router, the mergers' feedback it read, its lane."""
+    router: object
+    lane: Lane
+    feedback: dict | None = None
+
+
+def run_epoch(spark, events_df, epoch: int, seq_lo: int, seq_hi: int, requests: list[LaneEpoch],
+              n_workers: int) -> list[EpochResult]:
+    """One Spark job for the epoch [seq_lo, seq_hi) of every lane in `requests`: the events are
+    read and dispatched once per job, worker and merge tasks are keyed by (lane, worker) and
+    (lane, bucket), and each lane's result is collected on its own."""
     from pyspark.sql import functions as F
 
     sc = spark.sparkContext
+    lanes = [r.lane for r in requests]
     # several workers may share a partition (each still gets its own indexes), so the task count
-    # follows the cores, not the worker count
-    parts = merge_buckets(spark, n_workers)
-    state_in = state_path
-    state_out = store.fresh_dir(next_state_path)
-    pairs_dir = store.fresh_dir(store.join(pairs_path, f"epoch={epoch}")) if keep_pairs and pairs_path else None
+    # follows the cores, not the worker count; every lane uses the same merge buckets
+    parts = merge_buckets(spark, n_workers * len(lanes))
+    for lane in lanes:
+        store.fresh_dir(lane.state_out)
+        if lane.pairs_dir is not None:
+            store.fresh_dir(lane.pairs_dir)
     t0 = time.perf_counter()
-    router_bc = sc.broadcast(router)
-    feedback_bc = sc.broadcast(feedback) if feedback else None
+    routers_bc = sc.broadcast([(r.router, r.feedback) for r in requests])
     epoch_df = events_df.where((F.col("seq") >= seq_lo) & (F.col("seq") < seq_hi))
-    blocks = epoch_df.mapInArrow(lambda it: dispatch_batches(it, router_bc, setup, parts), spark_schema(BLOCK_SCHEMA))
-    every_worker = spark.createDataFrame([(w, None, None, None, None) for w in range(n_workers)],
-                                         spark_schema(BLOCK_SCHEMA))
+    blocks = epoch_df.mapInArrow(lambda it: dispatch_batches(it, routers_bc, lanes, parts), spark_schema(BLOCK_SCHEMA))
+    every_worker = spark.createDataFrame([(w, None, None, None, None, i) for i in range(len(lanes))
+                                          for w in range(n_workers)], spark_schema(BLOCK_SCHEMA))
     out = (
         blocks.unionByName(every_worker)
-        .repartition(parts, "worker")
-        .mapInArrow(lambda it: worker_batches(it, setup, state_in, state_out, parts, collect_service,
-                                              router_bc, monitor, feedback_bc),
-                    spark_schema(OUT_SCHEMA))
+        .repartition(parts, "lane", "worker")
+        .mapInArrow(lambda it: worker_batches(it, lanes, routers_bc, parts), spark_schema(OUT_SCHEMA))
     )
-    if setup.stateful:
-        ticks = [(TICK, -1, b, None, None, code) for code in sorted(setup.stateful) for b in range(parts)]
+    ticks = [(TICK, -1, b, None, None, code, i) for i, lane in enumerate(lanes)
+             for code in sorted(lane.setup.stateful) for b in range(parts)]
+    if ticks:
         out = out.unionByName(spark.createDataFrame(ticks, spark_schema(OUT_SCHEMA)))
-    table = (out.repartition(parts, "bucket")
-             .mapInArrow(lambda it: merge_batches(it, setup, state_in, state_out, pairs_dir), spark_schema(OUT_SCHEMA))
+    table = (out.repartition(parts, "lane", "bucket")
+             .mapInArrow(lambda it: merge_batches(it, lanes), spark_schema(OUT_SCHEMA))
              .toArrow())
     job_s = time.perf_counter() - t0
-    router_bc.unpersist()
-    if feedback_bc is not None:
-        feedback_bc.unpersist()
-    return collect(epoch, table, collect_service, job_s)
+    routers_bc.unpersist()
+    return collect_lanes(epoch, table, lanes, job_s)
 
 
-def collect(epoch: int, out: pa.Table, collect_service: bool, job_s: float) -> EpochResult:
+def collect_lanes(epoch: int, out: pa.Table, lanes: list[Lane], job_s: float) -> list[EpochResult]:
+    """Each lane's EpochResult from a job's rows. The stage spans, the job time and the peak memory
+    are the job's; `job_share` is the lane's part of the job's task time (routing, workers'
+    restore and index work, merging), by which the job time is apportioned to it."""
+    lane_of = out.column("lane").fill_null(-1).to_numpy()
+    rtype = out.column("rtype").to_numpy()
+    shared = _infos(out, (lane_of < 0) & ((rtype == STATS) | (rtype == MERGED)))
+    results = [collect(epoch, out.filter(pa.array(lane_of == i)), lane.collect_service)
+               for i, lane in enumerate(lanes)]
+    spans = {"dispatch_span_s": _span(_infos(out, rtype == DISPATCH)),
+             "workers_span_s": _span(_infos(out, (rtype == STATS) & (lane_of < 0))),
+             "merge_span_s": _span(_infos(out, (rtype == MERGED) & (lane_of < 0)))}
+    timings = {**spans, "job_s": job_s, "spark_overhead_s": max(job_s - sum(spans.values()), 0.0)}
+    task_s = [r.route_ns / 1e9 + r.merge_busy_s + sum(st.get("busy_s", 0.0) + st.get("restore_s", 0.0)
+                                                      for st in r.worker_stats.values()) for r in results]
+    total = sum(task_s)
+    peak = max((i.get("rss_peak", 0) + i.get("jvm_peak", 0) for i in shared), default=0)
+    for r, t in zip(results, task_s):
+        r.timings = {**timings, "job_lanes": len(lanes), "job_share": t / total if total > 0 else 1 / len(lanes)}
+        r.executor_peak_bytes = peak
+    return results
+
+
+def _infos(out: pa.Table, mask: np.ndarray) -> list[dict]:
+    info = out.column("info")
+    return [json.loads(info[int(i)].as_py()) for i in np.flatnonzero(mask)]
+
+
+def collect(epoch: int, out: pa.Table, collect_service: bool) -> EpochResult:
+    """One lane's EpochResult from its rows (timings and peak memory: `collect_lanes`)."""
     rtype = out.column("rtype").to_numpy()
     wcol = out.column("worker").to_numpy()
-    info = out.column("info")
-
-    def infos(mask):
-        return [json.loads(info[int(i)].as_py()) for i in np.flatnonzero(mask)]
-
-    dispatch = infos(rtype == DISPATCH)
-    merged = infos(rtype == MERGED)
-    local = infos(rtype == LOCAL)
-    stage = infos((rtype == STATS) & (wcol < 0))
+    dispatch = _infos(out, rtype == DISPATCH)
+    merged = _infos(out, rtype == MERGED)
+    local = _infos(out, rtype == LOCAL)
     res = EpochResult(
         epoch=epoch,
         n_events=sum(d["events"] for d in dispatch),
@@ -286,8 +356,8 @@ def collect(epoch: int, out: pa.Table, collect_service: bool, job_s: float) -> E
         result_hash=sum(m["hash"] for m in merged + local) % (1 << 64),
         local_pairs=sum(m["count"] for m in local),
         merge_busy_s=sum(m.get("busy_s", 0.0) for m in merged),
-        executor_peak_bytes=max((i.get("rss_peak", 0) + i.get("jvm_peak", 0) for i in stage + merged), default=0),
     )
+    info = out.column("info")
     for i in np.flatnonzero((rtype == STATS) & (wcol >= 0)):
         res.worker_stats[int(wcol[i])] = json.loads(info[int(i)].as_py())
     payload, fam = out.column("payload"), out.column("family")
@@ -300,6 +370,4 @@ def collect(epoch: int, out: pa.Table, collect_service: bool, job_s: float) -> E
         for i in np.flatnonzero(rtype == SERVICE):
             t = from_ipc(payload[int(i)].as_py())
             res.service[int(wcol[i])] = (t.column("seq").to_numpy(), t.column("s").to_numpy())
-    spans = {"dispatch_span_s": _span(dispatch), "workers_span_s": _span(stage), "merge_span_s": _span(merged)}
-    res.timings = {**spans, "job_s": job_s, "spark_overhead_s": max(job_s - sum(spans.values()), 0.0)}
     return res

@@ -31,7 +31,8 @@ def run_metrics(epochs, workers: pd.DataFrame, n_dispatchers: int, n_input_objec
     worker_s = float((workers["busy_s"] + workers["pause_s"]).max()) if len(workers) else 0.0
     bottleneck = max(dispatcher_s, worker_s, 1e-12)
     loads = workers["load"].to_numpy()
-    wall = sum(e.timings.get("job_s", 0) for e in epochs)
+    # a job shared by several runs (harness/engine/lockstep.py) is apportioned by task time
+    wall = sum(e.timings.get("job_s", 0) * e.timings.get("job_share", 1.0) for e in epochs)
     routed_obj = sum(e.routed_objects for e in epochs)
     routed_q = sum(e.routed_queries for e in epochs)
     return {
@@ -218,7 +219,19 @@ _METRICS = [
       for k in ("dispatch", "workers", "merge")),
     Metric("job_s", "Spark job time", "s", "wall-clock time of the epoch's Spark job", None, "{:.3f}"),
     Metric("spark_overhead_s", "Spark overhead", "s", "job_s minus the stage spans", None, "{:.3f}"),
-    Metric("wall_s", "run wall time", "s", "wall-clock time of the strategy's whole run", None, "{:.1f}"),
+    Metric("job_lanes", "runs in the job", "runs", "runs that shared the epoch's Spark job (harness/engine/"
+           "lockstep.py; share_jobs=false: 1)", None, _COUNT),
+    Metric("job_share", "share of the job", "", "the run's part of its shared job's task time (routing, the "
+           "workers' restore and index work, merging), by which job_s is apportioned to it", None, "{:.3f}"),
+    Metric("wall_s", "run wall time", "s", "wall-clock time of the strategy's run: its own driver time (fit, "
+           "upkeep, summary) and its share of the epoch jobs, not the time it waited for runs it shares jobs "
+           "with", None, "{:.2f}"),
+    Metric("work_s", "measured work", "s", "the measured epochs' routing, routing upkeep, workers' index work "
+           "and merging (CPU seconds)", None, "{:.3f}"),
+    Metric("fixed_s", "fixed cost per run", "s", "everything but the fit and the measured work: wall_s + "
+           "logging_s + time_invocation_share_s - build_s - work_s", "lower", "{:.2f}"),
+    Metric("time_invocation_share_s", "invocation share", "s", "the invocation's Spark start, data and oracle "
+           "time divided by its runs", None, "{:.2f}"),
     Metric("task_failures", "failed tasks", "tasks", "failures Spark recovered from in the run: failed task "
            "attempts plus resubmitted stage attempts (an executor lost, a Python worker crashed)", None, _COUNT),
     Metric("logging_s", "logging time", "s", "time writing the run's folder, table row and MLflow run", None,

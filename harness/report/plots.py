@@ -142,8 +142,25 @@ def summary_plots(root: Path, table: pd.DataFrame | None = None) -> list[Path]:
     return out
 
 
-def main() -> None:
-    for path in summary_plots(results.results_root()):
+def plots_of_run(run_dir: Path) -> list[Path]:
+    """A run's own plots drawn from its folder (a sweep does not draw them: run_plots)."""
+    workers = run_dir / "workers.parquet"
+    if not workers.exists():
+        raise FileNotFoundError(f"{run_dir} has no workers.parquet (a failed run has no per-worker figures)")
+    latency, epochs = run_dir / "latency.parquet", run_dir / "epochs.parquet"
+    return run_plots(run_dir, pd.read_parquet(workers), pd.read_parquet(latency) if latency.exists() else None,
+                     pd.read_parquet(epochs) if epochs.exists() else None)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m harness.report.plots`: the runs table's plots; `--run DIR...`: those runs' own."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m harness.report.plots", description=main.__doc__)
+    parser.add_argument("--run", nargs="+", type=Path, default=[], metavar="DIR", help="run folders (results/runs/*)")
+    args = parser.parse_args(argv)
+    paths = [p for d in args.run for p in plots_of_run(d)] if args.run else summary_plots(results.results_root())
+    for path in paths:
         print(f"plot: {path}")
 
 

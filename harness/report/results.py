@@ -25,12 +25,13 @@ RUNS_TABLE_COLUMNS = [
     "run_id", "status", "error", "strategy", "variant", "experiment", "sweep_id", "x", "facet", "workers", "dispatchers", "dataset", "workload", "seed", "tag",
     "cluster", "config_key", "started_at", "events", "throughput_eps", "throughput_wall_eps", "latency_mean_ms", "latency_p50_ms",
     "latency_p95_ms", "latency_p99_ms", "load_max_min", "load_max_mean", "load_sum", "obj_replication",
-    "query_replication", "messages_routed", "dispatcher_bytes", "worker_index_bytes_max", "build_s", "wall_s", "task_failures",
+    "query_replication", "messages_routed", "dispatcher_bytes", "worker_index_bytes_max", "build_s", "wall_s", "work_s", "fixed_s",
+    "logging_s", "task_failures",
     "result_count", "result_digest", "oracle_ok", "oracle_method", "partitions_actual", "epochs", "adjust", "adjustments",
     "migrated_queries", "migrated_bytes", "select_s", "select_cells_s", "migration_s", "latency_share_lt_100ms",
     "latency_share_100ms_1s", "latency_share_gt_1s", "observe_s", "merge_s", "feedback_rows", "family", "run_dir",
     "replicas_dropped", "driver_peak_rss_bytes", "executor_peak_rss_bytes", "results_local",
-    "time_spark_start_s", "time_data_s", "time_oracle_s", *metrics_mod.TIMESTAMP_METRICS, *metrics_mod.INPUT_METRICS,
+    "time_spark_start_s", "time_data_s", "time_oracle_s", "time_invocation_share_s", *metrics_mod.TIMESTAMP_METRICS, *metrics_mod.INPUT_METRICS,
 ]
 
 
@@ -80,10 +81,10 @@ def write_run_folder(run_dir: Path, config_yaml: str, row: dict, workers: pd.Dat
         epochs.to_parquet(run_dir / "epochs.parquet", index=False)  # the per-epoch series
 
 
-def append_runs_table(root: Path, row: dict) -> Path:
-    """Append one row to results/runs.parquet (read, concat, rewrite: runs are seconds apart)."""
+def append_runs_table(root: Path, rows: list[dict]) -> Path:
+    """Append rows to results/runs.parquet (read, concat, rewrite: once per invocation)."""
     path = root / "runs.parquet"
-    new = pd.DataFrame([{c: row.get(c) for c in RUNS_TABLE_COLUMNS}])
+    new = pd.DataFrame([{c: row.get(c) for c in RUNS_TABLE_COLUMNS} for row in rows])
     if path.exists():
         old = pd.read_parquet(path)
         new = pd.concat([old, new.astype(old.dtypes.to_dict(), errors="ignore")], ignore_index=True)
@@ -143,6 +144,7 @@ class MlflowLogger:
     def __init__(self, root: Path, experiment: str, enabled: bool = True):
         self.enabled = enabled
         self.error: str | None = None
+        self.last_run_id: str | None = None  # the run log_run logged last (for log_final)
         if not enabled:
             return
         try:
@@ -182,7 +184,8 @@ class MlflowLogger:
         mlflow = self.mlflow
         try:
             tags = {"mlflow.parentRunId": parent_id} if parent_id else None
-            with mlflow.start_run(run_name=name, tags=tags):
+            with mlflow.start_run(run_name=name, tags=tags) as run:
+                self.last_run_id = run.info.run_id
                 mlflow.log_params({k: str(v)[:500] for k, v in params.items()})
                 logged = metrics_mod.numeric(metrics)
                 mlflow.log_metrics(logged)
@@ -197,6 +200,20 @@ class MlflowLogger:
         except Exception as exc:  # noqa: BLE001
             self.error = f"{type(exc).__name__}: {exc}"
             return self.error
+
+
+    def log_final(self, row: dict, names: tuple[str, ...]) -> None:
+        """Metrics known only after the run was logged (its logging time), added to its MLflow run."""
+        if not self.enabled or self.last_run_id is None:
+            return
+        try:
+            client = self.mlflow.MlflowClient()
+            for name, value in metrics_mod.numeric({k: row[k] for k in names if k in row}).items():
+                client.log_metric(self.last_run_id, name, value)
+        except Exception as exc:  # noqa: BLE001
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.last_run_id = None
 
 
 SWEEP_PARENT_ENV = "STPS_MLFLOW_PARENT_RUN"

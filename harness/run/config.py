@@ -135,7 +135,13 @@ class Config:
     # a pair whose object went to one worker is counted there, not shuffled to the merge (it can be
     # found nowhere else; harness/engine/local_pairs.py); false: every pair goes through the merge
     local_pairs: bool = True
+    # the runs of an invocation share one Spark job per epoch, a lane each (harness/engine/lockstep.py);
+    # false: each run has jobs of its own (its job_s and throughput_wall_eps then owe nothing to others)
+    share_jobs: bool = True
     progress: bool = True
+    # each run's own plots (worker load, latency CDF, epochs) as it ends; null: yes, but not in a
+    # sweep, where they cost more than the run (`python -m harness.report.plots --run DIR` draws them)
+    run_plots: Optional[bool] = None
     tag: Optional[str] = None  # free label stored with the run (e.g. the experiment name)
     # skip a run whose configuration already has a successful row in the runs table (`config_key`):
     # an interrupted `make sweep` run again does only what is missing or failed

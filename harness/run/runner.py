@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 import traceback
 from dataclasses import asdict, is_dataclass
@@ -26,6 +27,7 @@ from harness.core import store
 from harness.core.events import INSERT, OBJECT, Events, digest_of, format_digest
 from harness.engine.epochs import epoch_bounds
 from harness.engine.executors import SparkExecutor
+from harness.engine.lockstep import Lockstep
 from harness.engine.loop import run_epochs
 from harness.engine.memory import driver_peak_bytes
 from harness.engine.setup import family_setup
@@ -168,7 +170,8 @@ def _run_config(cfg, spec: RunSpec) -> dict:
 
 
 # settings that change how a run is shown or stored, not what it measures
-_NOT_MEASURED = ("progress", "mlflow", "results_dir", "resume", "tag", "keep_pairs", "state_uri")
+_NOT_MEASURED = ("progress", "mlflow", "results_dir", "resume", "tag", "keep_pairs", "state_uri", "share_jobs",
+                 "run_plots")
 
 
 def config_key(run_cfg: dict) -> str:
@@ -221,15 +224,17 @@ def publish_events(cfg, folder: Path) -> str:
     return store.spark_uri(target)
 
 
-def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, events_path: str,
+def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: Events, warmup: int,
                  oracle: str | None, root: Path, logger: results.MlflowLogger, parent_id: str | None,
                  progress: Progress, inputs: dict | None = None, oracle_method: str = "none") -> dict:
+    """One run as lane `lane` of the invocation's shared epoch jobs; called with the baton held."""
+    spark = lockstep.spark
 
     name = spec.label
     run_dir, base, run_cfg, config_yaml = _start_run(cfg, spec, root)
     state_root = _run_location(cfg, run_dir, base["run_id"], "state")
     t_run = time.perf_counter()
-    workers_df = router_info = lat_sample = epochs_df = None
+    workers_df = router_info = lat_sample = epochs_df = executor = None
     series = []
     spark.sparkContext.setJobGroup(base["run_id"], f"{name} w{cfg.workers}")  # its jobs, for task_failures
     try:
@@ -250,8 +255,8 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
         if cfg.adjust.name != "none":
             adj_cls = get_adjuster(cfg.adjust.name)
             adjuster = adj_cls(adj_cls.make_params(dict(cfg.adjust.params)), cfg.workers, context, spec.name)
-        executor = SparkExecutor(spark, spark.read.parquet(events_path), setup, cfg.workers, state_root,
-                                 cfg.keep_pairs, _run_location(cfg, run_dir, base["run_id"], "pairs"))
+        executor = SparkExecutor(lockstep, lane, setup, cfg.workers, state_root, cfg.keep_pairs,
+                                 _run_location(cfg, run_dir, base["run_id"], "pairs"))
         bounds = epoch_bounds(events, warmup, cfg.epochs.by, cfg.epochs.size)
         progress.extend(len(bounds) - 2)
         with ExecutorWatchdog(spark, base["run_id"], cfg.cluster.lost_executors_timeout_s):
@@ -267,13 +272,16 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
         count = sum(e.result_count for e in epochs)
         digest = format_digest(count, sum(e.result_hash for e in epochs))
         router_info = router.describe()
+        # what the run measures: routing and its upkeep, the workers' index work, merging
+        work_s = sum(e.route_ns / 1e9 + e.observe_s + e.merge_busy_s
+                     + sum(st.get("busy_s", 0.0) for st in e.worker_stats.values()) for e in loop.measured)
         row = {
             **base, **metrics, "status": "ok", "error": None, "build_s": build_s, "family": cfg.workload.family,
             "dispatcher_bytes": float(router.size_bytes()), "result_count": count, "result_digest": digest,
             "oracle_ok": None if oracle is None else bool(digest == oracle), "epochs": len(loop.measured),
             "adjust": cfg.adjust.name,
             "executor_peak_rss_bytes": float(max((e.executor_peak_bytes for e in epochs), default=0)),
-            "results_local": sum(e.local_pairs for e in epochs),
+            "results_local": sum(e.local_pairs for e in epochs), "work_s": work_s,
         }
         for e in epochs:
             for k, v in e.timings.items():
@@ -283,14 +291,59 @@ def run_strategy(spark, cfg, spec: RunSpec, ds, events: Events, warmup: int, eve
                "traceback": traceback.format_exc()}
     row.update(inputs or {})
     row["oracle_method"] = oracle_method if oracle is not None else "none"
-    row["task_failures"] = failed_tasks(spark, base["run_id"])
+    row["task_failures"] = failed_tasks(spark, base["run_id"]) + failed_tasks(spark, lockstep.group)
     row["driver_peak_rss_bytes"] = float(driver_peak_bytes(spark))
-    row["wall_s"] = time.perf_counter() - t_run
+    # its own driver time and its share of the epoch jobs, not the time it waited for the others
+    row["wall_s"] = time.perf_counter() - t_run - (executor.waited_s if executor is not None else 0.0)
+    if row["status"] == "ok":  # the harness's own time for this run (record_run adds its logging)
+        row["fixed_s"] = (row["wall_s"] + row.get("time_invocation_share_s", 0.0) - row["build_s"]
+                          - row["work_s"])
     store.remove_tree(state_root)  # between-epoch state only; not a result
     progress.step(f"{name}: logging")
-    record_run(root, run_dir, row, run_cfg, config_yaml, workers_df, router_info, lat_sample, epochs_df, series, logger,
-               parent_id, progress, _mlflow_name(cfg, spec))
+    draw = cfg.run_plots if cfg.run_plots is not None else results.current_sweep_id() is None
+    record_run(root, run_dir, row, run_cfg, config_yaml, workers_df, router_info, lat_sample, epochs_df, series,
+               logger, parent_id, progress, _mlflow_name(cfg, spec), draw_plots=draw, append=False)
     return row
+
+
+def run_lanes(spark, cfg, runs: list[RunSpec], events_path: str, **shared) -> list[dict]:
+    """`runs` in lockstep (harness/engine/lockstep.py): a thread each, one Spark job per epoch for
+    all of them; their rows in the order of `runs`."""
+    group = f"shared-{results.new_run_id('lanes')}"
+    lockstep = Lockstep(spark, spark.read.parquet(events_path), cfg.workers, group,
+                        lambda: ExecutorWatchdog(spark, group, cfg.cluster.lost_executors_timeout_s))
+    out: list = [None] * len(runs)
+
+    def lane_main(lane: int, spec: RunSpec) -> None:
+        with lockstep.cond:
+            try:
+                out[lane] = run_strategy(lockstep, lane, cfg, spec, **shared)
+            except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
+                out[lane] = exc
+            finally:
+                lockstep.leave(lane)
+
+    root = shared["root"]
+    for lane in range(len(runs)):
+        lockstep.enter(lane)
+    threads = [threading.Thread(target=lane_main, args=(lane, spec), name=f"run-{spec.label}", daemon=True)
+               for lane, spec in enumerate(runs)]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            t.join()
+    except KeyboardInterrupt:
+        spark.sparkContext.cancelAllJobs()
+        raise
+    finally:  # the rows of the runs that ended, each in its folder already
+        done = [row for row in out if isinstance(row, dict)]
+        if done:
+            results.append_runs_table(root, done)
+    for row in out:
+        if isinstance(row, BaseException):
+            raise row
+    return out
 
 
 def failed_tasks(spark, group: str) -> int:
@@ -334,22 +387,28 @@ def record_failed_preparation(cfg, runs: list[RunSpec], exc: BaseException, inpu
 
 def record_run(root: Path, run_dir: Path, row: dict, run_cfg: dict, config_yaml: str, workers_df, router_info,
                lat_sample, epochs_df, series: list[dict], logger: results.MlflowLogger, parent_id: str | None,
-               progress: Progress, mlflow_name: str) -> None:
-    """The run's folder (config, metrics, tables, plots), its runs-table row, then MLflow; local
-    files first, so an MLflow failure loses nothing. Adds `logging_s` to the row."""
+               progress: Progress, mlflow_name: str, draw_plots: bool = True, append: bool = True) -> None:
+    """The run's folder (config, metrics, tables, plots), MLflow, then its runs-table row with the
+    time all this took (`logging_s`, also in `fixed_s`); the folder first, so an MLflow failure
+    loses nothing (the row says why in `mlflow_error`). append=False: the caller appends the row
+    with the others of its invocation (one rewrite of the table per invocation, not per run)."""
     t0 = time.perf_counter()
     results.write_run_folder(run_dir, config_yaml, row, workers_df, router_info, lat_sample, epochs_df)
-    if workers_df is not None:
+    if workers_df is not None and draw_plots:
         from harness.report import plots
 
         plots.run_plots(run_dir, workers_df, lat_sample, epochs_df)
-    results.append_runs_table(root, row)
     err = logger.log_run(mlflow_name, results.flatten(run_cfg), row, run_dir, parent_id, series)
     if err:
         row["mlflow_error"] = err
         progress.warn(f"MLflow logging failed ({err}); the run is kept in {run_dir} and results/runs.parquet")
-        (run_dir / "metrics.json").write_text(json.dumps({k: results._jsonable(v) for k, v in row.items()}, indent=2))
     row["logging_s"] = time.perf_counter() - t0
+    if "fixed_s" in row:
+        row["fixed_s"] += row["logging_s"]
+    logger.log_final(row, ("logging_s", "fixed_s"))
+    (run_dir / "metrics.json").write_text(json.dumps({k: results._jsonable(v) for k, v in row.items()}, indent=2))
+    if append:
+        results.append_runs_table(root, [row])
 
 
 def ship_plugins(spark, modules: list[str]) -> None:
@@ -420,11 +479,14 @@ def run_experiment(cfg) -> list[dict]:
                              else (None, "none"))
     timings["oracle_s"] = time.perf_counter() - t0
     rows = []
+    timings["invocation_share_s"] = sum(timings.values()) / len(runs)  # in each run's fixed cost
     shared = {**inputs, **{f"time_{k}": v for k, v in timings.items()}}  # every run of the invocation's row
-    for spec in runs:
-        row = run_strategy(spark, cfg, spec, ds, events, warmup, events_path, oracle, root, logger,
-                           parent, progress, shared, oracle_method)
+    # all runs in one set of shared epoch jobs, or (share_jobs=false) each run with jobs of its own
+    for group in ([runs] if cfg.share_jobs else [[spec] for spec in runs]):
+        rows += run_lanes(spark, cfg, group, events_path, ds=ds, events=events, warmup=warmup, oracle=oracle,
+                          root=root, logger=logger, parent_id=parent, progress=progress, inputs=shared,
+                          oracle_method=oracle_method)
+    for row in rows:
         _warn_idle_workers(row, progress)
-        rows.append(row)
     progress.done()
     return rows

@@ -6,6 +6,7 @@ The environment variables must be set before the JVM starts: the machine has a s
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -15,6 +16,8 @@ _START_S = 0.0
 
 
 def configure_environment() -> None:
+    # py4j logs every connection a thread closes at INFO (runs in lockstep each have a thread)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -25,6 +28,7 @@ def get_session(master: str = "local[*]", app_name: str = "stps-harness", conf: 
     """Return the process-wide session, creating it on first use (about 5 s on this machine)."""
     global _SESSION, _START_S
     if _SESSION is not None:
+        _START_S = 0.0  # this invocation (a later job of a sweep) found it running
         return _SESSION
     configure_environment()
     from pyspark.sql import SparkSession

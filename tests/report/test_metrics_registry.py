@@ -14,7 +14,7 @@ import yaml
 from harness.engine.blocks import OUT_SCHEMA
 from harness.engine.epochs import epoch_row
 from harness.engine.monitor import UNIT_COLUMNS, worker_table
-from harness.engine.pipeline import collect
+from harness.engine.pipeline import Lane, collect_lanes
 from harness.report import claims, experiments, latency, metrics, table
 from harness.report.metrics import METRICS, UnknownMetric, run_metrics
 from harness.report.results import EPOCH_KEYS, PROJECT_ROOT, RUN_KEYS, RUNS_TABLE_COLUMNS
@@ -22,7 +22,8 @@ from harness.report.results import EPOCH_KEYS, PROJECT_ROOT, RUN_KEYS, RUNS_TABL
 STATS = {0: {"events": 5, "objects": 3, "inserts": 2, "candidates": 4, "results": 1, "busy_s": 0.2,
              "index_bytes": 100, "restored": 1},
          1: {"events": 2, "objects": 1, "inserts": 1, "busy_s": 0.1, "index_bytes": 50}}
-EPOCH = collect(1, OUT_SCHEMA.empty_table(), False, 1.0)  # the pipeline's result of an (empty) epoch
+# the pipeline's result of an (empty) epoch job shared by two runs
+EPOCH = collect_lanes(1, OUT_SCHEMA.empty_table(), [Lane(None, None, "", collect_service=False)] * 2, 1.0)[0]
 TIMINGS = EPOCH.timings  # its per-epoch stage timings
 
 

@@ -1,0 +1,83 @@
+"""The runs of one invocation in lockstep, so that each epoch is one Spark job for all of them.
+
+The runs of an invocation (strategies and variants on the same events, workers and epochs) used to
+run one after another, two or more Spark jobs each, and a sweep spent most of its time on Spark's
+fixed cost per job. Here each run keeps its own loop (fit, epochs, adjustment, summary, logging)
+in its own thread, but only one thread runs at a time: a run holds the baton (`cond`'s lock) while
+it does driver work, so what the driver times for a run (fit, routing upkeep, plan selection) is
+never shared with another run. A run that asks for an epoch waits with the baton released; when
+every live run waits, the last to ask runs one job for all of them (`pipeline.run_epoch`, a lane
+per run) and hands each its own result. A migration is the run's own job, run while it holds the
+baton. When a shared job fails, each of its runs is retried alone, so a strategy that raises
+fails alone, as it did when runs did not share jobs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Callable, ContextManager
+
+from harness.engine.pipeline import EpochResult, LaneEpoch, run_epoch
+
+
+class Lockstep:
+    def __init__(self, spark, events_df, n_workers: int, group: str,
+                 guard: Callable[[], ContextManager] = contextlib.nullcontext):
+        self.spark, self.events_df, self.n_workers = spark, events_df, n_workers
+        self.group = group  # the Spark job group of the shared jobs (task failures, cancelling)
+        self.guard = guard  # wraps each shared job (the runner's lost-executor watchdog)
+        self.cond = threading.Condition()
+        self.live: set[int] = set()
+        self.asked: dict[int, tuple[tuple[int, int, int], LaneEpoch]] = {}
+        self.answers: dict[int, EpochResult | BaseException] = {}
+        self.jobs = 0  # Spark jobs run for epochs, shared or not
+
+    def enter(self, lane: int) -> None:
+        with self.cond:
+            self.live.add(lane)
+
+    def leave(self, lane: int) -> None:
+        """The run ended (or failed); called with the baton held."""
+        self.live.discard(lane)
+        self._run_when_all_asked()
+
+    def epoch(self, lane: int, epoch: int, lo: int, hi: int, request: LaneEpoch) -> EpochResult:
+        """This run's epoch, once every live run has asked for one; called with the baton held."""
+        self.asked[lane] = ((epoch, lo, hi), request)
+        self._run_when_all_asked()
+        self.cond.wait_for(lambda: lane in self.answers)
+        answer = self.answers.pop(lane)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    def _run_when_all_asked(self) -> None:
+        if not self.asked or len(self.asked) < len(self.live):
+            return
+        by_bounds: dict[tuple[int, int, int], list[int]] = {}
+        for lane, (bounds, _) in sorted(self.asked.items()):
+            by_bounds.setdefault(bounds, []).append(lane)
+        asked, self.asked = self.asked, {}
+        for bounds, lanes in by_bounds.items():
+            self._run(bounds, lanes, [asked[lane][1] for lane in lanes])
+        self.cond.notify_all()
+
+    def _run(self, bounds: tuple[int, int, int], lanes: list[int], requests: list[LaneEpoch]) -> None:
+        sc = self.spark.sparkContext
+        previous = sc.getLocalProperty("spark.jobGroup.id")
+        sc.setJobGroup(self.group, f"epoch {bounds[0]} of {len(lanes)} runs")
+        try:
+            self.jobs += 1
+            with self.guard():
+                results = run_epoch(self.spark, self.events_df, *bounds, requests, self.n_workers)
+            self.answers.update(zip(lanes, results))
+        except Exception as exc:  # noqa: BLE001 - handed to the run(s) that asked
+            if len(lanes) == 1:
+                self.answers[lanes[0]] = exc
+            else:
+                for lane, request in zip(lanes, requests):
+                    self._run(bounds, [lane], [request])
+        finally:
+            if previous:
+                sc.setJobGroup(previous, previous)
