@@ -85,26 +85,38 @@ def exists(uri: str) -> bool:
 
 
 def fresh_dir(uri: str) -> str:
-    """An existing folder with no Parquet files left from an earlier attempt (a retried stage)."""
+    """An existing folder with no Parquet or Arrow files left from an earlier attempt (a retried stage)."""
     fs, path = _resolve(uri)
     fs.create_dir(path, recursive=True)
     for info in fs.get_file_info(pafs.FileSelector(path)):
-        if info.type == pafs.FileType.File and info.path.endswith(".parquet"):
+        if info.type == pafs.FileType.File and info.path.endswith(STATE_SUFFIXES):
             fs.delete_file(info.path)
     return as_uri(uri)
 
 
+STATE_SUFFIXES = (".parquet", ".arrow")
+
+
 def write_table(uri: str, table: pa.Table) -> None:
-    """Write Parquet (a retried task's write replaces the earlier attempt's)."""
+    """Write Parquet, or an Arrow IPC file when `uri` ends in .arrow (state that lives one epoch:
+    no encoding, several times faster to write and read than Parquet); a retried task's write
+    replaces the earlier attempt's."""
     fs, path = _resolve(uri)
     fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    pq.write_table(table, path, filesystem=fs)
+    if path.endswith(".arrow"):
+        with fs.open_output_stream(path) as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+    else:
+        pq.write_table(table, path, filesystem=fs)
 
 
 def read_table(uri: str) -> pa.Table | None:
-    """The Parquet table at `uri`, or None when there is none."""
+    """The table at `uri` (Parquet, or Arrow IPC for .arrow), or None when there is none."""
     fs, path = _resolve(uri)
     try:
+        if path.endswith(".arrow"):
+            with fs.open_input_file(path) as source:
+                return pa.ipc.open_file(source).read_all()
         return pq.read_table(path, filesystem=fs)
     except FileNotFoundError:
         return None

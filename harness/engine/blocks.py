@@ -2,8 +2,8 @@
 
 Moving Arrow IPC blocks instead of one Spark row per event or per result keeps Spark's per-row
 conversion cost out of the measurement (a dense epoch yields millions of pairs), while the
-shuffles and the distribution of work stay Spark's. State is Parquet, one file per (worker,
-family, part) and per (family, merge bucket), in a folder per epoch under the run's state URI
+shuffles and the distribution of work stay Spark's. State is an Arrow IPC file (it lives one
+epoch: no Parquet encoding), one per (worker, family, part) and per (family, merge bucket), in a folder per epoch under the run's state URI
 (harness/core/store.py): a retried task overwrites rather than duplicates, and an epoch reads only
 what the one before it wrote.
 """
@@ -68,7 +68,7 @@ def _events_table(ev: Events) -> pa.Table:
 
 
 def bundle_file(state_dir: str, worker: int, family: int, part: str) -> str:
-    return store.join(state_dir, f"worker-{worker:05d}-f{family}-{part}.parquet")
+    return store.join(state_dir, f"worker-{worker:05d}-f{family}-{part}.arrow")
 
 
 def write_bundle(state_dir: str, worker: int, family: int, bundle: StateBundle) -> None:
@@ -97,7 +97,7 @@ def read_bundle(state_dir: str | None, worker: int, family: int) -> StateBundle:
 
 
 def merge_state_file(state_dir: str, family: int, bucket: int) -> str:
-    return store.join(state_dir, f"merge-f{family}-{bucket:05d}.parquet")
+    return store.join(state_dir, f"merge-f{family}-{bucket:05d}.arrow")
 
 
 def read_merge_state(state_dir: str | None, family: int, bucket: int) -> pa.Table | None:

@@ -11,6 +11,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from harness.report import results
+from harness.run import progress
 
 
 class SweepCallback(Callback):
@@ -25,10 +26,22 @@ class SweepCallback(Callback):
                                                                    "sweep_id": results.current_sweep_id()})
         if parent:
             os.environ[results.SWEEP_PARENT_ENV] = parent
+        progress.SWEEP.__init__(jobs=progress.count_jobs(list(config.hydra.overrides.task),
+                                                         config.hydra.sweeper.get("params")))
+
+    def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
+        from harness.run.runner import LAST_RUNS
+
+        progress.SWEEP.jobs_done += 1
+        progress.SWEEP.runs_done += LAST_RUNS["runs"]
+        LAST_RUNS["runs"] = 0
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from harness.run.runner import RESUME_SKIPPED
 
+        if progress.SWEEP.jobs:
+            print(progress.SWEEP.summary())
+            progress.SWEEP.__init__()
         if RESUME_SKIPPED["runs"]:
             print(f"resume: the sweep skipped {RESUME_SKIPPED['runs']} runs already in the runs table")
             RESUME_SKIPPED["runs"] = 0

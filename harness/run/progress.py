@@ -1,12 +1,53 @@
-"""A progress display for long runs: one bar over the run's steps, with elapsed time."""
+"""A progress display for long runs: one bar over the invocation's steps, with elapsed time, and
+in a sweep a line for the sweep as a whole (jobs and runs done, an estimate of the time left)."""
 
 from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass, field
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
+
+
+@dataclass
+class SweepState:
+    """The sweep in progress (Hydra runs its jobs in this process; harness.run.callbacks keeps it)."""
+    jobs: int = 0  # 0: no sweep
+    jobs_done: int = 0
+    runs_done: int = 0
+    started: float = field(default_factory=time.perf_counter)
+
+    def line(self) -> str:
+        elapsed = time.perf_counter() - self.started
+        left = f", about {_clock(elapsed / self.jobs_done * (self.jobs - self.jobs_done))} left" if self.jobs_done else ""
+        return (f"sweep: job {min(self.jobs_done + 1, self.jobs)}/{self.jobs}, {self.runs_done} runs done, "
+                f"{_clock(elapsed)} elapsed{left}")
+
+    def summary(self) -> str:
+        return (f"sweep: {self.jobs_done} of {self.jobs} jobs, {self.runs_done} runs, "
+                f"{_clock(time.perf_counter() - self.started)}")
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    return f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+SWEEP = SweepState()
+
+
+def count_jobs(overrides: list[str], sweeper_params: dict | None) -> int:
+    """Jobs a Hydra multirun makes of its command-line overrides and its sweeper's params."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    texts = list(overrides) + [f"{k}={v}" for k, v in (sweeper_params or {}).items()]
+    n = 1
+    for o in OverridesParser.create().parse_overrides(texts):
+        if o.is_sweep_override():
+            n *= len(list(o.sweep_string_iterator()))
+    return n
 
 
 class Progress:
@@ -21,7 +62,11 @@ class Progress:
                 console=self.console, transient=not sys.stderr.isatty(),
             )
             self._bar.start()
+            if SWEEP.jobs:
+                self._sweep = self._bar.add_task(SWEEP.line(), total=SWEEP.jobs, completed=SWEEP.jobs_done)
             self._task = self._bar.add_task("starting", total=total)
+            if SWEEP.jobs and not self.console.is_terminal:
+                self.console.print(SWEEP.line(), highlight=False)
         self._started = False
 
     def step(self, description: str) -> None:

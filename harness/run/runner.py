@@ -184,6 +184,7 @@ def config_key(run_cfg: dict) -> str:
 
 
 RESUME_SKIPPED = {"runs": 0}  # runs a resumed sweep skipped, over its jobs (printed when it ends)
+LAST_RUNS = {"runs": 0}  # runs the last invocation made (the sweep's progress line counts them)
 
 
 def unfinished(cfg, runs: list[RunSpec], root: Path) -> list[RunSpec]:
@@ -489,4 +490,5 @@ def run_experiment(cfg) -> list[dict]:
     for row in rows:
         _warn_idle_workers(row, progress)
     progress.done()
+    LAST_RUNS["runs"] = len(rows)
     return rows

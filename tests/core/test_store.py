@@ -26,13 +26,16 @@ def _files(folder):
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
 
 
-def test_write_read_remove_and_missing_files_read_as_none(tmp_path):
+@pytest.mark.parametrize("suffix", [".parquet", ".arrow"])
+def test_write_read_remove_and_missing_files_read_as_none(tmp_path, suffix):
     root = store.as_uri(tmp_path / "st")
-    f = store.join(root, "epoch=1", "worker-00000-f1-queries.parquet")
+    f = store.join(root, "epoch=1", f"worker-00000-f1-queries{suffix}")
     assert store.read_table(f) is None
-    table = pa.table({"key": np.arange(5, dtype=np.uint64)})
+    table = pa.table({"key": np.arange(5, dtype=np.uint64), "terms": [[1, 2], [], [3], [4, 5, 6], []]})
     store.write_table(f, table)
     assert store.read_table(f).equals(table)
+    magic = (tmp_path / "st" / "epoch=1" / f"worker-00000-f1-queries{suffix}").read_bytes()[:6]
+    assert magic == (b"ARROW1" if suffix == ".arrow" else b"PAR1"[:4] + magic[4:])
     assert store.exists(store.join(root, "epoch=1"))
     store.remove(f)
     store.remove(f)  # removing what is not there is not an error
@@ -50,6 +53,7 @@ def test_put_file_copies_bytes_and_leaves_no_temporary_file(tmp_path):
 def test_fresh_dir_drops_parquet_left_by_an_earlier_attempt_only(tmp_path):
     d = store.as_uri(tmp_path / "epoch=2")
     store.write_table(store.join(d, "a.parquet"), pa.table({"x": [1]}))
+    store.write_table(store.join(d, "b.arrow"), pa.table({"x": [1]}))
     (tmp_path / "epoch=2" / "notes.txt").write_text("kept")
     assert store.fresh_dir(d) == d
     assert _files(tmp_path / "epoch=2") == ["notes.txt"]
