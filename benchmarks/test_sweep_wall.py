@@ -45,7 +45,10 @@ def test_sweep_seconds_per_run(tmp_path, record, rounds):
     shared, separate, ratios, fixed = [], [], [], []
     for _ in range(rounds):
         s, rows = sweep_seconds(tmp_path, True)
-        b, _ = sweep_seconds(tmp_path, False)
+        b, alone = sweep_seconds(tmp_path, False)
+        # the same results whether runs share jobs or not (both equal the oracle, checked above)
+        assert {(r["variant"], r["workers"]): r["result_digest"] for r in rows} == \
+            {(r["variant"], r["workers"]): r["result_digest"] for r in alone}
         shared.append(s / len(rows))
         separate.append(b / len(rows))
         ratios.append(separate[-1] / shared[-1])

@@ -23,10 +23,11 @@ from harness.engine.pipeline import EpochResult, LaneEpoch, run_epoch
 
 class Lockstep:
     def __init__(self, spark, events_df, n_workers: int, group: str,
-                 guard: Callable[[], ContextManager] = contextlib.nullcontext):
+                 guard: Callable[[], ContextManager] = contextlib.nullcontext, fatal: tuple[type, ...] = ()):
         self.spark, self.events_df, self.n_workers = spark, events_df, n_workers
         self.group = group  # the Spark job group of the shared jobs (task failures, cancelling)
         self.guard = guard  # wraps each shared job (the runner's lost-executor watchdog)
+        self.fatal = fatal  # failures of the job, not of a lane: every lane gets them, no retry alone
         self.cond = threading.Condition()
         self.live: set[int] = set()
         self.asked: dict[int, tuple[tuple[int, int, int], LaneEpoch]] = {}
@@ -73,8 +74,8 @@ class Lockstep:
                 results = run_epoch(self.spark, self.events_df, *bounds, requests, self.n_workers)
             self.answers.update(zip(lanes, results))
         except Exception as exc:  # noqa: BLE001 - handed to the run(s) that asked
-            if len(lanes) == 1:
-                self.answers[lanes[0]] = exc
+            if len(lanes) == 1 or isinstance(exc, self.fatal):
+                self.answers.update((lane, exc) for lane in lanes)
             else:
                 for lane, request in zip(lanes, requests):
                     self._run(bounds, [lane], [request])

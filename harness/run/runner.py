@@ -38,7 +38,7 @@ from harness.report.summary import summarise_run
 from harness.report.table import idle_workers
 from harness.run.config import RunSpec, spark_master, validate
 from harness.run.progress import Progress
-from harness.run.watchdog import ExecutorWatchdog
+from harness.run.watchdog import ExecutorWatchdog, LostExecutors
 from strategies import registry
 from strategies.adjust_base import get_adjuster
 from strategies.base import FitContext
@@ -312,7 +312,8 @@ def run_lanes(spark, cfg, runs: list[RunSpec], events_path: str, **shared) -> li
     all of them; their rows in the order of `runs`."""
     group = f"shared-{results.new_run_id('lanes')}"
     lockstep = Lockstep(spark, spark.read.parquet(events_path), cfg.workers, group,
-                        lambda: ExecutorWatchdog(spark, group, cfg.cluster.lost_executors_timeout_s))
+                        lambda: ExecutorWatchdog(spark, group, cfg.cluster.lost_executors_timeout_s),
+                        fatal=(LostExecutors,))
     out: list = [None] * len(runs)
 
     def lane_main(lane: int, spec: RunSpec) -> None:
