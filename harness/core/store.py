@@ -122,6 +122,13 @@ def read_table(uri: str) -> pa.Table | None:
         return None
 
 
+def read_range(uri: str, column: str, lo: int, hi: int) -> pa.Table:
+    """The rows of the Parquet table at `uri` with lo <= column < hi (row groups outside the range
+    are skipped by their statistics)."""
+    fs, path = _resolve(uri)
+    return pq.read_table(path, filesystem=fs, filters=[(column, ">=", lo), (column, "<", hi)])
+
+
 def put_file(local_path, uri: str) -> None:
     """Copy a local file to `uri` byte for byte, beside it first and renamed, so a reader never
     sees half a file."""

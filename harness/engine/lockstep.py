@@ -18,13 +18,16 @@ import contextlib
 import threading
 from typing import Callable, ContextManager
 
+from harness.core import store
 from harness.engine.pipeline import EpochResult, LaneEpoch, run_epoch
 
 
 class Lockstep:
-    def __init__(self, spark, events_df, n_workers: int, group: str,
+    def __init__(self, spark, events_path: str | None, n_workers: int, group: str,
                  guard: Callable[[], ContextManager] = contextlib.nullcontext, fatal: tuple[type, ...] = ()):
-        self.spark, self.events_df, self.n_workers = spark, events_df, n_workers
+        self.spark, self.n_workers = spark, n_workers
+        self.events_df = spark.read.parquet(events_path) if events_path else None
+        self.events_uri = store.as_uri(events_path) if events_path else None
         self.group = group  # the Spark job group of the shared jobs (task failures, cancelling)
         self.guard = guard  # wraps each shared job (the runner's lost-executor watchdog)
         self.fatal = fatal  # failures of the job, not of a lane: every lane gets them, no retry alone
@@ -71,7 +74,7 @@ class Lockstep:
         try:
             self.jobs += 1
             with self.guard():
-                results = run_epoch(self.spark, self.events_df, *bounds, requests, self.n_workers)
+                results = run_epoch(self.spark, self.events_df, self.events_uri, *bounds, requests, self.n_workers)
             self.answers.update(zip(lanes, results))
         except Exception as exc:  # noqa: BLE001 - handed to the run(s) that asked
             if len(lanes) == 1 or isinstance(exc, self.fatal):

@@ -1,21 +1,24 @@
-"""The Spark pipeline of one epoch: one Spark job of three stages (DESIGN.md).
+"""The Spark pipeline of one epoch: one Spark job of three stages (DESIGN.md) for one or more
+runs of the same events, a lane each (harness/engine/lockstep.py); every row carries its lane.
 
-1. dispatch: `mapInArrow` with the broadcast router routes each input batch (as the router sees
-   it: `routing_view`) and emits, per worker it reaches, one row holding that worker's events of
-   the batch as an Arrow IPC block, plus one statistics row (worker = -1, `info` JSON) with the
-   routing time; for a family whose merger reads the epoch's query events, the batch's query
-   events go straight to their merge buckets (worker = -1 with a bucket).
-2. workers: the blocks are repartitioned by worker (a small row per worker joins in, so a worker
-   whose epoch is empty still carries its state on); `mapInArrow` runs one index per family per
-   worker (`WorkerSet`): read the state it kept (Parquet of the previous epoch), sort its events
-   by `seq`, process them, emit its partial results split into merge buckets by query id (the
-   family's `Merger.blocks`), its per-event service times, one statistics row, and write the
-   state it keeps for the next epoch.
-3. merge: the result blocks are shuffled by bucket; each bucket of each family is merged by the
-   family's merger (with its state of the previous epoch when it keeps one: a tick row per
-   bucket makes every bucket run); each partition returns its result count and hash sum (and
-   writes its keys when pairs are kept) and the mergers' feedback; every other row passes
-   through to the driver.
+1. dispatch: `mapInArrow` routes each input batch with every lane's broadcast router (as the
+   router sees it: `routing_view`) and emits, per (lane, worker) it reaches, one row holding the
+   seq of that worker's events of the batch as an Arrow IPC block (the worker reads the events
+   themselves from the events table: a copy costs Spark 8 bytes, not the event), plus one
+   statistics row per lane (worker = -1, `info` JSON) with its routing time; for a family whose
+   merger reads the epoch's query events, the batch's query events go straight to their merge
+   buckets (worker = -1 with a bucket).
+2. workers: the blocks are repartitioned by (lane, worker) (a small row per worker joins in, so a
+   worker whose epoch is empty still carries its state on); `mapInArrow` reads the epoch's events
+   once per task and runs one index per family per (lane, worker) (`WorkerSet`): read the state
+   it kept (the previous epoch's Arrow files), take its events in seq order, process them, emit
+   its partial results split into merge buckets by query id (the family's `Merger.blocks`), its
+   per-event service times, one statistics row, and write the state it keeps for the next epoch.
+3. merge: the result blocks are shuffled by (lane, bucket); each bucket of each family of each
+   lane is merged by the family's merger (with its state of the previous epoch when it keeps one:
+   a tick row per bucket makes every bucket run); each partition returns per lane its result
+   count and hash sum (and writes its keys when pairs are kept) and the mergers' feedback; every
+   other row passes through to the driver.
 
 One action per epoch; every stage records its start and end, which gives the per-stage time
 split. No per-row Python.
@@ -74,7 +77,7 @@ def _route_batch(batch: pa.RecordBatch, ev: Events, router, setup: FamilySetup, 
     rows, workers = router.route(view)
     ns = time.perf_counter_ns() - t0
     order = np.lexsort((rows, workers))  # by worker, then stream order within the batch
-    routed = batch.take(pa.array(rows[order]))
+    routed = pa.record_batch({"seq": ev.seq[rows[order]]})  # the worker reads the events themselves
     if setup.local_codes:
         routed = with_sole(routed, sole_copies(rows, batch.num_rows)[order])
     ws = workers[order]
@@ -105,7 +108,29 @@ def _query_blocks(batch: pa.RecordBatch, ev: Events, codes: set[int], n_buckets:
                       payload=to_ipc(batch.take(pa.array(rows[lo:hi]))))
 
 
-def worker_batches(batches, lanes: list[Lane], routers_bc, n_buckets: int):
+class EpochEvents:
+    """The epoch's events as a worker task reads them from the events table (once per task, when
+    its first worker needs them), and the rows of a worker's events by their seq."""
+
+    def __init__(self, events_uri: str, seq_lo: int, seq_hi: int):
+        self.uri, self.lo, self.hi = events_uri, seq_lo, seq_hi
+        self._table: pa.Table | None = None
+
+    def take(self, seq: np.ndarray) -> pa.Table:
+        if self._table is None:
+            table = store.read_range(self.uri, "seq", self.lo, self.hi)
+            self._seq = table.column("seq").to_numpy()
+            if len(self._seq) > 1 and (np.diff(self._seq) < 0).any():
+                order = np.argsort(self._seq, kind="stable")
+                table, self._seq = table.take(pa.array(order)), self._seq[order]
+            self._table = table
+        pos = np.searchsorted(self._seq, seq)
+        if len(seq) and (pos.max() >= len(self._seq) or (self._seq[pos] != seq).any()):
+            raise ValueError(f"the events table at {self.uri} lacks seq values the dispatcher routed")
+        return self._table.take(pa.array(pos))
+
+
+def worker_batches(batches, lanes: list[Lane], routers_bc, n_buckets: int, events: EpochEvents):
     """mapInArrow body of the worker stage: one WorkerSet per (lane, worker) present in the
     partition. With its mergers' feedback of the previous epoch a lane's indexes read it first and
     drop the replicas it makes unneeded (the epoch's router decides); under `monitor` each worker
@@ -132,28 +157,23 @@ def worker_batches(batches, lanes: list[Lane], routers_bc, n_buckets: int):
         for w in np.unique(workers[here[lane_of[here] == lane]]).tolist():
             mine = np.flatnonzero((workers == w) & (lane_of == lane))
             yield from _worker_epoch(spec, router, feedback or None, w, [payload[int(i)].as_py() for i in mine],
-                                     n_buckets, local, lane)
+                                     n_buckets, local, lane, events)
         if spec.setup.local_codes:
             yield out_row(LOCAL, -1, info={"count": local.count, "hash": local.hash}, lane=lane)
     yield out_row(STATS, -1, info={"start": start, "end": time.time(), **task_peak_bytes()})
 
 
 def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list[bytes | None], n_buckets: int,
-                  local: LocalCount, lane: int):
+                  local: LocalCount, lane: int, events: EpochEvents):
     """One worker of one lane for one epoch: restore, process, emit results and statistics, keep state."""
     setup = spec.setup
     blocks = [from_ipc(b) for b in blobs if b is not None]
-    # a block is one dispatch batch's events for this worker, in stream order, and batches hold
-    # disjoint seq ranges: ordering the blocks by their first seq orders the epoch (no row sort)
-    blocks.sort(key=lambda t: t.column("seq")[0].as_py() if t.num_rows else -1)
-    epoch = pa.concat_tables(blocks) if blocks else Events.empty().to_arrow()
-    if isinstance(epoch, pa.RecordBatch):
-        epoch = pa.Table.from_batches([epoch])
-    seq = epoch.column("seq").to_numpy()
-    if len(seq) > 1 and (np.diff(seq) < 0).any():  # not one batch per block: sort the rows
-        epoch = epoch.take(pa.array(np.argsort(seq, kind="stable")))
-    ev = Events.from_arrow(epoch)
-    sole = epoch.column(SOLE).to_numpy(zero_copy_only=False) if SOLE in epoch.schema.names else None
+    routed = pa.concat_tables(blocks) if blocks else None
+    seq = routed.column("seq").to_numpy() if routed is not None else np.zeros(0, np.int64)
+    order = np.argsort(seq, kind="stable")
+    ev = Events.from_arrow(events.take(seq[order])) if len(seq) else Events.empty()
+    sole = (routed.column(SOLE).to_numpy(zero_copy_only=False)[order]
+            if routed is not None and SOLE in routed.schema.names else None)
     bundles = {code: read_bundle(spec.state_in, w, code) for code in setup.factories}
     indexes = WorkerSet.build(setup.factories)
     restore_s = indexes.restore(bundles, feedback)
@@ -276,7 +296,7 @@ class LaneEpoch:
     feedback: dict | None = None
 
 
-def run_epoch(spark, events_df, epoch: int, seq_lo: int, seq_hi: int, requests: list[LaneEpoch],
+def run_epoch(spark, events_df, events_uri: str, epoch: int, seq_lo: int, seq_hi: int, requests: list[LaneEpoch],
               n_workers: int) -> list[EpochResult]:
     """One Spark job for the epoch [seq_lo, seq_hi) of every lane in `requests`: the events are
     read and dispatched once per job, worker and merge tasks are keyed by (lane, worker) and
@@ -301,7 +321,8 @@ def run_epoch(spark, events_df, epoch: int, seq_lo: int, seq_hi: int, requests: 
     out = (
         blocks.unionByName(every_worker)
         .repartition(parts, "lane", "worker")
-        .mapInArrow(lambda it: worker_batches(it, lanes, routers_bc, parts), spark_schema(OUT_SCHEMA))
+        .mapInArrow(lambda it: worker_batches(it, lanes, routers_bc, parts, EpochEvents(events_uri, seq_lo, seq_hi)),
+                    spark_schema(OUT_SCHEMA))
     )
     ticks = [(TICK, -1, b, None, None, code, i) for i, lane in enumerate(lanes)
              for code in sorted(lane.setup.stateful) for b in range(parts)]

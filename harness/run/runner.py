@@ -311,7 +311,7 @@ def run_lanes(spark, cfg, runs: list[RunSpec], events_path: str, **shared) -> li
     """`runs` in lockstep (harness/engine/lockstep.py): a thread each, one Spark job per epoch for
     all of them; their rows in the order of `runs`."""
     group = f"shared-{results.new_run_id('lanes')}"
-    lockstep = Lockstep(spark, spark.read.parquet(events_path), cfg.workers, group,
+    lockstep = Lockstep(spark, events_path, cfg.workers, group,
                         lambda: ExecutorWatchdog(spark, group, cfg.cluster.lost_executors_timeout_s),
                         fatal=(LostExecutors,))
     out: list = [None] * len(runs)

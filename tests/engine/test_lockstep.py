@@ -29,7 +29,7 @@ def jobs(monkeypatch):
     "gone" one fails it with a fatal error."""
     calls = []
 
-    def run_epoch(spark, events_df, epoch, lo, hi, requests, n_workers):
+    def run_epoch(spark, events_df, events_uri, epoch, lo, hi, requests, n_workers):
         routers = [r.router for r in requests]
         calls.append((epoch, routers))
         if "gone" in routers:
