@@ -17,7 +17,10 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from harness.report.results import PROJECT_ROOT
+from harness.run.config import register_configs
 from harness.run.runner import run_experiment
+
+register_configs()
 
 WORKERS = (4, 8)
 SWEEP = ["workload=sts_q1", "workload.queries=2000", "workload.updates=2000", "dataset.size=20000",
