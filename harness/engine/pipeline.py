@@ -282,10 +282,10 @@ def _span(infos: list[dict]) -> float:
     return max(i["end"] for i in infos) - min(i["start"] for i in infos) if infos else 0.0
 
 
-def merge_buckets(spark, n_units: int) -> int:
-    """Buckets (and worker-stage tasks) per epoch job for `n_units` (lane, worker) pairs: the same
-    all run long, so merge state lines up."""
-    return max(2, min(n_units, 2 * spark.sparkContext.defaultParallelism))
+def merge_buckets(spark, n_workers: int) -> int:
+    """Buckets (and worker-stage tasks) per epoch job: the same all run long, so merge state lines
+    up, which is why they do not follow the number of lanes (a run that ends leaves its lane)."""
+    return max(2, min(n_workers, 2 * spark.sparkContext.defaultParallelism))
 
 
 @dataclass
@@ -307,7 +307,7 @@ def run_epoch(spark, events_df, events_uri: str, epoch: int, seq_lo: int, seq_hi
     lanes = [r.lane for r in requests]
     # several workers may share a partition (each still gets its own indexes), so the task count
     # follows the cores, not the worker count; every lane uses the same merge buckets
-    parts = merge_buckets(spark, n_workers * len(lanes))
+    parts = merge_buckets(spark, n_workers)
     for lane in lanes:
         store.fresh_dir(lane.state_out)
         if lane.pairs_dir is not None:
