@@ -17,7 +17,8 @@ from harness.core import store
 from harness.core.events import Events
 from harness.families.base import StateBundle
 
-# dispatch -> workers: one block per (batch, worker); worker -1 carries the dispatch statistics
+# dispatch -> workers: one block per (batch, lane, worker), the seq of the events routed there (the
+# worker reads the events from the events table; pipeline.EpochEvents); worker -1 carries the dispatch statistics
 # (info) and, with a bucket, the batch's query events for a merger that needs them
 # `lane`: which run of a shared epoch job the row belongs to (harness/engine/pipeline.py)
 BLOCK_SCHEMA = pa.schema([("worker", pa.int32()), ("payload", pa.binary()), ("info", pa.string()),

@@ -32,6 +32,7 @@ from harness.engine.blocks import (BLOCK_SCHEMA, from_ipc, one_row, read_bundle,
                                    write_bundle)
 from harness.engine.faults import maybe_kill_executor
 from harness.engine.monitor import row_bytes
+from harness.engine.pipeline import merge_buckets
 from harness.engine.worker import routing_view
 from harness.families.base import StateBundle
 from strategies.adjust_base import MigrationPlan
@@ -339,7 +340,7 @@ def migrate_state(spark, state_in: str, state_out: str, router, n_workers: int, 
     """Move the workers' stored state (every family's) from where `old_router` placed it to where
     `router` places it (one Spark job); `setup` is the run's FamilySetup."""
     sc = spark.sparkContext
-    parts = max(2, min(n_workers, 2 * sc.defaultParallelism))
+    parts = merge_buckets(spark, n_workers)
     out_dir = store.fresh_dir(state_out)
     t0 = time.perf_counter()
     routers_bc = sc.broadcast((router, old_router))

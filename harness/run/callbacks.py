@@ -26,8 +26,8 @@ class SweepCallback(Callback):
                                                                    "sweep_id": results.current_sweep_id()})
         if parent:
             os.environ[results.SWEEP_PARENT_ENV] = parent
-        progress.SWEEP.__init__(jobs=progress.count_jobs(list(config.hydra.overrides.task),
-                                                         config.hydra.sweeper.get("params")))
+        jobs = progress.count_jobs(list(config.hydra.overrides.task), config.hydra.sweeper.get("params"))
+        progress.SWEEP = progress.SweepState(jobs=jobs)
 
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         from harness.run.runner import LAST_RUNS
@@ -41,7 +41,7 @@ class SweepCallback(Callback):
 
         if progress.SWEEP.jobs:
             print(progress.SWEEP.summary())
-            progress.SWEEP.__init__()
+            progress.SWEEP = progress.SweepState()
         if RESUME_SKIPPED["runs"]:
             print(f"resume: the sweep skipped {RESUME_SKIPPED['runs']} runs already in the runs table")
             RESUME_SKIPPED["runs"] = 0

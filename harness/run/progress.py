@@ -63,7 +63,7 @@ class Progress:
             )
             self._bar.start()
             if SWEEP.jobs:
-                self._sweep = self._bar.add_task(SWEEP.line(), total=SWEEP.jobs, completed=SWEEP.jobs_done)
+                self._bar.add_task(SWEEP.line(), total=SWEEP.jobs, completed=SWEEP.jobs_done)
             self._task = self._bar.add_task("starting", total=total)
             if SWEEP.jobs and not self.console.is_terminal:
                 self.console.print(SWEEP.line(), highlight=False)
