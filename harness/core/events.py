@@ -179,14 +179,23 @@ def unpack_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def sorted_unique(keys: np.ndarray) -> np.ndarray:
-    """Distinct keys by sort plus a neighbour mask (much faster than np.unique on int64 millions)."""
-    keys = np.sort(np.asarray(keys, np.int64), kind="stable")
+    """Distinct keys by sort plus a neighbour mask (much faster than np.unique on int64 millions).
+    The default sort, not a stable one: equal integers need no order, and numpy's stable sort of
+    int64 is a merge sort several times slower than its vectorised quicksort."""
+    keys = np.sort(np.asarray(keys, np.int64))
     if len(keys) < 2:
         return keys
     keep = np.empty(len(keys), dtype=bool)
     keep[0] = True
     np.not_equal(keys[1:], keys[:-1], out=keep[1:])
     return keys[keep]
+
+
+def small_ints(values: np.ndarray, bound: int) -> np.ndarray:
+    """Integers known to lie in [0, bound) as the narrowest unsigned type: numpy's stable sort of
+    8- and 16-bit integers is a radix sort, several times faster than its merge sort of int64."""
+    dtype = np.uint8 if bound <= 1 << 8 else np.uint16 if bound <= 1 << 16 else np.int64
+    return np.asarray(values).astype(dtype, copy=False)
 
 
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)

@@ -23,7 +23,7 @@ import time
 import numpy as np
 from numba import njit
 
-from harness.core.events import AND, DELETE, INSERT, OBJECT, Events
+from harness.core.events import AND, DELETE, INSERT, OBJECT, Events, small_ints
 from harness.core.timing import CompileClock
 from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
 from harness.core.kernels import axis_cell, lower_bound
@@ -359,7 +359,8 @@ class GI2Index(WorkerIndex):
         q = self.queries
         # objects in cell order: consecutive objects then scan the same posting lists while they
         # are in cache (results are per object, so the order changes nothing else)
-        by_cell = obj_rows[np.argsort(self.grid.cells_of(ev.x[obj_rows], ev.y[obj_rows]), kind="stable")]
+        cells = small_ints(self.grid.cells_of(ev.x[obj_rows], ev.y[obj_rows]), self.grid.n_cells)
+        by_cell = obj_rows[np.argsort(cells, kind="stable")]
         keys = match_objects(by_cell, ev.seq, ev.id, ev.x, ev.y, ev.offsets, ev.values, *self.grid.args, self.vocab,
                              *self.base.args, *self.delta.args, q.op, q.offsets, q.values, work)
         busy = time.process_time() - t0
