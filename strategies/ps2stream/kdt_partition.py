@@ -32,6 +32,7 @@ from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from harness.core import allocate
 from strategies.ps2stream.kdt_load import Node, Sample, posting_products, present, text_similarity
@@ -240,28 +241,69 @@ def merge_nodes(leaves: list[Node], m: int, n_objects: int, n_queries: int):
     """Leaves by load descending; each to the partition whose load increases least (ties: the less
     loaded, then the lower id) unless that raises L_max / L_min, else to the least loaded one.
     While a partition is empty the balance factor is undefined, so leaves fill empty partitions
-    first. Returns (partition of each leaf, partition loads)."""
-    loads = np.array([n.load for n in leaves])
+    first. Returns (partition of each leaf, partition loads). The balance loop calls this once per
+    cut, with up to theta leaves, so the greedy pass is compiled (`_greedy_merge`)."""
+    loads = np.array([n.load for n in leaves], np.float64)
+    rq_ptr, rq_val = _ragged([n.rq for n in leaves])
+    ro_ptr, ro_val = _ragged([n.ro for n in leaves])
+    order = np.argsort(-loads, kind="stable")
+    return _greedy_merge(order, loads, rq_ptr, rq_val, ro_ptr, ro_val, n_queries, n_objects, m)
+
+
+def _ragged(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    ptr = np.zeros(len(parts) + 1, np.int64)
+    np.cumsum([len(p) for p in parts], out=ptr[1:])
+    return ptr, (np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64))
+
+
+@njit(cache=True)
+def _balance(loads: np.ndarray) -> float:  # balance_factor, compiled
+    lo, hi = loads.min(), loads.max()
+    if hi <= 0:
+        return 1.0
+    return np.inf if lo <= 0 else hi / lo
+
+
+@njit(cache=True)
+def _greedy_merge(order, loads, rq_ptr, rq_val, ro_ptr, ro_val, n_queries, n_objects, m):
     part = np.zeros(m)
     filled = np.zeros(m, np.int64)
-    q_on = np.zeros((n_queries, m), bool)
-    o_on = np.zeros((n_objects, m), bool)
-    out = np.empty(len(leaves), np.int64)
-    ids = np.arange(m)
-    for i in np.argsort(-loads, kind="stable"):
-        n = leaves[i]
-        inc = loads[i] - q_on[n.rq].sum(axis=0) - o_on[n.ro].sum(axis=0)
-        if (filled == 0).any():
-            target = int(np.flatnonzero(filled == 0)[0])
-        else:
-            cand = int(np.lexsort((ids, part, inc))[0])
+    q_on = np.zeros((n_queries, m), np.bool_)  # which partitions already hold each sample query
+    o_on = np.zeros((n_objects, m), np.bool_)
+    out = np.empty(len(loads), np.int64)
+    inc = np.empty(m)
+    q_held = np.empty(m, np.int64)
+    o_held = np.empty(m, np.int64)
+    for i in order:
+        q_held[:] = 0
+        o_held[:] = 0
+        for j in range(rq_ptr[i], rq_ptr[i + 1]):
+            for p in range(m):
+                q_held[p] += q_on[rq_val[j], p]
+        for j in range(ro_ptr[i], ro_ptr[i + 1]):
+            for p in range(m):
+                o_held[p] += o_on[ro_val[j], p]
+        for p in range(m):
+            inc[p] = loads[i] - q_held[p] - o_held[p]
+        target = -1
+        for p in range(m):
+            if filled[p] == 0:
+                target = p
+                break
+        if target < 0:
+            cand = 0  # least increase, then least loaded, then lowest id
+            for p in range(1, m):
+                if inc[p] < inc[cand] or (inc[p] == inc[cand] and part[p] < part[cand]):
+                    cand = p
             after = part.copy()
             after[cand] += inc[cand]
-            target = cand if balance_factor(after) <= balance_factor(part) else int(np.argmin(part))
+            target = cand if _balance(after) <= _balance(part) else int(np.argmin(part))
         part[target] += inc[target]
         filled[target] += 1
-        q_on[n.rq, target] = True
-        o_on[n.ro, target] = True
+        for j in range(rq_ptr[i], rq_ptr[i + 1]):
+            q_on[rq_val[j], target] = True
+        for j in range(ro_ptr[i], ro_ptr[i + 1]):
+            o_on[ro_val[j], target] = True
         out[i] = target
     return out, part
 

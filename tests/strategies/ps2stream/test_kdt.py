@@ -14,11 +14,12 @@ from harness.families.range.oracle import oracle_keys
 from strategies.base import FitContext, route_stream
 from strategies.ps2stream.gridt import GridtRouter
 from strategies.ps2stream.kdt import KdtStrategy
-from strategies.ps2stream.kdt_load import Node, Sample, cosine
+from strategies.ps2stream.kdt_load import Node, Sample, cosine, posting_products
 from strategies.ps2stream.kdt_partition import (
     INF,
     balance_factor,
     compute_number_partitions,
+    merge_nodes,
     partition_node,
     partition_workload,
     phase1,
@@ -151,6 +152,76 @@ def test_partition_node_picks_space_when_objects_hold_every_keyword():
     assert all(k.terms is None for k in kids) and len({k.region for k in kids}) == 2
     # an N_t node is cut by text whatever the loads
     assert all(k.terms is not None for k in partition_node(root(s, label="t"), 2))
+
+
+# --- the compiled parts, against plain readings of the rules ---------------------------------------
+
+class FakeLeaf:
+    def __init__(self, load, rq, ro):
+        self.load, self.rq, self.ro = load, rq, ro
+
+
+def plain_merge(leaves, m):
+    """MergeNodesIntoPartitions read literally: sets of held ids, one leaf at a time."""
+    held = [set() for _ in range(m)]
+    part = [0.0] * m
+    out = [None] * len(leaves)
+
+    def bf(loads):
+        lo, hi = min(loads), max(loads)
+        return 1.0 if hi <= 0 else (INF if lo <= 0 else hi / lo)
+
+    for i in sorted(range(len(leaves)), key=lambda i: -leaves[i].load):  # sorted() is stable
+        n = leaves[i]
+        ids = {("q", q) for q in n.rq} | {("o", o) for o in n.ro}
+        inc = [n.load - len(ids & held[p]) for p in range(m)]
+        empty = [p for p in range(m) if not any(out[j] == p for j in range(len(leaves)))]
+        if empty:
+            t = empty[0]
+        else:
+            c = min(range(m), key=lambda p: (inc[p], part[p], p))
+            after = part.copy()
+            after[c] += inc[c]
+            t = c if bf(after) <= bf(part) else min(range(m), key=lambda p: (part[p], p))
+        part[t] += inc[t]
+        held[t] |= ids
+        out[i] = t
+    return out, part
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_merge_nodes_equals_a_plain_reading(seed):
+    rng = np.random.default_rng(seed)
+    n_q, n_o, m = 30, 40, int(rng.integers(1, 6))
+    leaves = [FakeLeaf(float(rng.integers(1, 60)),  # integer loads: ties happen and must break alike
+                       np.sort(rng.choice(n_q, int(rng.integers(0, 8)), replace=False)),
+                       np.sort(rng.choice(n_o, int(rng.integers(0, 8)), replace=False)))
+              for _ in range(int(rng.integers(1, 15)))]
+    out, part = merge_nodes(leaves, m, n_o, n_q)
+    want_out, want_part = plain_merge(leaves, m)
+    assert out.tolist() == want_out
+    assert np.allclose(part, want_part)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_posting_products_counts_every_cell_and_term(seed):
+    s = sample_of(skewed_items(seed), cells=8)
+    rng = np.random.default_rng(seed)
+    x0, y0 = (int(v) for v in rng.integers(0, 4, 2))
+    node = Node(s, (x0, x0 + 3, y0, y0 + 3), np.arange(s.n_objects), np.arange(s.n_queries))
+    qo, qt, oo, ot, _ = node.pairs()
+    terms, cells, prod = posting_products(s, node.region, qo, qt, oo, ot)
+    got = {(int(t), int(c)): p for t, c, p in zip(terms, cells, prod)}
+    fq, fo = {}, {}
+    for q, t in zip(qo, qt):
+        for cy in range(max(s.qy0[q], y0), min(s.qy1[q], y0 + 3) + 1):
+            for cx in range(max(s.qx0[q], x0), min(s.qx1[q], x0 + 3) + 1):
+                fq[int(t), cy * s.nx + cx] = fq.get((int(t), cy * s.nx + cx), 0) + 1
+    for o, t in zip(oo, ot):
+        key = (int(t), int(s.oy[o] * s.nx + s.ox[o]))
+        fo[key] = fo.get(key, 0) + 1
+    want = {k: fo[k] * fq[k] for k in fo if k in fq}
+    assert want and got == want
 
 
 # --- the sigma loop --------------------------------------------------------------------------------
