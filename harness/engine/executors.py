@@ -40,10 +40,10 @@ class SparkExecutor:
         self.state: str | None = None
         self.waited_s = 0.0
 
-    def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None) -> EpochResult:
+    def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None, keep_state=True) -> EpochResult:
         nxt = store.join(self.state_root, f"epoch={epoch}")
         pairs = store.join(self.pairs_path, f"epoch={epoch}") if self.keep_pairs and self.pairs_path else None
-        lane = Lane(self.setup, self.state, nxt, pairs, collect_service, monitor)
+        lane = Lane(self.setup, self.state, nxt, pairs, collect_service, monitor, keep_state)
         t0 = time.perf_counter()
         res = self.lockstep.epoch(self.lane, epoch, lo, hi, LaneEpoch(router, lane, feedback or None))
         self.waited_s += time.perf_counter() - t0 - res.timings["job_s"] * res.timings["job_share"]
@@ -66,7 +66,7 @@ class InProcessExecutor:
         self.states: dict[int, dict[int, StateBundle]] = {w: {} for w in range(n_workers)}
         self.merge_states: dict[int, pa.Table | None] = {}
 
-    def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None) -> EpochResult:
+    def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None, keep_state=True) -> EpochResult:
         ev = self.events.take(np.arange(lo, hi))
         rows, workers = router.route(routing_view(ev, self.setup.codes))
         n_obj_copies = int(np.count_nonzero(ev.kind[rows] == OBJECT))

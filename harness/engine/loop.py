@@ -27,7 +27,7 @@ class Executor(Protocol):
     """Runs one epoch's stages and moves the workers' state for a migration."""
 
     def epoch(self, epoch: int, lo: int, hi: int, router, collect_service: bool, monitor: bool,
-              feedback: dict | None = None) -> EpochResult: ...
+              feedback: dict | None = None, keep_state: bool = True) -> EpochResult: ...
 
     def migrate(self, epoch: int, router, old_router) -> MigrationResult: ...
 
@@ -59,7 +59,8 @@ def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, b
         router.observe_inserts(view, lo + np.flatnonzero(view.kind[lo:hi] == INSERT))
         observe_s = time.perf_counter() - t0
         res = executor.epoch(epoch, lo, hi, router, collect_service=epoch > 0,
-                             monitor=adjuster is not None and 0 < epoch < last, feedback=feedback)
+                             monitor=adjuster is not None and 0 < epoch < last, feedback=feedback,
+                             keep_state=epoch < last)  # nothing reads the last epoch's state
         res.observe_s = observe_s
         stall(res, pause)
         pause = {}

@@ -37,7 +37,8 @@ from harness.core import store
 from harness.core.events import Events, key_hash_sum
 from harness.engine.blocks import (BLOCK_SCHEMA, DISPATCH, FEEDBACK, MERGED, OUT_SCHEMA, QUERIES, RESULT, SERVICE,
                                    STATS, TICK, UNITS, LOCAL, from_ipc, one_row, out_row, read_bundle,
-                                   read_merge_state, spark_schema, to_ipc, write_bundle, write_merge_state)
+                                   read_merge_state, read_service, service_block, spark_schema, to_ipc, write_bundle,
+                                   write_merge_state)
 from harness.engine.faults import maybe_kill_executor
 from harness.engine.local_pairs import SOLE, LocalCount, result_blocks, sole_copies, with_sole
 from harness.engine.memory import task_peak_bytes
@@ -57,6 +58,7 @@ class Lane:
     pairs_dir: str | None = None  # where the merge writes the distinct pairs (keep_pairs)
     collect_service: bool = True
     monitor: bool = False
+    keep_state: bool = True  # False in a run's last epoch: no epoch reads what it would keep
 
 
 def dispatch_batches(batches, routers_bc, lanes: list[Lane], n_buckets: int):
@@ -183,9 +185,7 @@ def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list
     work, counters, busy_s = indexes.totals()
     size = indexes.size_bytes()
     if spec.collect_service and len(ev):
-        total_work = max(int(work.sum()), 1)
-        service = pa.table({"seq": ev.seq, "s": busy_s * work / total_work})
-        yield out_row(SERVICE, w, payload=to_ipc(service), lane=lane)
+        yield out_row(SERVICE, w, payload=service_block(ev.seq, work, busy_s), lane=lane)
     kept = indexes.export_state()
     start_q, end_q = stored_queries(bundles), stored_queries(kept)
     if spec.monitor:
@@ -194,8 +194,9 @@ def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list
         yield out_row(UNITS, w, payload=to_ipc(unit_stats(
             router, w, routing_view(ev, setup.codes), work, busy_s,
             routing_view(start_q, setup.codes), routing_view(end_q, setup.codes))), lane=lane)
-    for code, bundle in kept.items():
-        write_bundle(spec.state_out, w, code, bundle)
+    if spec.keep_state:
+        for code, bundle in kept.items():
+            write_bundle(spec.state_out, w, code, bundle)
     yield out_row(STATS, w, lane=lane, info={**counters, **pruned, "busy_s": busy_s, "restore_s": restore_s,
                                              "index_bytes": size, "events": len(ev), "restored": len(start_q),
                                              "kept": len(end_q)})
@@ -239,7 +240,7 @@ def _merge_lane(spec: Lane, lane: int, blobs: dict[tuple[int, int], list[bytes]]
         if q_ev is not None:
             q_ev = q_ev.take(np.argsort(q_ev.seq, kind="stable"))
         res = merge_bucket(setup.mergers[code], read_merge_state(spec.state_in, code, bucket), parts, q_ev)
-        if code in setup.stateful:
+        if code in setup.stateful and spec.keep_state:
             write_merge_state(spec.state_out, code, bucket, res.state)
         busy += res.busy_s
         count += len(res.keys)
@@ -309,7 +310,8 @@ def run_epoch(spark, events_df, events_uri: str, epoch: int, seq_lo: int, seq_hi
     # follows the cores, not the worker count; every lane uses the same merge buckets
     parts = merge_buckets(spark, n_workers)
     for lane in lanes:
-        store.fresh_dir(lane.state_out)
+        if lane.keep_state:
+            store.fresh_dir(lane.state_out)
         if lane.pairs_dir is not None:
             store.fresh_dir(lane.pairs_dir)
     t0 = time.perf_counter()
@@ -394,6 +396,5 @@ def collect(epoch: int, out: pa.Table, collect_service: bool) -> EpochResult:
     res.feedback = {code: pa.concat_tables(ts) for code, ts in feedback.items()}
     if collect_service:
         for i in np.flatnonzero(rtype == SERVICE):
-            t = from_ipc(payload[int(i)].as_py())
-            res.service[int(wcol[i])] = (t.column("seq").to_numpy(), t.column("s").to_numpy())
+            res.service[int(wcol[i])] = read_service(payload[int(i)].as_py())
     return res
