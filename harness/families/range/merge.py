@@ -45,10 +45,11 @@ class RangeMerger(Merger):
         order = np.argsort(small_ints(bucket, n_buckets), kind="stable")
         keys, bucket = keys[order], bucket[order]
         step = MAX_BLOCK_BYTES // 8
-        for b in np.unique(bucket):
-            lo, hi = np.searchsorted(bucket, [b, b + 1])
-            for s in range(lo, hi, step):
-                yield int(b), pack_sorted_keys(keys[s:min(s + step, hi)])
+        cuts = np.flatnonzero(np.diff(bucket)) + 1  # bucket is sorted: its runs are the buckets
+        for lo, hi in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(bucket)].tolist()):
+            if hi > lo:
+                for s in range(lo, hi, step):
+                    yield int(bucket[lo]), pack_sorted_keys(keys[s:min(s + step, hi)])
 
     def merge(self, blobs: list[bytes], queries: Events) -> MergeOutput:
         keys = [unpack_sorted_keys(b) for b in blobs]
