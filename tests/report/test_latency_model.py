@@ -1,0 +1,38 @@
+"""The latency queue model against a plain simulation: round-robin dispatchers and FIFO workers,
+an event done when its last copy leaves, also when one worker serves an event twice."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.report.latency import event_latencies
+
+
+def plain_latencies(n, dispatch_s, n_disp, rate, workers):
+    arrival = [i / rate for i in range(n)]
+    leave, free = [0.0] * n, [float("-inf")] * n_disp
+    for i in range(n):
+        d = i % n_disp
+        free[d] = max(arrival[i], free[d]) + dispatch_s
+        leave[i] = free[d]
+    done = list(leave)
+    for seqs, service in workers.values():
+        t = float("-inf")
+        for s, x in zip(seqs, service):
+            t = max(leave[s], t) + x
+            done[s] = max(done[s], t)
+    return [d - a for d, a in zip(done, arrival)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 3), st.integers(1, 4), st.data())
+def test_latencies_equal_a_plain_queue_simulation(n, n_disp, n_workers, data):
+    workers = {}
+    for w in range(n_workers):
+        seqs = sorted(data.draw(st.lists(st.integers(0, n - 1), max_size=n)))  # repeats: served twice
+        service = data.draw(st.lists(st.floats(0.0, 0.01), min_size=len(seqs), max_size=len(seqs)))
+        workers[w] = (np.array(seqs, np.int64), np.array(service))
+    got = event_latencies(np.arange(n), 0.001, n_disp, 500.0, workers)
+    assert np.allclose(got, plain_latencies(n, 0.001, n_disp, 500.0, workers), rtol=0, atol=1e-12)
