@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -156,13 +155,8 @@ class MlflowLogger:
             if mlflow.get_experiment_by_name(experiment) is None:
                 # artifacts beside the store, never in ./mlruns of whatever directory we run from
                 mlflow.create_experiment(experiment, artifact_location=(root / "mlartifacts").resolve().as_uri())
-            self.experiment_id = mlflow.set_experiment(experiment).experiment_id
+            mlflow.set_experiment(experiment)
             self.mlflow = mlflow
-            self.client = mlflow.MlflowClient()
-            from mlflow.tracking.context.registry import resolve_tags
-
-            # the source, user and git commit tags `mlflow.start_run` would add, looked up once
-            self.context_tags = resolve_tags()
         except Exception as exc:  # noqa: BLE001 - MLflow must never lose a run
             self.enabled = False
             self.error = f"{type(exc).__name__}: {exc}"
@@ -187,26 +181,21 @@ class MlflowLogger:
         their units and descriptions (metric_units.json) and the folder."""
         if not self.enabled:
             return self.error
-        from mlflow.entities import Metric, Param
-
-        client = self.client
+        mlflow = self.mlflow
         try:
-            tags = {**self.context_tags, **({"mlflow.parentRunId": parent_id} if parent_id else {})}
-            run_id = client.create_run(self.experiment_id, run_name=name, tags=tags).info.run_id
-            self.last_run_id = run_id
-            now = int(time.time() * 1000)
-            logged = metrics_mod.numeric(metrics)
-            entries = [Metric(k, v, now, 0) for k, v in logged.items()]
-            for step in steps or []:
-                per_epoch = metrics_mod.numeric(step)
-                logged.update(per_epoch)
-                # prefixed: the run-level figure of the same name stays the run's summary
-                entries += [Metric(f"epoch_{k}", v, now, int(step["epoch"])) for k, v in per_epoch.items()]
-            # one batch (MLflow splits it at its own limits), not a store transaction per call
-            client.log_batch(run_id, metrics=entries, params=[Param(k, str(v)[:500]) for k, v in params.items()])
-            client.log_dict(run_id, metrics_mod.describe(sorted(logged)), "metric_units.json")
-            client.log_artifacts(run_id, str(run_dir))
-            client.set_terminated(run_id)
+            tags = {"mlflow.parentRunId": parent_id} if parent_id else None
+            with mlflow.start_run(run_name=name, tags=tags) as run:
+                self.last_run_id = run.info.run_id
+                mlflow.log_params({k: str(v)[:500] for k, v in params.items()})
+                logged = metrics_mod.numeric(metrics)
+                mlflow.log_metrics(logged)
+                for step in steps or []:
+                    per_epoch = metrics_mod.numeric(step)
+                    logged.update(per_epoch)
+                    # prefixed: the run-level figure of the same name stays the run's summary
+                    mlflow.log_metrics({f"epoch_{k}": v for k, v in per_epoch.items()}, step=int(step["epoch"]))
+                mlflow.log_dict(metrics_mod.describe(sorted(logged)), "metric_units.json")
+                mlflow.log_artifacts(str(run_dir))
             return None
         except Exception as exc:  # noqa: BLE001
             self.error = f"{type(exc).__name__}: {exc}"
@@ -217,12 +206,10 @@ class MlflowLogger:
         """Metrics known only after the run was logged (its logging time), added to its MLflow run."""
         if not self.enabled or self.last_run_id is None:
             return
-        from mlflow.entities import Metric
-
         try:
-            now = int(time.time() * 1000)
-            values = metrics_mod.numeric({k: row[k] for k in names if k in row})
-            self.client.log_batch(self.last_run_id, metrics=[Metric(k, v, now, 0) for k, v in values.items()])
+            client = self.mlflow.MlflowClient()
+            for name, value in metrics_mod.numeric({k: row[k] for k in names if k in row}).items():
+                client.log_metric(self.last_run_id, name, value)
         except Exception as exc:  # noqa: BLE001
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
