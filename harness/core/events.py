@@ -191,6 +191,21 @@ def sorted_unique(keys: np.ndarray) -> np.ndarray:
     return keys[keep]
 
 
+def csr_of(parts: list[np.ndarray], dtype=np.int64) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets (int64, len n+1) and concatenated values of a list of arrays."""
+    offsets = np.zeros(len(parts) + 1, np.int64)
+    np.cumsum([len(p) for p in parts], out=offsets[1:])
+    return offsets, (np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype))
+
+
+def sorted_runs(values: np.ndarray) -> list[tuple[int, int]]:
+    """(start, end) of each run of equal values in a sorted array, in order; none when it is empty."""
+    if len(values) == 0:
+        return []
+    cuts = (np.flatnonzero(values[1:] != values[:-1]) + 1).tolist()
+    return list(zip([0, *cuts], [*cuts, len(values)]))
+
+
 def small_ints(values: np.ndarray, bound: int) -> np.ndarray:
     """Integers known to lie in [0, bound) as the narrowest unsigned type: numpy's stable sort of
     8- and 16-bit integers is a radix sort, several times faster than its merge sort of int64."""

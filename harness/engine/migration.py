@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from harness.core import store
-from harness.core.events import DELETE, INSERT, Events
+from harness.core.events import DELETE, INSERT, Events, sorted_runs
 from harness.engine.blocks import (BLOCK_SCHEMA, from_ipc, one_row, read_bundle, spark_schema, to_ipc,
                                    write_bundle)
 from harness.engine.faults import maybe_kill_executor
@@ -162,11 +162,10 @@ def split_state(state: Events, router, worker: int, old_router=None, codes=None)
         r, w = r[keep], w[keep]
     order = np.lexsort((r, w))
     r, w = r[order], w[order]
-    cuts = np.flatnonzero(np.diff(w)) + 1
     parts = {}
     out_s = 0.0
     leaving = 0
-    for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(w)]):
+    for lo, hi in sorted_runs(w):
         dest = int(w[lo])
         t0 = time.perf_counter()
         parts[dest] = state.take(r[lo:hi])

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from harness.core import store
-from harness.core.events import Events, key_hash_sum
+from harness.core.events import Events, key_hash_sum, sorted_runs
 from harness.engine.blocks import (BLOCK_SCHEMA, DISPATCH, FEEDBACK, MERGED, OUT_SCHEMA, QUERIES, RESULT, SERVICE,
                                    STATS, TICK, UNITS, LOCAL, from_ipc, one_row, out_row, read_bundle,
                                    read_merge_state, read_service, service_block, spark_schema, to_ipc, write_bundle,
@@ -83,10 +83,8 @@ def _route_batch(batch: pa.RecordBatch, ev: Events, router, setup: FamilySetup, 
     if setup.local_codes:
         routed = with_sole(routed, sole_copies(rows, batch.num_rows)[order])
     ws = workers[order]
-    cuts = np.flatnonzero(np.diff(ws)) + 1
-    for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(ws)]):
-        if hi > lo:
-            yield one_row(BLOCK_SCHEMA, worker=int(ws[lo]), payload=to_ipc(routed.slice(lo, hi - lo)), lane=lane)
+    for lo, hi in sorted_runs(ws):
+        yield one_row(BLOCK_SCHEMA, worker=int(ws[lo]), payload=to_ipc(routed.slice(lo, hi - lo)), lane=lane)
     if setup.merge_queries:
         yield from _query_blocks(batch, ev, setup.merge_queries, n_buckets, lane)
     n_obj_copies = int(np.count_nonzero(ev.kind[rows] == 0))
@@ -103,8 +101,7 @@ def _query_blocks(batch: pa.RecordBatch, ev: Events, codes: set[int], n_buckets:
     key = ev.family[rows].astype(np.int64) * n_buckets + qid_buckets(ev.id[rows], n_buckets)
     order = np.argsort(key, kind="stable")
     rows, key = rows[order], key[order]
-    cuts = np.flatnonzero(np.diff(key)) + 1
-    for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(key)]):
+    for lo, hi in sorted_runs(key):
         fam, bucket = divmod(int(key[lo]), n_buckets)
         yield one_row(BLOCK_SCHEMA, worker=-1, bucket=bucket, family=fam, lane=lane,
                       payload=to_ipc(batch.take(pa.array(rows[lo:hi]))))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.core.events import INSERT, Events, splitmix64
+from harness.core.events import INSERT, Events, csr_of, splitmix64
 from harness.core.grid import UniformGrid
 from strategies.base import FitContext, Router, Strategy
 from strategies.ps2stream.gridt import GridtRouter
@@ -64,8 +64,6 @@ def build_gridt(grid: UniformGrid, plan: KdtPlan, n_workers: int) -> GridtRouter
     cell_worker = cell_worker.ravel()
     if np.any((cell_worker < 0) & ~is_text) or np.any((cell_worker >= 0) & is_text):
         raise AssertionError("kdt: leaves must tile the grid, each cell under one space leaf or text leaves only")
-    ptr = lambda parts: np.concatenate([[0], np.cumsum([len(p) for p in parts])]).astype(np.int64)
-    cat = lambda parts: np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
     leaves = [
         {"region": list(n.region), "worker": int(plan.assign[i]), "kind": "space" if n.terms is None else "text",
          "terms": None if n.terms is None else len(n.terms), "label": n.label, "load": n.load}
@@ -80,8 +78,10 @@ def build_gridt(grid: UniformGrid, plan: KdtPlan, n_workers: int) -> GridtRouter
         "dp_parts": plan.dp_parts,
         "sigma_splits": plan.sigma_splits,
     }
-    return GridtRouter(n_workers, grid, cell_worker, cell_tmap, ptr(tm_terms), cat(tm_terms), cat(tm_workers),
-                       ptr(tmc), cat(tmc), np.asarray(units, np.float64), plan.part_load, info)
+    tm_ptr, tm_key = csr_of(tm_terms)
+    tmc_ptr, tmc_worker = csr_of(tmc)
+    return GridtRouter(n_workers, grid, cell_worker, cell_tmap, tm_ptr, tm_key, csr_of(tm_workers)[1],
+                       tmc_ptr, tmc_worker, np.asarray(units, np.float64), plan.part_load, info)
 
 
 class KdtStrategy(Strategy):

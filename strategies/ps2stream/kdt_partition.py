@@ -35,6 +35,7 @@ import numpy as np
 from numba import njit
 
 from harness.core import allocate
+from harness.core.events import csr_of
 from strategies.ps2stream.kdt_load import Node, Sample, posting_products, present, text_similarity
 
 INF = float("inf")
@@ -230,11 +231,12 @@ def compute_number_partitions(cost: np.ndarray, m: int):
 
 # --- MergeNodesIntoPartitions ----------------------------------------------------------------------
 
+@njit(cache=True)  # also called inside the compiled greedy pass
 def balance_factor(loads: np.ndarray) -> float:
     lo, hi = loads.min(), loads.max()
     if hi <= 0:
         return 1.0
-    return INF if lo <= 0 else float(hi / lo)
+    return np.inf if lo <= 0 else hi / lo
 
 
 def merge_nodes(leaves: list[Node], m: int, n_objects: int, n_queries: int):
@@ -244,24 +246,10 @@ def merge_nodes(leaves: list[Node], m: int, n_objects: int, n_queries: int):
     first. Returns (partition of each leaf, partition loads). The balance loop calls this once per
     cut, with up to theta leaves, so the greedy pass is compiled (`_greedy_merge`)."""
     loads = np.array([n.load for n in leaves], np.float64)
-    rq_ptr, rq_val = _ragged([n.rq for n in leaves])
-    ro_ptr, ro_val = _ragged([n.ro for n in leaves])
+    rq_ptr, rq_val = csr_of([n.rq for n in leaves])
+    ro_ptr, ro_val = csr_of([n.ro for n in leaves])
     order = np.argsort(-loads, kind="stable")
     return _greedy_merge(order, loads, rq_ptr, rq_val, ro_ptr, ro_val, n_queries, n_objects, m)
-
-
-def _ragged(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    ptr = np.zeros(len(parts) + 1, np.int64)
-    np.cumsum([len(p) for p in parts], out=ptr[1:])
-    return ptr, (np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64))
-
-
-@njit(cache=True)
-def _balance(loads: np.ndarray) -> float:  # balance_factor, compiled
-    lo, hi = loads.min(), loads.max()
-    if hi <= 0:
-        return 1.0
-    return np.inf if lo <= 0 else hi / lo
 
 
 @njit(cache=True)
@@ -297,7 +285,7 @@ def _greedy_merge(order, loads, rq_ptr, rq_val, ro_ptr, ro_val, n_queries, n_obj
                     cand = p
             after = part.copy()
             after[cand] += inc[cand]
-            target = cand if _balance(after) <= _balance(part) else int(np.argmin(part))
+            target = cand if balance_factor(after) <= balance_factor(part) else int(np.argmin(part))
         part[target] += inc[target]
         filled[target] += 1
         for j in range(rq_ptr[i], rq_ptr[i + 1]):

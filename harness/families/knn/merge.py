@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from harness.core.events import DELETE, INSERT, Events, pair_keys
+from harness.core.events import DELETE, INSERT, Events, pair_keys, small_ints, sorted_runs
 from harness.families.base import NEVER, Merger, MergeOutput, qid_buckets
 
 STATE_SCHEMA = pa.schema([("qid", pa.int64()), ("k", pa.int64()), ("del_seq", pa.int64()), ("oid", pa.int64()),
@@ -162,10 +162,9 @@ class KnnMerger(Merger):
             return
         order = by_query(ids[:, 0])
         bucket = qid_buckets(ids[order, 0], n_buckets)
-        by_bucket = np.argsort(bucket.astype(np.int16) if n_buckets < 1 << 15 else bucket, kind="stable")
+        by_bucket = np.argsort(small_ints(bucket, n_buckets), kind="stable")
         order, bucket = order[by_bucket], bucket[by_bucket]
-        cuts = np.r_[0, np.flatnonzero(np.diff(bucket)) + 1, len(bucket)]
-        for lo, hi in zip(cuts[:-1], cuts[1:]):
+        for lo, hi in sorted_runs(bucket):
             rows = order[lo:hi]
             yield int(bucket[lo]), pack(ids[rows], d2[rows])
 

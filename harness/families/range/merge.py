@@ -12,7 +12,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from harness.core.events import Events, small_ints, sorted_unique
+from harness.core.events import Events, small_ints, sorted_runs, sorted_unique
 from harness.families.base import MAX_BLOCK_BYTES, Merger, MergeOutput, qid_buckets
 
 
@@ -45,11 +45,9 @@ class RangeMerger(Merger):
         order = np.argsort(small_ints(bucket, n_buckets), kind="stable")
         keys, bucket = keys[order], bucket[order]
         step = MAX_BLOCK_BYTES // 8
-        cuts = np.flatnonzero(np.diff(bucket)) + 1  # bucket is sorted: its runs are the buckets
-        for lo, hi in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(bucket)].tolist()):
-            if hi > lo:
-                for s in range(lo, hi, step):
-                    yield int(bucket[lo]), pack_sorted_keys(keys[s:min(s + step, hi)])
+        for lo, hi in sorted_runs(bucket):
+            for s in range(lo, hi, step):
+                yield int(bucket[lo]), pack_sorted_keys(keys[s:min(s + step, hi)])
 
     def merge(self, blobs: list[bytes], queries: Events) -> MergeOutput:
         keys = [unpack_sorted_keys(b) for b in blobs]
