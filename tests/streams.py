@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.core.events import AND, DELETE, INSERT, OBJECT, OR, RANGE, Events
+from harness.core.events import AND, DELETE, INSERT, OBJECT, OR, RANGE, TOPK, Events
 
 
 def random_stream(seed: int, n_objects: int = 60, n_queries: int = 25, vocab: int = 12, extent: float = 100.0,
@@ -108,3 +108,52 @@ def random_knn_stream(seed: int, n_objects: int = 80, n_queries: int = 20, vocab
         cols[c] = np.where(q, v, np.nan)
     cols["x"], cols["y"] = np.round(ev.x), np.round(ev.y)
     return Events(cols, ev.offsets, ev.values)
+
+
+def random_topk_stream(seed: int, n_objects: int = 80, n_queries: int = 20, window: int = 15, vocab: int = 10,
+                       extent: float = 100.0, delete_fraction: float = 0.3, k_max: int = 4,
+                       warm_objects: int | None = None) -> Events:
+    """Objects and top-k subscriptions (with deletions) in one seq order over a small vocabulary,
+    so windows, ties (repeated locations and term sets) and refills are common. Each object's `win`
+    is the seq at which it leaves the count-based window of `window` objects; each subscription's
+    `win` is the window. The first `warm_objects` events are objects (default: the window)."""
+    rng = np.random.default_rng(seed)
+    warm = window if warm_objects is None else warm_objects
+    rows = []  # (kind, id, x, y, terms, k, alpha)
+    live, q_next, o_next = [], 0, 0
+    spots = rng.uniform(0, extent, (6, 2))  # a few shared locations make exact score ties
+    while o_next < n_objects or q_next < n_queries:
+        r = rng.random()
+        if o_next >= warm and live and r < 0.1 * delete_fraction * 3:
+            q = live.pop(int(rng.integers(len(live))))
+            rows.append((DELETE, *q))
+        elif o_next >= warm and q_next < n_queries and (r < 0.35 or o_next >= n_objects):
+            x, y = rng.uniform(0, extent, 2)
+            t = sorted(set(rng.integers(0, vocab, int(rng.integers(1, 4))).tolist()))
+            q = (q_next, x, y, t, int(rng.integers(1, k_max + 1)), float(rng.uniform(0.05, 0.95)))
+            live.append(q)
+            rows.append((INSERT, *q))
+            q_next += 1
+        elif o_next < n_objects:
+            x, y = spots[int(rng.integers(len(spots)))] if rng.random() < 0.3 else rng.uniform(0, extent, 2)
+            t = sorted(set(rng.integers(0, vocab, int(rng.integers(1, 5))).tolist()))
+            rows.append((OBJECT, o_next, x, y, t, 0, 0.0))
+            o_next += 1
+        else:
+            break
+    n = len(rows)
+    kind = np.array([r[0] for r in rows], np.int8)
+    obj_seq = np.flatnonzero(kind == OBJECT)
+    win = np.full(n, np.nan)
+    win[obj_seq[:max(len(obj_seq) - window, 0)]] = obj_seq[window:]
+    win[kind != OBJECT] = float(window)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum([len(r[4]) for r in rows], out=offsets[1:])
+    cols = {"seq": np.arange(n, dtype=np.int64), "ts": np.arange(n, dtype=np.float64), "kind": kind,
+            "family": np.where(kind == OBJECT, -1, TOPK).astype(np.int8),
+            "id": np.array([r[1] for r in rows], np.int64), "x": np.array([r[2] for r in rows]),
+            "y": np.array([r[3] for r in rows]), "op": np.where(kind == OBJECT, 0, OR).astype(np.int8),
+            "k": np.array([r[5] for r in rows], np.int32), "alpha": np.array([r[6] for r in rows], np.float32),
+            "win": win}
+    values = np.array([t for r in rows for t in r[4]], np.int32)
+    return Events(cols, offsets, values)

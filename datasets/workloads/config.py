@@ -29,6 +29,9 @@ KNN_PROTOCOLS = ("dkm", "ckq")
 KNN_OPS = ("or", "and")
 KNN_FIELDS = ("protocol", "init_objects", "timestamps", "objects_per_ts", "inserts_per_ts", "deletes_per_ts",
               "k_min", "k_max", "op", "tau_hours", "hour_s")
+# the top-k generator's knobs (datasets/workloads/topk.py); it also reads queries, keywords_min/max,
+# k_min/k_max
+TOPK_FIELDS = ("window", "measured_messages", "alpha_low", "alpha_high")
 
 
 @dataclass
@@ -82,6 +85,11 @@ class WorkloadConfig:
     op: str = "or"  # or (DkM: any keyword) | and (SSTD CKQ: every keyword)
     tau_hours: float = 72.0  # ckq: lifetime in paper hours (SSTD: 24-168, default 72)
     hour_s: Optional[float] = None  # ckq: event seconds (= time-stamps) per paper hour; None = timestamps / 744
+    # top-k subscriptions over a sliding window (family topk, datasets/workloads/topk.py)
+    window: int = 20_000  # |W|: the count-based window, messages (Skype: 1M)
+    measured_messages: int = 10_000  # objects after the window is full and the subscriptions registered
+    alpha_low: float = 0.01  # alpha uniform in [alpha_low, alpha_high], inside (0, 1)
+    alpha_high: float = 0.99
 
 
 @dataclass

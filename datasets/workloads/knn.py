@@ -263,22 +263,26 @@ def _subscriptions(rng, objects: pa.Table, o_off, o_val, n_q: int, cfg):
     src = eligible[rng.integers(0, len(eligible), size=n_q)]
     k = rng.integers(int(cfg.k_min), int(cfg.k_max) + 1, size=n_q).astype(np.int32)
     s_off, s_val = csr_take(o_off, o_val, src)
-    s_len = np.diff(s_off)
-    c = np.minimum(int(cfg.keywords_max), s_len)
-    owner = np.repeat(np.arange(n_q, dtype=np.int64), s_len)
-    # a uniform random order within each object's terms: sort by (owner, random 32 bits) as one int64
-    race = (owner << np.int64(32)) | rng.integers(0, 1 << 32, size=len(s_val), dtype=np.int64)
-    order = np.argsort(race, kind="stable")
-    rank = np.arange(len(order)) - s_off[owner]  # groups stay in place: position - group start
-    chosen = order[rank < c[owner]]
-    # the chosen terms ascending within each subscription: sort (owner, term) as one int64
-    pair = np.sort((owner[chosen] << np.int64(32)) | s_val[chosen].astype(np.int64), kind="stable")
-    q_val = (pair & np.int64(0xFFFFFFFF)).astype(np.int32)
-    q_off = np.zeros(n_q + 1, np.int64)
-    np.cumsum(c, out=q_off[1:])
+    q_off, q_val = pick_terms(rng, s_off, s_val, np.minimum(int(cfg.keywords_max), np.diff(s_off)))
     x = objects.column("x").to_numpy()[src]
     y = objects.column("y").to_numpy()[src]
     return x, y, k, q_off, q_val
+
+
+def pick_terms(rng, s_off: np.ndarray, s_val: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`counts[i]` distinct terms drawn uniformly from row i of the CSR (s_off, s_val), ascending."""
+    n_q = len(counts)
+    owner = np.repeat(np.arange(n_q, dtype=np.int64), np.diff(s_off))
+    # a uniform random order within each row's terms: sort by (owner, random 32 bits) as one int64
+    race = (owner << np.int64(32)) | rng.integers(0, 1 << 32, size=len(s_val), dtype=np.int64)
+    order = np.argsort(race, kind="stable")
+    rank = np.arange(len(order)) - s_off[owner]  # groups stay in place: position - group start
+    chosen = order[rank < counts[owner]]
+    # the chosen terms ascending within each subscription: sort (owner, term) as one int64
+    pair = np.sort((owner[chosen] << np.int64(32)) | s_val[chosen].astype(np.int64), kind="stable")
+    q_off = np.zeros(n_q + 1, np.int64)
+    np.cumsum(counts, out=q_off[1:])
+    return q_off, (pair & np.int64(0xFFFFFFFF)).astype(np.int32)
 
 
 def build_knn_file_workload(objects: pa.Table | None, term_df: np.ndarray | None, extent, cfg) -> Workload:

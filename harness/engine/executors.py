@@ -81,6 +81,7 @@ class InProcessExecutor:
             start = self.states[w]
             indexes = WorkerSet.build(self.setup.factories)
             indexes.restore(start, feedback)
+            indexes.begin_epoch(lo, hi)
             pruned = indexes.prune_replicas(router, w, self.setup.codes) if feedback else {}
             for code, _, blob in result_blocks(indexes, sub, None if sole is None else sole[mine], self.setup, 1,
                                                local):

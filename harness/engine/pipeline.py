@@ -176,6 +176,7 @@ def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list
     bundles = {code: read_bundle(spec.state_in, w, code) for code in setup.factories}
     indexes = WorkerSet.build(setup.factories)
     restore_s = indexes.restore(bundles, feedback)
+    indexes.begin_epoch(events.lo, events.hi)
     pruned = indexes.prune_replicas(router, w, setup.codes) if feedback is not None else {}
     for code, bucket, blob in result_blocks(indexes, ev, sole, setup, n_buckets, local):
         yield out_row(RESULT, w, bucket, blob, family=code, lane=lane)

@@ -50,11 +50,13 @@ class FamilySetup:
 
 
 def family_setup(workload_families: list[str], routed: frozenset[str] | set[str], context: IndexContext,
-                 index_params: dict | None = None, paper_index: dict | None = None) -> FamilySetup:
+                 index_params: dict | None = None, paper_index: dict | None = None,
+                 events: Events | None = None) -> FamilySetup:
     """The setup of a run whose workload holds `workload_families`, routed by a strategy that routes
     `routed`; `index_params` maps a family name to its `index.<family>.*` settings. A family set to
     `layout: paper` takes the strategy's own index settings for it (`paper_index`, from
-    `Strategy.paper_index`) over the shared ones."""
+    `Strategy.paper_index`) over the shared ones. With the run's `events`, each family derives its
+    stream-wide context (`Family.stream_context`)."""
     index_params = dict(index_params or {})
     factories, mergers, names = {}, {}, {}
     for name in workload_families:
@@ -62,7 +64,8 @@ def family_setup(workload_families: list[str], routed: frozenset[str] | set[str]
         params = dict(index_params.get(name) or {})
         if params.get("layout") == "paper":
             params.update((paper_index or {}).get(name, {}))
-        factories[fam.code] = fam.index_factory(context, params)
+        ctx = fam.stream_context(context, events) if events is not None else context
+        factories[fam.code] = fam.index_factory(ctx, params)
         mergers[fam.code] = fam.merger
         names[fam.code] = name
     return FamilySetup(factories, mergers, families.routing_codes(workload_families, routed), names)

@@ -76,7 +76,7 @@ def simulate(events: Events, warmup: int, strategy: str, n_workers: int, epoch_e
     if setup is None:
         params = {"range": {"cells_per_side": 16}, **(index_params or {})}
         setup = family_setup(names, cls.families, IndexContext(context.extent, context.vocab_size), params,
-                             cls.paper_index)
+                             cls.paper_index, events)
     setup.local_pairs = local_pairs and anomalies.get("duplicate_object_ids", 1) == 0
     sample = setup.fit_sample(events, warmup, IndexContext(context.extent, context.vocab_size))
     router = cls().fit(sample, n_workers, cls.make_params(strategy_params), context)

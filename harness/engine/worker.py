@@ -42,6 +42,10 @@ class WorkerSet:
                 self.indexes[code].observe_feedback(table)
         return sum(index.restore(bundles.get(code, StateBundle())) for code, index in self.indexes.items())
 
+    def begin_epoch(self, lo: int, hi: int) -> None:
+        for index in self.indexes.values():
+            index.begin_epoch(lo, hi)
+
     def process(self, ev: Events) -> tuple[dict[int, WorkerOutput], np.ndarray, dict, float]:
         """Per family output; the work per event, the summed counters and the busy time of the worker."""
         if len(self.indexes) == 1:

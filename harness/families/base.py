@@ -79,10 +79,14 @@ class WorkerOutput:
     busy_s: float = 0.0  # CPU time of the index work on this epoch (restore excluded)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class IndexContext:
     extent: tuple[float, float, float, float]
     vocab_size: int
+    # what a family derives from the whole stream before the run (Family.stream_context): the
+    # top-k family's idf per term id and MaxDist; None / 0 for families that need none
+    term_weight: np.ndarray | None = None
+    max_dist: float = 0.0
 
 
 class WorkerIndex(ABC):
@@ -93,6 +97,10 @@ class WorkerIndex(ABC):
 
     def __init__(self, context: IndexContext, **params):
         self.context = context
+
+    def begin_epoch(self, lo: int, hi: int) -> None:
+        """The epoch's seq range [lo, hi), given before `process`: an index whose state changes
+        at seqs it may not receive (a top-k window's expiries) runs them up to `hi`. Default: unused."""
 
     @abstractmethod
     def restore(self, state: StateBundle) -> float:
@@ -190,6 +198,13 @@ class Family(ParamsMixin):
         from functools import partial
 
         return partial(cls.index, context, **asdict(cls.make_params(params)))
+
+    @classmethod
+    def stream_context(cls, context: IndexContext, events: Events) -> IndexContext:
+        """The context the family's workers run with, given the whole (normalised) stream on the
+        driver: a family whose semantics depend on stream-wide facts (top-k: term weights) derives
+        them here, so workers, merger and oracle agree. Default: the context as it is."""
+        return context
 
     @classmethod
     def check_params(cls, params: Any) -> None:

@@ -55,7 +55,9 @@ class ExperimentConfig:
         "sts_q3_drift": 10_000_000, "hotspot_objects": 1_000_000, "hotspot_queries": 1_000_000,
         "scale_drift": 5_000_000,
         # DkM-SKS Sec. 5.1 (|S| = 10M); SSTD Sec. 7.1 ("We initially register 200k queries")
-        "knn_q": 10_000_000, "ckq_q": 200_000})
+        "knn_q": 10_000_000, "ckq_q": 200_000,
+        # DSkype Sec. 8.2 ("5M subscriptions")
+        "topk_q": 5_000_000})
 
 
 @dataclass

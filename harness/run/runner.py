@@ -54,14 +54,17 @@ def workload_key(workload_cfg) -> dict:
     """The workload's cache identity: its config, without the drift knobs when there is no drift
     and without the kNN knobs for another family (so workloads cached before these existed keep
     their key)."""
-    from datasets.workloads.config import DRIFT_FIELDS, FILE_FIELDS, KNN_FIELDS
+    from datasets.workloads.config import DRIFT_FIELDS, FILE_FIELDS, KNN_FIELDS, TOPK_FIELDS
     from datasets.workloads.events_file import file_identity
 
     plain = _plain(workload_cfg)
     if plain.get("drift", "none") == "none":
         plain = {k: v for k, v in plain.items() if k not in DRIFT_FIELDS}
-    if plain.get("family", "range") != "knn":  # workloads cached before kNN existed keep their key
+    family = plain.get("family", "range")
+    if family not in ("knn", "topk"):  # workloads cached before kNN existed keep their key
         plain = {k: v for k, v in plain.items() if k not in KNN_FIELDS}
+    if family != "topk":  # nor those cached before top-k
+        plain = {k: v for k, v in plain.items() if k not in TOPK_FIELDS}
     if plain.get("source", "generator") == "generator":
         plain = {k: v for k, v in plain.items() if k not in FILE_FIELDS}
     else:  # an edited event file is a new workload
@@ -242,7 +245,7 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
         cls = registry.get(spec.name)
         params = cls.make_params(spec.params)
         setup = family_setup([cfg.workload.family], cls.families, IndexContext(ds.extent, ds.vocab.num_rows),
-                             dict(cfg.index))
+                             dict(cfg.index), events=events)
         # pairs of sole objects finished on the workers: exact while object ids are unique in the stream
         setup.local_pairs = bool(cfg.local_pairs and not cfg.keep_pairs
                                  and (inputs or {}).get("duplicate_object_ids", 1) == 0)

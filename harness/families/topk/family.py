@@ -1,0 +1,57 @@
+"""Top-k spatial-keyword subscriptions over a count-based sliding window (Skype / DSkype).
+
+A subscription (location, keywords, k, alpha) holds the k best messages of the last |W| under
+Score = alpha x SSim + (1 - alpha) x TSim (scoring.py), a message needing one common keyword. The
+result is the stream of entries (query, message, trigger seq): a message enters on its arrival, at
+the subscription's registration (initialised against the window) or as a refill when a member
+expires. Workers keep their share of the window and each replica's local top-k (index.py); the
+merger replays the replicas' lists into the global entries (merge.py).
+
+Only strategies with a `route_topk` route it (the routing contract: a message sharing a keyword
+with a subscription reaches a worker holding it): hash (and DSkype's mod hash), DSkype's location,
+keyword and prefix methods, the term partitioners (a subscription on the workers of all its
+keywords). The others refuse it with the list of those that can.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from datasets.workloads.topk import build_topk_workload, validate_topk_workload
+from harness.core.events import TOPK, Events
+from harness.families.base import Family, IndexContext
+from harness.families.topk.index import TopkIndex
+from harness.families.topk.merge import TopkMerger
+from harness.families.topk.oracle import topk_oracle
+from harness.families.topk.scoring import stream_weights
+
+
+class TopkFamily(Family):
+    name = "topk"
+    code = TOPK
+    index = TopkIndex
+    merger = TopkMerger
+
+    @dataclass
+    class Params:
+        pass
+
+    oracle = staticmethod(topk_oracle)
+
+    @classmethod
+    def stream_context(cls, context: IndexContext, events: Events) -> IndexContext:
+        idf, max_dist = stream_weights(events)
+        return replace(context, term_weight=idf, max_dist=max_dist)
+
+    @staticmethod
+    def build_workload(objects, term_df, extent, cfg, seed: int):
+        if getattr(cfg, "source", "generator") == "file":
+            raise ValueError("workload.source=file is not supported for the top-k family yet; allowed: generator "
+                             "(workload=topk_q)")
+        return build_topk_workload(objects, term_df, extent, cfg, seed)
+
+    @staticmethod
+    def validate_workload(cfg) -> None:
+        if getattr(cfg, "source", "generator") == "file":
+            raise ValueError("workload.source=file is not supported for the top-k family yet; allowed: generator")
+        validate_topk_workload(cfg)

@@ -1,0 +1,90 @@
+"""Skype's score (Eq. 1) as the worker index computes it: weights, normalisation, one pair's score.
+
+Score(s, m) = alpha * SSim + (1 - alpha) * TSim, SSim = 1 - EDist / MaxDist, TSim = the cosine of the
+tf-idf vectors over the common keywords. Decisions (docs/decisions.md, "Top-k subscriptions"):
+
+- tf = 1 (objects and subscriptions are distinct term sets); idf(t) = ln(1 + (N + 1) / (df(t) + 1))
+  over the stream's N objects (smoothed: a term in every object keeps a weight > 0, a subscription
+  term no object holds does not divide by zero), rounded to a multiple of 2^-20 so that a libm that
+  differs in the last bit of a logarithm cannot change a score;
+- each set's weights are L2-normalised, summing squares in ascending term order;
+- TSim sums the products over the common terms in ascending term order, then the score is formed in
+  the order written above; every sum runs in that one order, so a score is the same double wherever
+  it is computed (ties are real ties and the tie rule, newer message first, decides them);
+- MaxDist = the diagonal of the bounding box of the stream's objects and top-k subscriptions.
+
+The oracle (oracle.py) computes the same numbers with code of its own.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from harness.core.events import OBJECT, TOPK, Events
+
+QUANTUM = 2.0 ** 20  # idf values are multiples of 1 / QUANTUM
+
+
+@njit(cache=True)
+def term_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
+    out = np.empty(len(df), np.float64)
+    for t in range(len(df)):
+        raw = math.log(1.0 + (n_docs + 1.0) / (df[t] + 1.0))
+        out[t] = math.floor(raw * QUANTUM + 0.5) / QUANTUM
+    return out
+
+
+@njit(cache=True)
+def normalised_weights(offsets: np.ndarray, values: np.ndarray, idf: np.ndarray) -> np.ndarray:
+    """Per CSR entry, its term's idf divided by the L2 norm of its set."""
+    out = np.empty(len(values), np.float64)
+    for r in range(len(offsets) - 1):
+        total = 0.0
+        for j in range(offsets[r], offsets[r + 1]):
+            w = idf[values[j]]
+            total += w * w
+        norm = math.sqrt(total)
+        for j in range(offsets[r], offsets[r + 1]):
+            out[j] = idf[values[j]] / norm if norm > 0.0 else 0.0
+    return out
+
+
+@njit(cache=True, inline="always")
+def pair_score(sx, sy, alpha, s_val, s_w, s_lo, s_hi, mx, my, m_val, m_w, m_lo, m_hi, max_dist):
+    """Eq. 1 for one (subscription, message): both term lists ascending."""
+    dx = mx - sx
+    dy = my - sy
+    ssim = 1.0 - math.sqrt(dx * dx + dy * dy) / max_dist
+    tsim = 0.0
+    i, j = s_lo, m_lo
+    while i < s_hi and j < m_hi:
+        a, b = s_val[i], m_val[j]
+        if a == b:
+            tsim += s_w[i] * m_w[j]
+            i += 1
+            j += 1
+        elif a < b:
+            i += 1
+        else:
+            j += 1
+    return alpha * ssim + (1.0 - alpha) * tsim
+
+
+def stream_weights(events: Events) -> tuple[np.ndarray, float]:
+    """(idf per term id, MaxDist) of a stream: what every worker of a run scores with."""
+    is_obj = events.kind == OBJECT
+    lens = np.diff(events.offsets)
+    owner_obj = np.repeat(is_obj, lens)
+    n_terms = int(events.values.max()) + 1 if len(events.values) else 1
+    df = np.bincount(events.values[owner_obj], minlength=n_terms).astype(np.float64)
+    idf = term_idf(df, int(is_obj.sum()))
+    used = is_obj | ((events.family == TOPK) & (events.kind != OBJECT))
+    if not used.any():
+        return idf, 1.0
+    x, y = events.x[used], events.y[used]
+    dx, dy = float(x.max() - x.min()), float(y.max() - y.min())
+    diag = math.sqrt(dx * dx + dy * dy)
+    return idf, diag if diag > 0.0 else 1.0
