@@ -18,7 +18,7 @@ from strategies.routers.termmap import TermMapRouter
 
 class FrequencyTextStrategy(Strategy):
     name = "text_frequency"
-    families = frozenset({"range"})
+    families = frozenset({"range", "topk"})
 
     @dataclass
     class Params:

@@ -152,7 +152,7 @@ def hypergraph_partition(sample: Events, loads: np.ndarray, n_workers: int, epsi
 
 class HypergraphTextStrategy(Strategy):
     name = "text_hypergraph"
-    families = frozenset({"range"})
+    families = frozenset({"range", "topk"})
 
     @dataclass
     class Params:

@@ -146,7 +146,7 @@ def metric_partition(sample: Events, n_workers: int, beta: float, epsilon: float
 
 class MetricTextStrategy(Strategy):
     name = "text_metric"
-    families = frozenset({"range"})
+    families = frozenset({"range", "topk"})
 
     @dataclass
     class Params:

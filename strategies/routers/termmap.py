@@ -1,6 +1,7 @@
 """The term -> worker router: the shape shared by every lexicon-partitioning strategy.
 
-An AND query goes to the worker of its least frequent keyword, an OR query to the workers of all
+An AND query goes to the worker of its least frequent keyword, an OR query (and a top-k subscription)
+to the workers of all
 its keywords (one conjunct each), an object to the workers of all its terms: a matching query is
 always indexed under one of the object's terms, so the pair meets there. Strategies differ only in
 how they build the map (frequency LPT, hashing, hypergraph or metric partitioning).
@@ -32,6 +33,11 @@ class TermMapRouter(Router):
         ra = and_rows, self.term_worker[kernels.last_terms(and_rows, ev.offsets, ev.values)]
         ro = route_kernels.route_term_sets(rows[~is_and], ev.offsets, ev.values, self.term_worker, self.n_workers)
         return np.concatenate([ra[0], ro[0]]), np.concatenate([ra[1], ro[1]])
+
+    def route_topk(self, ev: Events, rows: np.ndarray) -> Pairs:
+        """A top-k subscription to the workers of all its keywords: a message that can enter its
+        top-k shares one of them (DSkype's keyword-based distribution, Sec. 7.3)."""
+        return route_kernels.route_term_sets(rows, ev.offsets, ev.values, self.term_worker, self.n_workers)
 
     def describe(self) -> dict:
         counts = np.bincount(self.term_worker, minlength=self.n_workers)

@@ -18,7 +18,7 @@ from strategies.routers.termmap import TermMapRouter
 
 class TextHashStrategy(Strategy):
     name = "text_hash"
-    families = frozenset({"range"})
+    families = frozenset({"range", "topk"})
 
     @dataclass
     class Params:

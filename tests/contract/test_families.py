@@ -23,8 +23,8 @@ def streams():
     objects, df, extent = random_objects(1500, seed=4)
     out = {}
     for name in BUILT_IN:
-        wl = families.get(name).build_workload(objects, df, extent, WorkloadConfig(name="tiny", family=name,
-                                                                                  queries=150, updates=300), 7)
+        cfg = WorkloadConfig(name="tiny", family=name, queries=150, updates=300, window=300, measured_messages=500)
+        wl = families.get(name).build_workload(objects, df, extent, cfg, 7)
         out[name] = wl
     return out
 
