@@ -85,6 +85,10 @@ def simulate(events: Events, warmup: int, strategy: str, n_workers: int, epoch_e
     else:
         adj_cls = get_adjuster(adjust)
         adjuster = adj_cls(adj_cls.make_params(adjust_params), n_workers, context, strategy)
+    fixed = [n for n in names if not families.get(n).migratable]
+    if adjuster.name != "none" and fixed:
+        raise ValueError(f"adjust={adjuster.name} cannot run a {fixed[0]!r} stream: its workers' state does not "
+                         "move between workers; allowed: adjust=none")
     bounds = epoch_bounds(events, warmup, epochs_by, epoch_events)
     loop = run_epochs(InProcessExecutor(events, setup, n_workers), router, events, setup, bounds,
                       None if adjuster.name == "none" else adjuster, n_workers, 1)

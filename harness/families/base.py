@@ -181,6 +181,9 @@ class Family(ParamsMixin):
     index: ClassVar[type[WorkerIndex]]
     merger: ClassVar[type[Merger]]
     routes_like: ClassVar[str | None] = None  # route as this family when a router has no route_<name>
+    # False when a worker's state cannot move between workers (a top-k replica's local top-k is over
+    # its own worker's share of the window): load adjusters then refuse the workload before Spark
+    migratable: ClassVar[bool] = True
     # an oracle for streams too large for `oracle` on the driver: (spark, events DataFrame, extent,
     # tiles) -> (digest, checks), computed on Spark with an algorithm of its own (None: none)
     scale_oracle: ClassVar[Callable | None] = None

@@ -347,6 +347,11 @@ def adjustable_runs(cfg, runs: list[RunSpec]) -> list[RunSpec]:
 
     if cfg.adjust.name == "none":
         return runs
+    from harness.families import registry as families
+
+    if not families.get(cfg.workload.family).migratable:
+        raise ConfigError(f"adjust={cfg.adjust.name} cannot run a {cfg.workload.family!r} workload: its workers' "
+                          "state does not move between workers (docs/decisions.md); allowed: adjust=none")
     try:
         adj = get_adjuster(cfg.adjust.name)
         params = adj.make_params(dict(cfg.adjust.params))

@@ -31,6 +31,7 @@ class TopkFamily(Family):
     code = TOPK
     index = TopkIndex
     merger = TopkMerger
+    migratable = False  # a replica's local top-k is over its worker's share of the window
 
     @dataclass
     class Params:
