@@ -57,6 +57,7 @@ def run_metrics(epochs, workers: pd.DataFrame, n_dispatchers: int, n_input_objec
         "worker_index_bytes_max": float(workers["index_bytes"].max()),
         "partitions_actual": float((workers["events"] > 0).sum()),
         "replicas_dropped": float(workers["replicas_dropped"].sum()) if "replicas_dropped" in workers else 0.0,
+        "reevaluations": float(workers["reevaluations"].sum()) if "reevaluations" in workers else 0.0,
     }
 
 
@@ -133,6 +134,11 @@ _METRICS = [
     Metric("obj_replication", "object replication", "", "routed object copies / input objects", "lower", "{:.2f}"),
     Metric("query_replication", "query replication", "", "routed query-update copies / input query updates",
            "lower", "{:.2f}"),
+    Metric("stored_replication", "replication ratio", "", "subscription copies the workers hold / live "
+           "subscriptions, at the start of the measured part (DSkype Table 5: times a subscription is stored)",
+           "lower", "{:.2f}"),
+    Metric("reevaluations", "re-evaluations", "re-evaluations", "top-k lists recomputed against a worker's window "
+           "because a member expired (Skype Sec. 6)", "lower", _COUNT),
     Metric("messages_routed", "messages routed", "messages", "(event, worker) pairs the dispatchers sent", "lower",
            _COUNT),
     Metric("candidates_sum", "candidate checks", "checks", "(object, subscription) checks summed over workers",

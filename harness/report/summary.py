@@ -35,6 +35,17 @@ def merged_service(epochs) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     return {w: (np.concatenate([p[0] for p in ps]), np.concatenate([p[1] for p in ps])) for w, ps in parts.items()}
 
 
+def stored_replication(measured, events: Events, warmup: int) -> float:
+    """Subscription copies the workers held at the start of the measured part / subscriptions live
+    then (DSkype's replication ratio, Table 5)."""
+    if not measured:
+        return float("nan")
+    held = sum(st.get("restored", 0) for st in measured[0].worker_stats.values())
+    before = events.kind[:warmup]
+    live = int((before == INSERT).sum()) - int((before == DELETE).sum())
+    return held / live if live > 0 else float("nan")
+
+
 def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_workers: int, n_dispatchers: int,
                   latency_cfg) -> RunSummary:
     workers = worker_table([e.worker_stats for e in measured], n_workers)
@@ -52,6 +63,7 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     metrics.update(latency_model.summarise(lat))
     metrics.update(timestamp_metrics(measured, events, n_workers))
     metrics["latency_rate_eps"] = rate
+    metrics["stored_replication"] = stored_replication(measured, events, warmup)
     for key in SERIES_TOTALS:
         metrics[key] = float(sum(r.get(key, 0.0) for r in series))
     metrics["adjustments"] = float(sum(1 for r in series if "operation" in r))
