@@ -9,7 +9,7 @@ router for range subscriptions never has to assume that every query is a rectang
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,6 +33,9 @@ class FitContext:
     extent: tuple[float, float, float, float]  # xmin, ymin, xmax, ymax (km)
     term_df: np.ndarray  # document frequency of each term id (id = frequency rank)
     seed: int = 0
+    # the workers' context per family name when a family derives one from the stream
+    # (Family.stream_context: top-k's term weights, which DSkype's prefix routing must score with)
+    family_contexts: dict = field(default_factory=dict)
 
     @property
     def vocab_size(self) -> int:
@@ -81,6 +84,20 @@ class Router(ABC):
         with `qid` and `value`: a kNN radius, a top-k threshold) before the next epoch is
         dispatched; the router is broadcast afterwards, so workers can read what it keeps.
         Default: feedback changes nothing."""
+
+    # True when the router routes top-k subscriptions by thresholds the workers compute for the
+    # next epoch (DSkype's prefix): the loop then tells workers that epoch's end (the horizon)
+    wants_thresholds: ClassVar[bool] = False
+
+    def pending_resends(self) -> np.ndarray:
+        """Query ids whose routes gained workers with the last feedback (their live subscriptions
+        are re-sent to the new workers at the next epoch's start), read once. Default: none."""
+        return np.zeros(0, np.int64)
+
+    def routes_gained(self, ev: Events) -> np.ndarray:
+        """Of the live insert events of `pending_resends`, which now route to a worker they did not
+        before (those are re-sent). Default: all."""
+        return np.ones(len(ev), np.bool_)
 
     def route(self, ev: Events) -> Pairs:
         """All events of a batch; every query kind (insert, delete, snapshot) routes alike."""

@@ -22,7 +22,7 @@ from harness.engine.monitor import unit_stats
 from harness.engine.lockstep import Lockstep
 from harness.engine.pipeline import EpochResult, Lane, LaneEpoch
 from harness.engine.setup import FamilySetup
-from harness.engine.worker import WorkerSet, routing_view, stored_queries
+from harness.engine.worker import WorkerSet, epoch_service, routing_view, stored_queries, with_resent
 from harness.families.base import StateBundle
 
 
@@ -40,10 +40,11 @@ class SparkExecutor:
         self.state: str | None = None
         self.waited_s = 0.0
 
-    def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None, keep_state=True) -> EpochResult:
+    def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None, keep_state=True,
+              horizon=None, resend=None) -> EpochResult:
         nxt = store.join(self.state_root, f"epoch={epoch}")
         pairs = store.join(self.pairs_path, f"epoch={epoch}") if self.keep_pairs and self.pairs_path else None
-        lane = Lane(self.setup, self.state, nxt, pairs, collect_service, monitor, keep_state)
+        lane = Lane(self.setup, self.state, nxt, pairs, collect_service, monitor, keep_state, horizon, resend)
         t0 = time.perf_counter()
         res = self.lockstep.epoch(self.lane, epoch, lo, hi, LaneEpoch(router, lane, feedback or None))
         self.waited_s += time.perf_counter() - t0 - res.timings["job_s"] * res.timings["job_share"]
@@ -66,7 +67,8 @@ class InProcessExecutor:
         self.states: dict[int, dict[int, StateBundle]] = {w: {} for w in range(n_workers)}
         self.merge_states: dict[int, pa.Table | None] = {}
 
-    def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None, keep_state=True) -> EpochResult:
+    def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None, keep_state=True,
+              horizon=None, resend=None) -> EpochResult:
         ev = self.events.take(np.arange(lo, hi))
         rows, workers = router.route(routing_view(ev, self.setup.codes))
         n_obj_copies = int(np.count_nonzero(ev.kind[rows] == OBJECT))
@@ -81,15 +83,19 @@ class InProcessExecutor:
             start = self.states[w]
             indexes = WorkerSet.build(self.setup.factories)
             indexes.restore(start, feedback)
-            indexes.begin_epoch(lo, hi)
             pruned = indexes.prune_replicas(router, w, self.setup.codes) if feedback else {}
-            for code, _, blob in result_blocks(indexes, sub, None if sole is None else sole[mine], self.setup, 1,
-                                               local):
+            indexes.begin_epoch(lo, hi, horizon)
+            sub, n_resent, sole_w = with_resent(sub, resend, router, w, self.setup.codes,
+                                                None if sole is None else sole[mine])
+            for code, _, blob in result_blocks(indexes, sub, sole_w, self.setup, 1, local):
                 blobs[code].append(blob)
             work, counters, busy_s = indexes.totals()
+            _, work = epoch_service(sub.seq, work, n_resent)
+            sub = sub.take(np.arange(n_resent, len(sub))) if n_resent else sub
             self.states[w] = indexes.export_state()
             start_q, end_q = stored_queries(start), stored_queries(self.states[w])
-            res.worker_stats[w] = {**counters, **pruned, "busy_s": busy_s, "restored": len(start_q), "events": len(sub)}
+            res.worker_stats[w] = {**counters, **pruned, "busy_s": busy_s, "restored": len(start_q), "events": len(sub),
+                                   "resent": n_resent}
             if monitor:
                 codes = self.setup.codes
                 res.units.append(unit_stats(router, w, routing_view(sub, codes), work, busy_s,

@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from harness.core.events import INSERT, Events
+from harness.core.events import DELETE, INSERT, Events
 from harness.engine.epochs import epoch_row, epoch_stats, migration_pause, plan_step, stall
 from harness.engine.migration import MigrationResult
 from harness.engine.pipeline import EpochResult
@@ -27,7 +27,8 @@ class Executor(Protocol):
     """Runs one epoch's stages and moves the workers' state for a migration."""
 
     def epoch(self, epoch: int, lo: int, hi: int, router, collect_service: bool, monitor: bool,
-              feedback: dict | None = None, keep_state: bool = True) -> EpochResult: ...
+              feedback: dict | None = None, keep_state: bool = True, horizon: int | None = None,
+              resend: Events | None = None) -> EpochResult: ...
 
     def migrate(self, epoch: int, router, old_router) -> MigrationResult: ...
 
@@ -44,6 +45,16 @@ class LoopResult:
         return self.epochs[1:]
 
 
+def live_inserts(events: Events, qids: np.ndarray, seq_end: int) -> Events | None:
+    """The insert events of the subscriptions `qids` that are live at `seq_end` (None when none)."""
+    if len(qids) == 0:
+        return None
+    kind, ids = events.kind[:seq_end], events.id[:seq_end]
+    ins = np.flatnonzero((kind == INSERT) & np.isin(ids, qids))
+    ins = ins[~np.isin(ids[ins], ids[kind == DELETE])]
+    return events.take(ins) if len(ins) else None
+
+
 def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, bounds: list[tuple[int, int, int]],
                adjuster, n_workers: int, n_dispatchers: int, progress=None, label: str = "") -> LoopResult:
     view = routing_view(events, setup.codes)
@@ -51,16 +62,20 @@ def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, b
     out = LoopResult([], [], router)
     pause: dict[int, float] = {}
     feedback: dict = {}  # the mergers' feedback of the previous epoch: the workers read it first
-    for epoch, lo, hi in bounds:
+    resend = None  # live subscriptions whose routes gained workers with that feedback
+    for i, (epoch, lo, hi) in enumerate(bounds):
         if progress is not None:
             name = "warm-up" if epoch == 0 else f"measured {epoch}/{last}"
             progress.step(f"{label}: epoch {epoch} ({name}, {hi - lo:,} events)")
         t0 = time.perf_counter()
         router.observe_inserts(view, lo + np.flatnonzero(view.kind[lo:hi] == INSERT))
         observe_s = time.perf_counter() - t0
+        # thresholds valid until the next epoch's end, for a router that routes by them
+        horizon = bounds[i + 1][2] if router.wants_thresholds and epoch < last else None
         res = executor.epoch(epoch, lo, hi, router, collect_service=epoch > 0,
                              monitor=adjuster is not None and 0 < epoch < last, feedback=feedback,
-                             keep_state=epoch < last)  # nothing reads the last epoch's state
+                             keep_state=epoch < last,  # nothing reads the last epoch's state
+                             horizon=horizon, resend=resend)
         res.observe_s = observe_s
         stall(res, pause)
         pause = {}
@@ -70,7 +85,8 @@ def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, b
                             res.units, observe_s=observe_s)
             row.update(results=res.result_count, migrated_queries=0, migrated_bytes=0, select_s=0.0,
                        migration_s=0.0, observe_s=observe_s, **res.timings,
-                       replicas_dropped=sum(st.get("replicas_dropped", 0) for st in res.worker_stats.values()))
+                       replicas_dropped=sum(st.get("replicas_dropped", 0) for st in res.worker_stats.values()),
+                       resent=sum(st.get("resent", 0) for st in res.worker_stats.values()))
             if adjuster is not None and epoch < last:
                 step = plan_step(adjuster, router, epoch_stats(epoch, res.units, res.worker_stats, view, lo, hi,
                                                                n_workers))
@@ -88,5 +104,8 @@ def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, b
         for code, table in res.feedback.items():  # before the next epoch is dispatched
             router.observe_feedback(setup.names[code], table)
         feedback = res.feedback
+        resend = live_inserts(events, router.pending_resends(), hi)
+        if resend is not None:
+            resend = resend.take(np.flatnonzero(router.routes_gained(routing_view(resend, setup.codes))))
     out.router = router
     return out

@@ -71,7 +71,7 @@ def unit_stats(router, worker: int, ev: Events, work: np.ndarray, busy_s: float,
 
 
 COUNTERS = ("events", "objects", "inserts", "deletes", "candidates", "results", "busy_s", "restore_s",
-            "index_bytes", "restored", "pause_s", "replicas_dropped", "reevaluations")
+            "index_bytes", "restored", "pause_s", "replicas_dropped", "reevaluations", "resent")
 
 
 def worker_table(epoch_stats: list[dict[int, dict]], n_workers: int) -> pd.DataFrame:

@@ -44,7 +44,7 @@ from harness.engine.local_pairs import SOLE, LocalCount, result_blocks, sole_cop
 from harness.engine.memory import task_peak_bytes
 from harness.engine.merge import merge_bucket, query_rows
 from harness.engine.setup import FamilySetup
-from harness.engine.worker import WorkerSet, routing_view, stored_queries
+from harness.engine.worker import WorkerSet, epoch_service, routing_view, stored_queries, with_resent
 from harness.families.base import qid_buckets
 
 
@@ -59,6 +59,8 @@ class Lane:
     collect_service: bool = True
     monitor: bool = False
     keep_state: bool = True  # False in a run's last epoch: no epoch reads what it would keep
+    horizon: int | None = None  # the next epoch's end, for routers that want thresholds (Router.wants_thresholds)
+    resend: Events | None = None  # live subscriptions whose routes gained workers (Router.pending_resends)
 
 
 def dispatch_batches(batches, routers_bc, lanes: list[Lane], n_buckets: int):
@@ -176,14 +178,17 @@ def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list
     bundles = {code: read_bundle(spec.state_in, w, code) for code in setup.factories}
     indexes = WorkerSet.build(setup.factories)
     restore_s = indexes.restore(bundles, feedback)
-    indexes.begin_epoch(events.lo, events.hi)
     pruned = indexes.prune_replicas(router, w, setup.codes) if feedback is not None else {}
+    indexes.begin_epoch(events.lo, events.hi, spec.horizon)
+    ev, n_resent, sole = with_resent(ev, spec.resend, router, w, setup.codes, sole)
     for code, bucket, blob in result_blocks(indexes, ev, sole, setup, n_buckets, local):
         yield out_row(RESULT, w, bucket, blob, family=code, lane=lane)
     work, counters, busy_s = indexes.totals()
     size = indexes.size_bytes()
+    service_seq, work = epoch_service(ev.seq, work, n_resent)
+    ev = ev.take(np.arange(n_resent, len(ev))) if n_resent else ev
     if spec.collect_service and len(ev):
-        yield out_row(SERVICE, w, payload=service_block(ev.seq, work, busy_s), lane=lane)
+        yield out_row(SERVICE, w, payload=service_block(service_seq, work, busy_s), lane=lane)
     kept = indexes.export_state()
     start_q, end_q = stored_queries(bundles), stored_queries(kept)
     if spec.monitor:
@@ -197,7 +202,7 @@ def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list
             write_bundle(spec.state_out, w, code, bundle)
     yield out_row(STATS, w, lane=lane, info={**counters, **pruned, "busy_s": busy_s, "restore_s": restore_s,
                                              "index_bytes": size, "events": len(ev), "restored": len(start_q),
-                                             "kept": len(end_q)})
+                                             "kept": len(end_q), "resent": n_resent})
 
 
 def merge_batches(batches, lanes: list[Lane]):

@@ -25,6 +25,7 @@ class FamilySetup:
     # a worker's epoch in slices of this many events, so one slice's result pairs are in memory at
     # a time (families whose merge is a union of pairs; the others take the epoch whole)
     chunk_events: int = 1 << 15
+    contexts: dict[str, IndexContext] = field(default_factory=dict)  # family name -> the workers' context
 
     def fit_sample(self, events: Events, warmup: int, context: IndexContext) -> Events:
         """The warm-up prefix as the strategy fits on it: each family's `fit_view`, then the
@@ -58,7 +59,7 @@ def family_setup(workload_families: list[str], routed: frozenset[str] | set[str]
     `Strategy.paper_index`) over the shared ones. With the run's `events`, each family derives its
     stream-wide context (`Family.stream_context`)."""
     index_params = dict(index_params or {})
-    factories, mergers, names = {}, {}, {}
+    factories, mergers, names, contexts = {}, {}, {}, {}
     for name in workload_families:
         fam = families.get(name)
         params = dict(index_params.get(name) or {})
@@ -66,6 +67,8 @@ def family_setup(workload_families: list[str], routed: frozenset[str] | set[str]
             params.update((paper_index or {}).get(name, {}))
         ctx = fam.stream_context(context, events) if events is not None else context
         factories[fam.code] = fam.index_factory(ctx, params)
+        contexts[name] = ctx
         mergers[fam.code] = fam.merger
         names[fam.code] = name
-    return FamilySetup(factories, mergers, families.routing_codes(workload_families, routed), names)
+    return FamilySetup(factories, mergers, families.routing_codes(workload_families, routed), names,
+                       contexts=contexts)

@@ -6,7 +6,7 @@ small streams; the Spark pipeline (harness/run/runner.py) is what experiments me
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -79,6 +79,7 @@ def simulate(events: Events, warmup: int, strategy: str, n_workers: int, epoch_e
                              cls.paper_index, events)
     setup.local_pairs = local_pairs and anomalies.get("duplicate_object_ids", 1) == 0
     sample = setup.fit_sample(events, warmup, IndexContext(context.extent, context.vocab_size))
+    context = replace(context, family_contexts={**setup.contexts, **context.family_contexts})
     router = cls().fit(sample, n_workers, cls.make_params(strategy_params), context)
     if isinstance(adjust, Adjuster):  # an instance (tests may bring their own)
         adjuster = adjust

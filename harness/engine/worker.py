@@ -42,9 +42,9 @@ class WorkerSet:
                 self.indexes[code].observe_feedback(table)
         return sum(index.restore(bundles.get(code, StateBundle())) for code, index in self.indexes.items())
 
-    def begin_epoch(self, lo: int, hi: int) -> None:
+    def begin_epoch(self, lo: int, hi: int, horizon: int | None = None) -> None:
         for index in self.indexes.values():
-            index.begin_epoch(lo, hi)
+            index.begin_epoch(lo, hi, horizon)
 
     def process(self, ev: Events) -> tuple[dict[int, WorkerOutput], np.ndarray, dict, float]:
         """Per family output; the work per event, the summed counters and the busy time of the worker."""
@@ -123,6 +123,34 @@ class WorkerSet:
 
     def size_bytes(self) -> int:
         return sum(index.size_bytes() for index in self.indexes.values())
+
+
+def with_resent(ev: Events, resend: Events | None, router, worker: int, codes: np.ndarray | None,
+                sole: np.ndarray | None = None) -> tuple[Events, int, np.ndarray | None]:
+    """The worker's epoch events with the re-sent subscriptions the router now also sends it in front
+    (`Router.pending_resends`: routes that gained workers between epochs; their seqs are older than
+    the epoch's, so seq order holds). Routed here, by the worker's own task, so the shared dispatch
+    stage stays per epoch; a worker that already holds one ignores it. Returns the events, how many
+    were put in front, and `sole` (local pairs' flags) aligned with them."""
+    if resend is None or len(resend) == 0:
+        return ev, 0, sole
+    rows, workers = router.route(routing_view(resend, codes))
+    mine = np.unique(rows[workers == worker])
+    if len(mine) == 0:
+        return ev, 0, sole
+    sole = None if sole is None else np.concatenate([np.zeros(len(mine), sole.dtype), sole])
+    return Events.concat([resend.take(mine), ev]), len(mine), sole
+
+
+def epoch_service(seq: np.ndarray, work: np.ndarray, n_resent: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (seq, work) the latency model reads: the work of re-sent subscriptions (older seqs, not
+    events of this epoch) is charged to the epoch's first event."""
+    if n_resent == 0:
+        return seq, work
+    seq, rest = seq[n_resent:], work[n_resent:].copy()
+    if len(rest):
+        rest[0] += work[:n_resent].sum()
+    return seq, rest
 
 
 def stored_queries(bundles: dict[int, StateBundle]) -> Events:

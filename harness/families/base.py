@@ -98,9 +98,11 @@ class WorkerIndex(ABC):
     def __init__(self, context: IndexContext, **params):
         self.context = context
 
-    def begin_epoch(self, lo: int, hi: int) -> None:
+    def begin_epoch(self, lo: int, hi: int, horizon: int | None = None) -> None:
         """The epoch's seq range [lo, hi), given before `process`: an index whose state changes
-        at seqs it may not receive (a top-k window's expiries) runs them up to `hi`. Default: unused."""
+        at seqs it may not receive (a top-k window's expiries) runs them up to `hi`. `horizon`: the
+        next epoch's end, when the router wants thresholds valid until then (top-k prefix
+        routing). Default: unused."""
 
     @abstractmethod
     def restore(self, state: StateBundle) -> float:

@@ -58,6 +58,7 @@ def run_metrics(epochs, workers: pd.DataFrame, n_dispatchers: int, n_input_objec
         "partitions_actual": float((workers["events"] > 0).sum()),
         "replicas_dropped": float(workers["replicas_dropped"].sum()) if "replicas_dropped" in workers else 0.0,
         "reevaluations": float(workers["reevaluations"].sum()) if "reevaluations" in workers else 0.0,
+        "resent": float(workers["resent"].sum()) if "resent" in workers else 0.0,
     }
 
 
@@ -139,6 +140,8 @@ _METRICS = [
            "lower", "{:.2f}"),
     Metric("reevaluations", "re-evaluations", "re-evaluations", "top-k lists recomputed against a worker's window "
            "because a member expired (Skype Sec. 6)", "lower", _COUNT),
+    Metric("resent", "subscriptions re-sent", "copies", "subscription copies sent to workers their route gained "
+           "between epochs (DSkype's prefix reallocation)", "lower", _COUNT),
     Metric("messages_routed", "messages routed", "messages", "(event, worker) pairs the dispatchers sent", "lower",
            _COUNT),
     Metric("candidates_sum", "candidate checks", "checks", "(object, subscription) checks summed over workers",

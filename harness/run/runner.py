@@ -250,7 +250,8 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
         setup.local_pairs = bool(cfg.local_pairs and not cfg.keep_pairs
                                  and (inputs or {}).get("duplicate_object_ids", 1) == 0)
         sample = setup.fit_sample(events, warmup, IndexContext(ds.extent, ds.vocab.num_rows))
-        context = FitContext(ds.extent, ds.vocab.column("df").to_numpy().astype(np.float64), cfg.seed)
+        context = FitContext(ds.extent, ds.vocab.column("df").to_numpy().astype(np.float64), cfg.seed,
+                             setup.contexts)
         progress.step(f"{name}: fit")
         t0 = time.perf_counter()
         router = cls().fit(sample, cfg.workers, params, context)

@@ -70,10 +70,11 @@ def _grow(a, need):
 
 
 @njit(cache=True)
-def _local_topk(s, t, inclusive, buf_msg, buf_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w,
-                m_post_off, m_post, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, max_dist):
+def _local_topk(s, t, inclusive, min_exp, buf_msg, buf_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val,
+                m_w, m_post_off, m_post, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, max_dist):
     """The k best window messages at time t sharing a keyword with subscription s (arrived before t,
-    or at t too when `inclusive`; not expired at t) into buf_*, best first; returns (count, scored)."""
+    or at t too when `inclusive`; not expired at t, nor before `min_exp`) into buf_*, best first;
+    returns (count, scored)."""
     k = s_k[s]
     cnt = 0
     scored = 0
@@ -86,7 +87,7 @@ def _local_topk(s, t, inclusive, buf_msg, buf_score, m_seen, stamp, m_seq, m_exp
             if m_seen[m] == stamp:
                 continue
             m_seen[m] = stamp
-            if m_seq[m] > t or (m_seq[m] == t and not inclusive) or m_exp[m] <= t:
+            if m_seq[m] > t or (m_seq[m] == t and not inclusive) or m_exp[m] <= t or m_exp[m] < min_exp:
                 continue
             sc = pair_score(s_x[s], s_y[s], s_alpha[s], s_val, s_w, s_off[s], s_off[s + 1],
                             m_x[m], m_y[m], m_val, m_w, m_off[m], m_off[m + 1], max_dist)
@@ -205,10 +206,10 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg,
                             t_cnt[s] = c + 1
                         o_slot[n_out], o_trig[n_out], o_msg[n_out], o_score[n_out], o_delta[n_out] = s, t, m, sc, 1
                         n_out += 1
-            elif kind == 1:  # an insertion: initialised against the window
+            elif kind == 1 or kind == 3:  # an insertion (3: a replica the route gained): from the window
                 s = ref
                 stamp += 1
-                cnt, sc_n = _local_topk(s, t, False, buf_msg, buf_score, m_seen, stamp, m_seq, m_exp, m_x, m_y,
+                cnt, sc_n = _local_topk(s, t, kind == 3, 0, buf_msg, buf_score, m_seen, stamp, m_seq, m_exp, m_x, m_y,
                                         m_off, m_val, m_w, m_post_off, m_post, s_x, s_y, s_k, s_alpha, s_off, s_val,
                                         s_w, max_dist)
                 scored += sc_n
@@ -231,7 +232,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg,
             s = dirty[d]
             reevals += 1
             stamp += 1
-            cnt, sc_n = _local_topk(s, t, True, buf_msg, buf_score, m_seen, stamp, m_seq, m_exp, m_x, m_y,
+            cnt, sc_n = _local_topk(s, t, True, 0, buf_msg, buf_score, m_seen, stamp, m_seq, m_exp, m_x, m_y,
                                     m_off, m_val, m_w, m_post_off, m_post, s_x, s_y, s_k, s_alpha, s_off, s_val,
                                     s_w, max_dist)
             scored += sc_n
@@ -271,6 +272,29 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg,
     return o_slot, o_trig, o_msg, o_score, o_delta, n_out, reevals, scored_total
 
 
+@njit(cache=True)
+def thresholds(slots, t, horizon, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post, s_x, s_y, s_k,
+               s_alpha, s_off, s_val, s_w, max_dist):
+    """Per subscription slot: the k-th best score among the window messages at t (the epoch's last
+    seq) sharing a keyword with it that stay until `horizon` (0 when fewer than k), and the pairs scored."""
+    kmax = 1
+    for s in slots:
+        kmax = max(kmax, s_k[s])
+    buf_msg = np.empty(kmax, np.int64)
+    buf_score = np.empty(kmax, np.float64)
+    m_seen = np.full(len(m_seq), -1, np.int64)
+    out = np.zeros(len(slots))
+    scored = 0
+    for i in range(len(slots)):
+        s = slots[i]
+        cnt, sc_n = _local_topk(s, t, True, horizon, buf_msg, buf_score, m_seen, i, m_seq, m_exp, m_x, m_y, m_off,
+                                m_val, m_w, m_post_off, m_post, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, max_dist)
+        scored += sc_n
+        if cnt == s_k[s] and cnt > 0:
+            out[i] = buf_score[cnt - 1]
+    return out, scored
+
+
 class TopkIndex(WorkerIndex):
     """Subscriptions, the local window and each subscription's local top-k (module docstring)."""
 
@@ -284,12 +308,35 @@ class TopkIndex(WorkerIndex):
         self.idf = np.asarray(context.term_weight, np.float64)
         self.max_dist = float(context.max_dist) or 1.0
         self.span: tuple[int, int] | None = None
+        self.horizon: int | None = None
+        self.fed = False  # the merger's thresholds arrived: the router may have narrowed routes
+        self.leaving = RESULT_SCHEMA.empty_table()  # local top-k members of replicas dropped before the epoch
         self.subs = Events.empty()
         self.window = Events.empty()
         self.tops = RESULT_SCHEMA.empty_table()
 
-    def begin_epoch(self, lo: int, hi: int) -> None:
+    def begin_epoch(self, lo: int, hi: int, horizon: int | None = None) -> None:
         self.span = (int(lo), int(hi))
+        self.horizon = horizon
+
+    def observe_feedback(self, table: pa.Table) -> None:
+        """The thresholds themselves are the router's business; they only mean routes may narrow."""
+        self.fed = True
+
+    def narrowed(self) -> tuple[Events, Events] | None:
+        """Every stored subscription, unchanged: routed again with the epoch's router (whose
+        thresholds the feedback moved), a worker no longer on its route drops its replica."""
+        return (self.subs, self.subs) if self.fed and len(self.subs) else None
+
+    def apply_narrowing(self, drop: np.ndarray, narrow: np.ndarray) -> None:
+        """Drop the replicas of `drop`; their local top-k members leave the merger's union at the
+        epoch's start (they cannot change the global top-k: the route kept covers it)."""
+        if len(drop) == 0:
+            return
+        gone = np.isin(self.tops.column("qid").to_numpy(), drop)
+        self.leaving = self.tops.filter(pa.array(gone))
+        self.tops = self.tops.filter(pa.array(~gone))
+        self.subs = self.subs.take(np.flatnonzero(~np.isin(self.subs.id, drop)))
 
     def restore(self, state: StateBundle) -> float:
         t0 = time.process_time()
@@ -299,8 +346,14 @@ class TopkIndex(WorkerIndex):
 
     def process(self, events: Events) -> WorkerOutput:
         t0 = time.process_time()
+        lo, hi = self.span if self.span is not None else (
+            int(events.seq[0]) if len(events) else 0, int(events.seq[-1]) + 1 if len(events) else 0)
         is_obj = events.kind == OBJECT
         ins = np.flatnonzero((events.kind == INSERT) & (events.family == TOPK))
+        # a subscription re-sent from before the epoch is a replica the route gained (none if held)
+        resent = events.seq[ins] < lo
+        ignored = ins[resent & np.isin(events.id[ins], self.subs.id)]
+        ins = ins[~(resent & np.isin(events.id[ins], self.subs.id))]
         msgs = Events.concat([self.window, events.take(np.flatnonzero(is_obj))])
         subs = Events.concat([self.subs, events.take(ins)])
         n_old = len(self.subs)
@@ -328,28 +381,43 @@ class TopkIndex(WorkerIndex):
             at = np.minimum(np.searchsorted(subs.id[order], events.id[dels]), len(subs) - 1)
             found = subs.id[order][at] == events.id[dels]
             ref[dels[found]] = order[at[found]]
-        keep_ev = ref >= 0
         ev_kind = np.where(is_obj, 0, np.where(events.kind == INSERT, 1, 2)).astype(np.int8)
-        hi = self.span[1] if self.span is not None else (int(events.seq[-1]) + 1 if len(events) else 0)
+        ev_seq = events.seq.copy()
+        early = np.flatnonzero((events.kind == INSERT) & (events.seq < lo))
+        ev_kind[early], ev_seq[early] = 3, lo - 1  # a new replica starts from the window as the epoch starts
+        s_ins[n_old:][events.seq[ins] < lo] = lo - 1
+        ref[ignored] = -1
+        keep_ev = ref >= 0
         exp_rows = np.flatnonzero(m_exp < hi)
         exp_rows = exp_rows[np.argsort(m_exp[exp_rows], kind="stable")]
         m_post_off, m_post = postings(msgs.offsets, msgs.values, n_terms)
         s_post_off, s_post = postings(subs.offsets, subs.values, n_terms)
         work_kept = np.zeros(int(keep_ev.sum()), np.int64)
         o_slot, o_trig, o_msg, o_score, o_delta, n_out, reevals, scored = run_events(
-            events.seq[keep_ev], ev_kind[keep_ev], ref[keep_ev], m_exp[exp_rows], exp_rows,
+            ev_seq[keep_ev], ev_kind[keep_ev], ref[keep_ev], m_exp[exp_rows], exp_rows,
             m_seq, m_exp, msgs.x, msgs.y, msgs.offsets, msgs.values, normalised_weights(msgs.offsets, msgs.values, idf),
             m_post_off, m_post,
             s_ins, s_del, subs.x, subs.y, s_k, subs.alpha.astype(np.float64), subs.offsets, subs.values,
             normalised_weights(subs.offsets, subs.values, idf), s_post_off, s_post,
             t_off, t_msg, t_score, t_cnt, self.max_dist, work_kept)
         o_slot, o_msg = o_slot[:n_out], o_msg[:n_out]
-        changes = {"qid": subs.id[o_slot], "trigger": o_trig[:n_out], "mseq": m_seq[o_msg], "oid": msgs.id[o_msg],
-                   "score": o_score[:n_out], "delta": o_delta[:n_out]}
+        parts = [self._leaving_rows(lo), {"qid": subs.id[o_slot], "trigger": o_trig[:n_out], "mseq": m_seq[o_msg],
+                                          "oid": msgs.id[o_msg], "score": o_score[:n_out], "delta": o_delta[:n_out]}]
         work = np.zeros(len(events), np.int64)
         work[keep_ev] = work_kept
 
         live = s_del == NEVER
+        if self.horizon is not None:  # thresholds for the router: valid until the next epoch's end
+            slots = np.flatnonzero(live)
+            theta, sc_n = thresholds(slots, hi - 1, self.horizon, m_seq, m_exp, msgs.x, msgs.y, msgs.offsets,
+                                     msgs.values, normalised_weights(msgs.offsets, msgs.values, idf), m_post_off,
+                                     m_post, subs.x, subs.y, s_k, subs.alpha.astype(np.float64), subs.offsets,
+                                     subs.values, normalised_weights(subs.offsets, subs.values, idf), self.max_dist)
+            scored += sc_n
+            n = len(slots)
+            parts.append({"qid": subs.id[slots], "trigger": np.full(n, hi - 1, np.int64), "mseq": np.full(n, -1),
+                          "oid": np.full(n, -1), "score": theta, "delta": np.zeros(n, np.int8)})
+        changes = {c: np.concatenate([np.asarray(p[c]) for p in parts]) for c in CHANGE_FIELDS}
         self.subs = subs.take(np.flatnonzero(live))
         self.window = msgs.take(np.flatnonzero(m_exp >= hi))
         members = np.repeat(np.arange(len(subs)), t_cnt)
@@ -358,10 +426,18 @@ class TopkIndex(WorkerIndex):
         keep = live[members]
         self.tops = pa.table({"qid": subs.id[members[keep]], "mseq": m_seq[t_msg[where[keep]]],
                               "score": t_score[where[keep]]}, schema=RESULT_SCHEMA)
-        counters = {"objects": int(is_obj.sum()), "inserts": len(ins), "deletes": len(dels),
+        counters = {"objects": int(is_obj.sum()), "inserts": int((events.seq[ins] >= lo).sum()), "deletes": len(dels),
                     "orphan_deletes": orphans, "candidates": int(scored), "results": int((o_delta[:n_out] > 0).sum()),
                     "reevaluations": int(reevals), "window": len(self.window)}
         return WorkerOutput(changes, work, counters, time.process_time() - t0)
+
+    def _leaving_rows(self, lo: int) -> dict:
+        """The dropped replicas' members as leave rows just before the epoch (apply_narrowing)."""
+        t, self.leaving = self.leaving, RESULT_SCHEMA.empty_table()
+        n = t.num_rows
+        return {"qid": t.column("qid").to_numpy(), "trigger": np.full(n, lo - 1, np.int64),
+                "mseq": t.column("mseq").to_numpy(), "oid": np.full(n, -1, np.int64),
+                "score": t.column("score").to_numpy(), "delta": np.full(n, -1, np.int8)}
 
     def _load_tops(self, subs: Events, m_seq, t_off, t_msg, t_score, t_cnt) -> None:
         """The restored local top-k lists into the slot arrays (rows arrive best first per query)."""

@@ -121,6 +121,20 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
             e_trig[:n_e])
 
 
+def thresholds(ints: np.ndarray, score: np.ndarray) -> pa.Table | None:
+    """The router's feedback from the replicas' threshold rows (delta 0): per query the largest. Each
+    replica's value is the k-th best score among messages it holds that stay in the window until
+    the next epoch's end, a lower bound of the global k-th score all through that epoch, so the
+    largest is one too (DSkype's prefix routes by it). None when the workers sent none."""
+    rows = np.flatnonzero(ints[:, 4] == 0)
+    if len(rows) == 0:
+        return None
+    qid, value = ints[rows, 0], score[rows]
+    order = np.lexsort((-value, qid))
+    first = np.r_[True, qid[order][1:] != qid[order][:-1]]
+    return pa.table({"qid": qid[order][first], "value": value[order][first]})
+
+
 class TopkMerger(Merger):
     stateful = True
     needs_queries = True
@@ -143,6 +157,8 @@ class TopkMerger(Merger):
         parts = [unpack(b) for b in blobs]
         ints = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, 5), np.int64)
         score = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
+        feedback = thresholds(ints, score)
+        ints, score = ints[ints[:, 4] != 0], score[ints[:, 4] != 0]
         r_slot = np.searchsorted(qid, ints[:, 0])
         known = r_slot < len(qid)
         known[known] = qid[r_slot[known]] == ints[known, 0]
@@ -171,7 +187,9 @@ class TopkMerger(Merger):
             "mseq": np.r_[np.full(n, HEADER, np.int64), u_mseq[keep]], "oid": np.r_[np.full(n, -1), u_oid[keep]],
             "score": np.r_[np.full(n, np.nan), u_score[keep]], "count": np.r_[np.zeros(n, np.int64), u_count[keep]],
             "top": np.r_[np.zeros(n, np.bool_), u_top[keep]]}, schema=STATE_SCHEMA)
-        return MergeOutput(entry_keys(qid[e_slot], e_oid, e_trig))
+        if feedback is not None:
+            feedback = feedback.filter(pa.array(np.isin(feedback.column("qid").to_numpy(), qid[live])))
+        return MergeOutput(entry_keys(qid[e_slot], e_oid, e_trig), feedback)
 
     def _queries(self, queries: Events | None):
         """Every known query of the bucket, sorted by id: k and deletion seq, the epoch's applied."""

@@ -1,0 +1,195 @@
+"""DSkype's prefix-based distribution (Sec. 7.3.4: Eq. 18, Definition 12, Lemma 7).
+
+A top-k subscription s goes only to the workers owning a keyword of its loose prefix pref(s) =
+s.psi[1:p] (Skype order: rarest first, here descending term id), p the smallest i with
+wtsum(s.psi[i+1:]) < lambda_T = (theta - alpha) / (1 - alpha) (Eq. 18, SSim bounded by 1). A message
+sharing no prefix keyword scores below theta: its common keywords lie in the suffix, so TSim <=
+wtsum(suffix) < lambda_T and Score < alpha + (1 - alpha) lambda_T = theta. With theta <= the
+subscription's k-th score all along, such a message never enters its top-k (Lemma 7), and every
+message goes to the workers of all its terms, so the route stays exact.
+
+theta comes from the workers (harness/families/topk/index.py, `thresholds`): at an epoch's end each
+replica reports the k-th best score among the messages it holds that stay in the window through
+the next epoch, a lower bound of the global k-th score throughout that epoch; the merger keeps the
+largest (merge.py) and the router reads it here. Lazy reallocation (DSkype: "triggered only when
+pref(s) needs to cover more keywords"; spec A25): the first threshold after a subscription's
+registration may shrink its route, later ones only grow it (theta_route = min(theta_route,
+theta)); a route that grows re-sends the subscription to its new workers at the next epoch's start
+(`pending_resends`), and a worker the route left drops its replica. A subscription registered
+during an epoch routes with theta = 0, that is to every keyword's worker, until its first threshold.
+
+The term -> worker map is Algorithm 4 (dskype_keyword's bisection) with N(W) counted over loose
+prefixes (Eq. 16 as DSkype's prefix method does): theta per sample subscription is its k-th score
+at the end of the warm-up, found by running the sample through one top-k index. Decision: lambda_T
+is lowered by 1e-9 before the prefix is cut, so a score computed a rounding error above its
+bound cannot fall outside the route.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from harness.core.events import INSERT, TOPK, Events
+from harness.families.topk.index import TopkIndex
+from strategies.base import FitContext, Pairs, Router, Strategy
+from strategies.dskype.keyword import ItemRanks, cost_variance, keyword_partition, run_costs, term_worker_of
+from strategies.load import sample_parts
+from strategies.ps2stream.textpart import PartitionedTermRouter
+from strategies.routers import kernels as route_kernels
+
+MARGIN = 1e-9
+
+
+@njit(cache=True)
+def prefix_terms(rows, offsets, values, alpha, theta, idf):
+    """Per row, its loose prefix's terms (ascending ids) as CSR over the rows."""
+    out_off = np.zeros(len(rows) + 1, np.int64)
+    size = 0
+    for r in range(len(rows)):
+        size += offsets[rows[r] + 1] - offsets[rows[r]]
+    out_val = np.empty(size, np.int32)
+    total = 0
+    for r in range(len(rows)):
+        i = rows[r]
+        lo, hi = offsets[i], offsets[i + 1]
+        norm = 0.0
+        for j in range(lo, hi):
+            norm += idf[values[j]] * idf[values[j]]
+        norm = np.sqrt(norm)
+        a = alpha[r]
+        lam = (theta[r] - a) / (1.0 - a) - MARGIN
+        # Skype order is descending id: the suffix after the p rarest keywords is values[lo:hi - p]
+        p = hi - lo
+        if lam > 0.0 and norm > 0.0:
+            suffix = 0.0
+            for j in range(lo, hi):
+                suffix += idf[values[j]] / norm
+            p = 0
+            while p < hi - lo and (p == 0 or suffix >= lam):  # the next rarest keyword joins the prefix
+                suffix -= idf[values[hi - 1 - p]] / norm
+                p += 1
+        for j in range(hi - p, hi):
+            out_val[total] = values[j]
+            total += 1
+        out_off[r + 1] = total
+    return out_off, out_val[:total]
+
+
+class PrefixRouter(PartitionedTermRouter):
+    """Objects to the workers of all their terms; a top-k subscription to those of its prefix."""
+
+    wants_thresholds = True
+
+    def __init__(self, n_workers: int, term_worker: np.ndarray, idf: np.ndarray | None, info: dict):
+        super().__init__(n_workers, term_worker, info)
+        self.idf = None if idf is None else np.ascontiguousarray(idf, np.float64)
+        self.qid = np.zeros(0, np.int64)  # sorted: the subscriptions with a routing threshold
+        self.theta = np.zeros(0)
+        self.previous = np.zeros(0)  # their threshold before the last feedback (growth checks)
+        self.pending = np.zeros(0, np.int64)
+
+    def thresholds_of(self, qids: np.ndarray, table: str = "theta") -> np.ndarray:
+        values = getattr(self, table)
+        at = np.minimum(np.searchsorted(self.qid, qids), max(len(self.qid) - 1, 0))
+        found = (self.qid[at] == qids) if len(self.qid) else np.zeros(len(qids), np.bool_)
+        return np.where(found, values[at] if len(values) else 0.0, 0.0)
+
+    def route_topk(self, ev: Events, rows: np.ndarray, table: str = "theta") -> Pairs:
+        if self.idf is None or len(rows) == 0:
+            return super().route_topk(ev, rows)
+        rows = np.asarray(rows, np.int64)
+        theta = self.thresholds_of(ev.id[rows], table)
+        p_off, p_val = prefix_terms(rows, ev.offsets, ev.values, ev.alpha[rows].astype(np.float64), theta, self.idf)
+        r, w = route_kernels.route_term_sets(np.arange(len(rows), dtype=np.int64), p_off, p_val, self.term_worker,
+                                             self.n_workers)
+        return rows[r], w
+
+    def observe_feedback(self, family: str, table) -> None:
+        """Each subscription's threshold: the first one it gets may shrink its route, later ones only
+        grow it (lazy reallocation); those whose threshold fell are checked for new workers."""
+        if family != "topk" or table is None or table.num_rows == 0:
+            return
+        q = table.column("qid").to_numpy().astype(np.int64)
+        v = table.column("value").to_numpy().astype(np.float64)
+        old = self.thresholds_of(q)
+        known = np.isin(q, self.qid)
+        new_theta = np.where(known, np.minimum(old, v), v)
+        qid = np.r_[self.qid, q[~known]]
+        theta = np.r_[self.theta, new_theta[~known]]
+        order = np.argsort(qid, kind="stable")
+        self.qid, self.theta = qid[order], theta[order]
+        self.previous = self.theta.copy()
+        at = np.searchsorted(self.qid, q[known])
+        self.theta[at] = new_theta[known]
+        self.previous[at] = old[known]
+        self.pending = q[known][new_theta[known] < old[known]]
+
+    def pending_resends(self) -> np.ndarray:
+        out, self.pending = self.pending, np.zeros(0, np.int64)
+        return out
+
+    def routes_gained(self, ev: Events) -> np.ndarray:
+        rows = np.arange(len(ev), dtype=np.int64)
+        before = np.zeros((len(ev), self.n_workers), np.bool_)
+        after = np.zeros_like(before)
+        r, w = self.route_topk(ev, rows, "previous")
+        before[r, w] = True
+        r, w = self.route_topk(ev, rows)
+        after[r, w] = True
+        return (after & ~before).any(axis=1)
+
+    def describe(self) -> dict:
+        return {**super().describe(), "thresholds": int(len(self.qid))}
+
+
+def warmup_thresholds(sample: Events, context) -> np.ndarray:
+    """Each sample top-k subscription's k-th score at the end of the warm-up (0 with fewer than k),
+    in the order of its insert rows: one top-k index over the whole sample."""
+    ins = np.flatnonzero((sample.kind == INSERT) & (sample.family == TOPK))
+    if len(ins) == 0 or context is None:
+        return np.zeros(len(ins))
+    index = TopkIndex(context)
+    index.process(sample)
+    qid, score = index.tops.column("qid").to_numpy(), index.tops.column("score").to_numpy()
+    ids, first, count = np.unique(qid, return_index=True, return_counts=True)  # rows: by query, best first
+    at = np.minimum(np.searchsorted(ids, sample.id[ins]), max(len(ids) - 1, 0))
+    found = (ids[at] == sample.id[ins]) if len(ids) else np.zeros(len(ins), np.bool_)
+    full = found & (count[at] >= sample.k[ins]) if len(ids) else found
+    return np.where(full, score[first[at] + count[at] - 1] if len(ids) else 0.0, 0.0)
+
+
+class DSkypePrefixStrategy(Strategy):
+    name = "dskype_prefix"
+    families = frozenset({"range", "topk"})
+
+    @dataclass
+    class Params:
+        pass
+
+    def fit(self, sample: Events, n_workers: int, params: Params, context: FitContext) -> Router:
+        if int(n_workers) < 1:
+            raise ValueError(f"dskype_prefix: n_workers={n_workers!r} is invalid; allowed: an integer >= 1")
+        vocab = context.vocab_size
+        n_workers = int(n_workers)
+        topk = context.family_contexts.get("topk")
+        idf = None if topk is None else topk.term_weight
+        objs_rows, subs_rows = sample_parts(sample)
+        subs = ItemRanks.of(sample, subs_rows, vocab)
+        if idf is not None:  # N(W) over the loose prefixes the warm-up's thresholds give
+            ins = np.flatnonzero((sample.kind == INSERT) & (sample.family == TOPK))
+            if len(ins):
+                theta = warmup_thresholds(sample, topk)
+                p_off, p_val = prefix_terms(ins, sample.offsets, sample.values,
+                                            sample.alpha[ins].astype(np.float64), theta, idf)
+                view = Events({"kind": np.full(len(ins), INSERT, np.int8)}, p_off, p_val)
+                subs = ItemRanks.of(view, np.arange(len(ins)), vocab)
+        objs = ItemRanks.of(sample, objs_rows, vocab)
+        starts = keyword_partition(subs, objs, vocab, n_workers)
+        costs = run_costs(subs, objs, starts)
+        runs = [[int(vocab - 1 - a), int(vocab - b)] if b > a else [] for a, b in zip(starts[:-1], starts[1:])]
+        info = {"runs": runs, "run_rank_starts": starts.tolist(), "run_cost": costs.tolist(),
+                "cost_var": cost_variance(costs)}
+        return PrefixRouter(n_workers, term_worker_of(starts, vocab), idf, info)

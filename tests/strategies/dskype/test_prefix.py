@@ -1,0 +1,65 @@
+"""DSkype's prefix method: the loose prefix of Eq. 18 / Definition 12 (Example 8), Lemma 7's
+guarantee as a property (a message sharing no prefix keyword scores below the threshold), and the
+route's life over epochs: thresholds shrink it once, later only grow it (re-sending the
+subscription), results always the oracle's."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from datasets.workloads.config import WorkloadConfig
+from harness.engine.simulate import simulate
+from harness.families import registry as families
+from harness.families.topk.scoring import normalised_weights, pair_score
+from strategies.dskype.prefix import prefix_terms
+from tests.helpers import random_objects
+
+
+def prefix(terms, alpha, theta, idf):
+    off = np.array([0, len(terms)], np.int64)
+    p_off, p_val = prefix_terms(np.array([0]), off, np.array(terms, np.int32), np.array([alpha]), np.array([theta]),
+                                np.asarray(idf, np.float64))
+    return sorted(p_val.tolist())
+
+
+def test_example_8_kscore_08_alpha_06_keeps_the_two_rarest_keywords():
+    # Skype order is descending id: w1 = term 2, w2 = term 1, w3 = term 0; normalised weights about
+    # 0.81, 0.51, 0.30, so wtsum(w2..) = 0.81 >= lambda_T = 0.8/0.4 - 0.6/0.4 = 0.5 > wtsum(w3) = 0.30
+    idf = [0.3, 0.5, 0.8]
+    assert prefix([0, 1, 2], 0.6, 0.8, idf) == [1, 2]
+    assert prefix([0, 1, 2], 0.6, 0.6, idf) == [0, 1, 2]  # lambda_T = 0: every keyword
+    assert prefix([0, 1, 2], 0.6, 0.95, idf) == [2]  # lambda_T = 0.875: the rarest keyword alone
+
+
+@settings(max_examples=300, deadline=None)
+@given(s_terms=st.sets(st.integers(0, 11), min_size=1, max_size=5), m_terms=st.sets(st.integers(0, 11), min_size=1,
+                                                                                     max_size=8),
+       alpha=st.floats(0.01, 0.99), theta=st.floats(0.0, 1.0), sx=st.floats(0, 100), mx=st.floats(0, 100),
+       seed=st.integers(0, 1000))
+def test_lemma_7_a_message_outside_the_prefix_scores_below_theta(s_terms, m_terms, alpha, theta, sx, mx, seed):
+    idf = np.random.default_rng(seed).uniform(0.1, 3.0, 12)
+    s, m = sorted(s_terms), sorted(m_terms)
+    pref = prefix(s, alpha, theta, idf)
+    assert pref and set(pref) <= set(s) and pref == s[len(s) - len(pref):]  # the rarest keywords
+    if set(pref) & set(m) or not set(s) & set(m):  # reaches a holder, or no candidate at all (no common keyword)
+        return
+    s_val, m_val = np.array(s, np.int32), np.array(m, np.int32)
+    s_w = normalised_weights(np.array([0, len(s)]), s_val, idf)
+    m_w = normalised_weights(np.array([0, len(m)]), m_val, idf)
+    score = pair_score(sx, 0.0, alpha, s_val, s_w, 0, len(s), mx, 0.0, m_val, m_w, 0, len(m), 100.0)
+    assert score < theta
+
+
+def test_prefix_routes_shrink_then_grow_and_stay_exact():
+    objects, df, extent = random_objects(3000, seed=4, vocab=400)
+    cfg = WorkloadConfig(name="t", family="topk", queries=300, window=600, measured_messages=1200, k_min=5, k_max=5)
+    wl = families.get("topk").build_workload(objects, df, extent, cfg, 3)
+    prefix_run = simulate(wl.events, wl.warmup, "dskype_prefix", 8, epoch_events=150)
+    keyword_run = simulate(wl.events, wl.warmup, "dskype_keyword", 8, epoch_events=150)
+    assert prefix_run.exact and keyword_run.exact
+    assert prefix_run.feedback_rows > 0 and keyword_run.feedback_rows == 0  # only prefix asks for thresholds
+    dropped = [e["replicas_dropped"] for e in prefix_run.epochs]
+    assert dropped[0] > 0 and sum(dropped[1:]) == 0  # the one shrink after registration, then never
+    assert sum(e["resent"] for e in prefix_run.epochs) > 0  # thresholds fell: routes grew
