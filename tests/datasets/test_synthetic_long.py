@@ -1,0 +1,37 @@
+"""The long-message synthetic variant (DSkype's YELP stand-in, Table 3: 37 keywords per message)
+against the short default (TWEETS: 9), both composed by Hydra and prepared as the runner does."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+
+from datasets import prepare_dataset
+from harness.core.events import list_to_csr
+from harness.report.results import PROJECT_ROOT
+from harness.run.config import register_configs
+
+register_configs()
+pytestmark = pytest.mark.spark
+
+
+def _prepared(spark, cache_root, dataset: str):
+    with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT_ROOT / "conf")):
+        cfg = compose(config_name="config", overrides=[f"dataset={dataset}", "dataset.size=3000"])
+    return prepare_dataset(cfg.dataset, spark, cache_root)
+
+
+def _terms_per_object(ds) -> np.ndarray:
+    offsets, _ = list_to_csr(ds.objects.column("terms"))
+    return np.diff(offsets)
+
+
+def test_long_messages_have_about_37_terms_and_their_own_cache(spark, tmp_path):
+    long, short = _prepared(spark, tmp_path, "synthetic_long"), _prepared(spark, tmp_path, "synthetic")
+    n_long, n_short = _terms_per_object(long), _terms_per_object(short)
+    assert long.objects.num_rows == short.objects.num_rows == 3000
+    assert 30 <= n_long.mean() <= 44 and n_long.min() >= 30 and n_long.max() <= 44
+    assert 5 <= n_short.mean() <= 10
+    # the same generator name, so only the cache key (min_terms, max_terms) keeps them apart
+    assert long.name == short.name == "synthetic" and long.cache_path != short.cache_path
