@@ -153,12 +153,12 @@ def warmup_thresholds(sample: Events, context) -> np.ndarray:
         return np.zeros(len(ins))
     index = TopkIndex(context)
     index.process(sample)
-    qid, score = index.tops.column("qid").to_numpy(), index.tops.column("score").to_numpy()
-    ids, first, count = np.unique(qid, return_index=True, return_counts=True)  # rows: by query, best first
-    at = np.minimum(np.searchsorted(ids, sample.id[ins]), max(len(ids) - 1, 0))
-    found = (ids[at] == sample.id[ins]) if len(ids) else np.zeros(len(ins), np.bool_)
-    full = found & (count[at] >= sample.k[ins]) if len(ids) else found
-    return np.where(full, score[first[at] + count[at] - 1] if len(ids) else 0.0, 0.0)
+    kth = index.kth_scores()
+    order = np.argsort(index.subs.id)
+    if len(order) == 0:
+        return np.zeros(len(ins))
+    at = order[np.minimum(np.searchsorted(index.subs.id[order], sample.id[ins]), len(order) - 1)]
+    return np.where(index.subs.id[at] == sample.id[ins], kth[at], 0.0)  # 0: deleted in the warm-up
 
 
 class DSkypePrefixStrategy(Strategy):

@@ -35,7 +35,21 @@ class TopkFamily(Family):
 
     @dataclass
     class Params:
-        pass
+        # how a worker refills a subscription's top-k (Skype Sec. 6, harness/families/topk/skyband.py):
+        # cskyband = the k-skyband buffer with the cost-based threshold (Eq. 9-13, Skype's choice);
+        # skyband = the buffer with theta = skyband_ratio x kScore (Skype's Skyband baseline, 0.95);
+        # recompute = the top-k alone, recomputed from the window whenever a member expires
+        reevaluation: str = "cskyband"
+        skyband_ratio: float = 0.95
+
+    @classmethod
+    def check_params(cls, params) -> None:
+        if params.reevaluation not in ("cskyband", "skyband", "recompute"):
+            raise ValueError(f"index.topk.reevaluation={params.reevaluation!r} is invalid; allowed: cskyband, "
+                             "skyband, recompute")
+        r = params.skyband_ratio
+        if not isinstance(r, (int, float)) or isinstance(r, bool) or not 0.0 < float(r) <= 1.0:
+            raise ValueError(f"index.topk.skyband_ratio={r!r} is invalid; allowed: a number in (0, 1]")
 
     oracle = staticmethod(topk_oracle)
 

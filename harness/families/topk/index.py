@@ -33,9 +33,12 @@ from numba import njit
 from harness.core.events import DELETE, INSERT, OBJECT, TOPK, Events
 from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
 from harness.families.topk.scoring import normalised_weights, pair_score
+from harness.families.topk.skyband import CSKYBAND, RATIO, better, candidates, choose_theta, grown, rank_order, skyband
 
-# a subscription's local top-k between epochs: one row per member
-RESULT_SCHEMA = pa.schema([("qid", pa.int64()), ("mseq", pa.int64()), ("score", pa.float64())])
+# a subscription's buffer between epochs: a header row (mseq = HEADER, score = its theta), then its
+# members in rank order with their dominance counters
+RESULT_SCHEMA = pa.schema([("qid", pa.int64()), ("mseq", pa.int64()), ("score", pa.float64()), ("dom", pa.int32())])
+HEADER = -1
 # what a worker sends its merger: one row per change of a local top-k
 CHANGE_FIELDS = ("qid", "trigger", "mseq", "oid", "score", "delta")
 
@@ -57,84 +60,61 @@ def postings(offsets: np.ndarray, values: np.ndarray, n_terms: int) -> tuple[np.
     return post_off, owner[order]
 
 
-@njit(cache=True, inline="always")
-def _better(score_a, seq_a, score_b, seq_b):
-    return score_a > score_b or (score_a == score_b and seq_a > seq_b)
+@njit(cache=True)
+def _rebuild(s, t, inclusive, k, mode, ratio, window, b_off, b_cap, b_len, theta, a_msg, a_score, a_dom, a_used,
+             c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post,
+             s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist):
+    """Re-evaluate s against the window at t: theta_s and its buffer (skyband.py). Returns the
+    arena, the candidate scratch and the pairs scored."""
+    c_msg, c_score, n = candidates(s, t, inclusive, 0, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off,
+                                   m_val, m_w, m_post_off, m_post, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
+    order = rank_order(c_msg, c_score, n, m_seq)
+    th = choose_theta(c_score[:n][order], k, window, mode, ratio)
+    theta[s] = th
+    if n > b_cap[s]:  # a new region at the arena's end
+        need = a_used + n
+        if need > len(a_msg):
+            a_msg, a_score, a_dom = grown(a_msg, need), grown(a_score, need), grown(a_dom, need)
+        b_off[s], b_cap[s] = a_used, n
+        a_used = need
+    o = b_off[s]
+    b_len[s] = skyband(c_msg, c_score, order, th, k, m_seq, a_msg[o:o + b_cap[s]], a_score[o:o + b_cap[s]],
+                       a_dom[o:o + b_cap[s]])
+    return a_msg, a_score, a_dom, a_used, c_msg, c_score, n
 
 
 @njit(cache=True)
-def _grow(a, need):
-    b = np.empty(max(2 * len(a), need, 16), a.dtype)
-    b[: len(a)] = a
-    return b
-
-
-@njit(cache=True)
-def _local_topk(s, t, inclusive, min_exp, buf_msg, buf_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val,
-                m_w, m_post_off, m_post, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, max_dist):
-    """The k best window messages at time t sharing a keyword with subscription s (arrived before t,
-    or at t too when `inclusive`; not expired at t, nor before `min_exp`) into buf_*, best first;
-    returns (count, scored)."""
-    k = s_k[s]
-    cnt = 0
-    scored = 0
-    if k < 1:
-        return 0, 0
-    for j in range(s_off[s], s_off[s + 1]):
-        term = s_val[j]
-        for p in range(m_post_off[term], m_post_off[term + 1]):
-            m = m_post[p]
-            if m_seen[m] == stamp:
-                continue
-            m_seen[m] = stamp
-            if m_seq[m] > t or (m_seq[m] == t and not inclusive) or m_exp[m] <= t or m_exp[m] < min_exp:
-                continue
-            sc = pair_score(s_x[s], s_y[s], s_alpha[s], s_val, s_w, s_off[s], s_off[s + 1],
-                            m_x[m], m_y[m], m_val, m_w, m_off[m], m_off[m + 1], max_dist)
-            scored += 1
-            if cnt == k and not _better(sc, m_seq[m], buf_score[k - 1], m_seq[buf_msg[k - 1]]):
-                continue
-            pos = cnt if cnt < k else k - 1
-            while pos > 0 and _better(sc, m_seq[m], buf_score[pos - 1], m_seq[buf_msg[pos - 1]]):
-                buf_msg[pos] = buf_msg[pos - 1]
-                buf_score[pos] = buf_score[pos - 1]
-                pos -= 1
-            buf_msg[pos] = m
-            buf_score[pos] = sc
-            if cnt < k:
-                cnt += 1
-    return cnt, scored
-
-
-@njit(cache=True)
-def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg,
+def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post,
                s_ins, s_del, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, s_post_off, s_post,
-               t_off, t_msg, t_score, t_cnt, max_dist, work):
-    """The epoch's events and expiries in seq order (module docstring). ev_ref: the message index of
-    an object, the subscription slot of an insert or delete. Returns the change rows (slot,
-    trigger, message, score, delta), their count, the re-evaluations and the pairs scored."""
+               b_off, b_cap, b_len, theta, a_msg, a_score, a_dom, a_used, mode, ratio, max_dist, work):
+    """The epoch's events and expiries in seq order through the subscriptions' buffers (module
+    docstring). ev_ref: the message index of an object, the subscription slot of an insert or
+    delete. Returns the change rows (slot, trigger, message, score, delta) and their count, the
+    arena, the re-evaluations and the pairs scored."""
     n_ev, n_exp = len(ev_seq), len(exp_seq)
     n_sub, n_msg = len(s_k), len(m_seq)
-    cap = 1024
-    o_slot = np.empty(cap, np.int64)
-    o_trig = np.empty(cap, np.int64)
-    o_msg = np.empty(cap, np.int64)
-    o_score = np.empty(cap, np.float64)
-    o_delta = np.empty(cap, np.int8)
+    o_slot = np.empty(1024, np.int64)
+    o_trig = np.empty(1024, np.int64)
+    o_msg = np.empty(1024, np.int64)
+    o_score = np.empty(1024, np.float64)
+    o_delta = np.empty(1024, np.int8)
     n_out = 0
     s_seen = np.full(n_sub, -1, np.int64)
-    s_dirty = np.full(n_sub, -1, np.int64)
+    s_touch = np.full(n_sub, -1, np.int64)  # the last time a subscription's top-k was snapshotted
+    s_redo = np.full(n_sub, -1, np.int64)  # the last time it was marked for re-evaluation
     m_seen = np.full(n_msg, -1, np.int64)
-    dirty = np.empty(max(n_sub, 1), np.int64)
-    kmax = 1
-    for s in range(n_sub):
-        kmax = max(kmax, s_k[s])
-    buf_msg = np.empty(kmax, np.int64)
-    buf_score = np.empty(kmax, np.float64)
+    touched = np.empty(16, np.int64)
+    snap_off = np.zeros(17, np.int64)
+    snap_msg = np.empty(64, np.int64)
+    snap_score = np.empty(64, np.float64)
+    redo = np.empty(16, np.int64)
+    c_msg = np.empty(64, np.int64)
+    c_score = np.empty(64, np.float64)
     stamp = 0
     reevals = 0
     scored_total = 0
+    live = window0  # messages in the worker's window
     i, j = 0, 0
     while i < n_ev or j < n_exp:
         t = ev_seq[i] if i < n_ev else NEVER
@@ -142,33 +122,60 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg,
             t = exp_seq[j]
         at = i if i < n_ev else n_ev - 1  # the event the work is charged to
         scored = 0
-        n_dirty = 0
-        # (a) expiries at t: the subscriptions holding an expiring message must be re-evaluated
+        n_touch = 0
+        n_redo = 0
+        # (a) expiries at t leave the buffers; a top-k member's leaving changes the top-k
         while j < n_exp and exp_seq[j] == t:
             e = exp_msg[j]
             j += 1
+            live -= 1
             stamp += 1
             for q in range(m_off[e], m_off[e + 1]):
                 term = m_val[q]
                 for p in range(s_post_off[term], s_post_off[term + 1]):
                     s = s_post[p]
-                    if s_seen[s] == stamp or s_dirty[s] == t:
+                    if s_seen[s] == stamp:
                         continue
                     s_seen[s] = stamp
                     if not (s_ins[s] < t < s_del[s]):
                         continue
-                    for r in range(t_off[s], t_off[s] + t_cnt[s]):
-                        if t_msg[r] == e:
-                            s_dirty[s] = t
-                            dirty[n_dirty] = s
-                            n_dirty += 1
+                    o = b_off[s]
+                    for r in range(b_len[s]):
+                        if a_msg[o + r] == e:
+                            if s_touch[s] != t:  # the top-k before t, for the diff
+                                s_touch[s] = t
+                                kk = min(s_k[s], b_len[s])
+                                if n_touch + 1 >= len(touched):
+                                    touched = grown(touched, n_touch + 2)
+                                    snap_off = grown(snap_off, n_touch + 3)
+                                if snap_off[n_touch] + kk > len(snap_msg):
+                                    snap_msg = grown(snap_msg, snap_off[n_touch] + kk)
+                                    snap_score = grown(snap_score, snap_off[n_touch] + kk)
+                                for u in range(kk):
+                                    snap_msg[snap_off[n_touch] + u] = a_msg[o + u]
+                                    snap_score[snap_off[n_touch] + u] = a_score[o + u]
+                                touched[n_touch] = s
+                                snap_off[n_touch + 1] = snap_off[n_touch] + kk
+                                n_touch += 1
+                            for u in range(r, b_len[s] - 1):
+                                a_msg[o + u] = a_msg[o + u + 1]
+                                a_score[o + u] = a_score[o + u + 1]
+                                a_dom[o + u] = a_dom[o + u + 1]
+                            b_len[s] -= 1
+                            if b_len[s] < s_k[s] and theta[s] > 0.0 and s_redo[s] != t:
+                                s_redo[s] = t
+                                if n_redo == len(redo):
+                                    redo = grown(redo, n_redo + 1)
+                                redo[n_redo] = s
+                                n_redo += 1
                             break
         # (b) the event at t
         if i < n_ev and ev_seq[i] == t:
             kind = ev_kind[i]
             ref = ev_ref[i]
-            if kind == 0:  # an object: offered to the subscriptions indexed under its terms
+            if kind == 0:  # an object: into the buffers of the subscriptions indexed under its terms
                 m = ref
+                live += 1
                 stamp += 1
                 for q in range(m_off[m], m_off[m + 1]):
                     term = m_val[q]
@@ -177,143 +184,180 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg,
                         if s_seen[s] == stamp:
                             continue
                         s_seen[s] = stamp
-                        if s_dirty[s] == t or not (s_ins[s] < t < s_del[s]):
+                        if s_redo[s] == t or not (s_ins[s] < t < s_del[s]):
                             continue
                         sc = pair_score(s_x[s], s_y[s], s_alpha[s], s_val, s_w, s_off[s], s_off[s + 1],
                                         m_x[m], m_y[m], m_val, m_w, m_off[m], m_off[m + 1], max_dist)
                         scored += 1
                         k = s_k[s]
-                        base = t_off[s]
-                        c = t_cnt[s]
-                        if k < 1 or c == k and not _better(sc, m_seq[m], t_score[base + k - 1], m_seq[t_msg[base + k - 1]]):
+                        if k < 1 or sc < theta[s]:
                             continue
-                        if n_out + 2 > len(o_slot):
-                            o_slot, o_trig, o_msg = _grow(o_slot, n_out + 2), _grow(o_trig, n_out + 2), \
-                                _grow(o_msg, n_out + 2)
-                            o_score, o_delta = _grow(o_score, n_out + 2), _grow(o_delta, n_out + 2)
-                        if c == k:  # the k-th member leaves
-                            o_slot[n_out], o_trig[n_out], o_msg[n_out] = s, t, t_msg[base + k - 1]
-                            o_score[n_out], o_delta[n_out] = t_score[base + k - 1], -1
-                            n_out += 1
-                        pos = c if c < k else k - 1
-                        while pos > 0 and _better(sc, m_seq[m], t_score[base + pos - 1], m_seq[t_msg[base + pos - 1]]):
-                            t_msg[base + pos] = t_msg[base + pos - 1]
-                            t_score[base + pos] = t_score[base + pos - 1]
+                        o = b_off[s]
+                        pos = b_len[s]
+                        while pos > 0 and better(sc, m_seq[m], a_score[o + pos - 1], m_seq[a_msg[o + pos - 1]]):
                             pos -= 1
-                        t_msg[base + pos] = m
-                        t_score[base + pos] = sc
-                        if c < k:
-                            t_cnt[s] = c + 1
-                        o_slot[n_out], o_trig[n_out], o_msg[n_out], o_score[n_out], o_delta[n_out] = s, t, m, sc, 1
-                        n_out += 1
+                        if pos >= k and s_touch[s] != t:  # below the top-k: no snapshot needed
+                            pass
+                        elif s_touch[s] != t:
+                            s_touch[s] = t
+                            kk = min(k, b_len[s])
+                            if n_touch + 1 >= len(touched):
+                                touched = grown(touched, n_touch + 2)
+                                snap_off = grown(snap_off, n_touch + 3)
+                            if snap_off[n_touch] + kk > len(snap_msg):
+                                snap_msg = grown(snap_msg, snap_off[n_touch] + kk)
+                                snap_score = grown(snap_score, snap_off[n_touch] + kk)
+                            for u in range(kk):
+                                snap_msg[snap_off[n_touch] + u] = a_msg[o + u]
+                                snap_score[snap_off[n_touch] + u] = a_score[o + u]
+                            touched[n_touch] = s
+                            snap_off[n_touch + 1] = snap_off[n_touch] + kk
+                            n_touch += 1
+                        # the members ranked after it gain a dominator; those reaching k leave
+                        w = pos
+                        for u in range(pos, b_len[s]):
+                            d = a_dom[o + u] + 1
+                            if d < k:
+                                a_msg[o + w], a_score[o + w], a_dom[o + w] = a_msg[o + u], a_score[o + u], d
+                                w += 1
+                        n_new = w + 1
+                        if n_new > b_cap[s]:  # to a larger region at the arena's end
+                            cap = max(2 * b_cap[s], n_new, 2 * k)
+                            if a_used + cap > len(a_msg):
+                                a_msg = grown(a_msg, a_used + cap)
+                                a_score = grown(a_score, a_used + cap)
+                                a_dom = grown(a_dom, a_used + cap)
+                            for u in range(w):
+                                a_msg[a_used + u], a_score[a_used + u] = a_msg[o + u], a_score[o + u]
+                                a_dom[a_used + u] = a_dom[o + u]
+                            b_off[s], b_cap[s] = a_used, cap
+                            a_used += cap
+                            o = b_off[s]
+                        for u in range(w, pos, -1):
+                            a_msg[o + u], a_score[o + u], a_dom[o + u] = a_msg[o + u - 1], a_score[o + u - 1], \
+                                a_dom[o + u - 1]
+                        a_msg[o + pos], a_score[o + pos], a_dom[o + pos] = m, sc, 0
+                        b_len[s] = n_new
             elif kind == 1 or kind == 3:  # an insertion (3: a replica the route gained): from the window
                 s = ref
                 stamp += 1
-                cnt, sc_n = _local_topk(s, t, kind == 3, 0, buf_msg, buf_score, m_seen, stamp, m_seq, m_exp, m_x, m_y,
-                                        m_off, m_val, m_w, m_post_off, m_post, s_x, s_y, s_k, s_alpha, s_off, s_val,
-                                        s_w, max_dist)
-                scored += sc_n
-                if n_out + cnt > len(o_slot):
-                    o_slot, o_trig, o_msg = _grow(o_slot, n_out + cnt), _grow(o_trig, n_out + cnt), \
-                        _grow(o_msg, n_out + cnt)
-                    o_score, o_delta = _grow(o_score, n_out + cnt), _grow(o_delta, n_out + cnt)
-                for r in range(cnt):
-                    t_msg[t_off[s] + r] = buf_msg[r]
-                    t_score[t_off[s] + r] = buf_score[r]
-                    o_slot[n_out], o_trig[n_out], o_msg[n_out], o_score[n_out], o_delta[n_out] = \
-                        s, t, buf_msg[r], buf_score[r], 1
-                    n_out += 1
-                t_cnt[s] = cnt
+                reevals += 1
+                if n_touch + 1 >= len(touched):
+                    touched = grown(touched, n_touch + 2)
+                    snap_off = grown(snap_off, n_touch + 3)
+                s_touch[s] = t
+                touched[n_touch] = s
+                snap_off[n_touch + 1] = snap_off[n_touch]  # nothing before
+                n_touch += 1
+                a_msg, a_score, a_dom, a_used, c_msg, c_score, n_c = _rebuild(
+                    s, t, kind == 3, s_k[s], mode, ratio, live, b_off, b_cap, b_len, theta, a_msg, a_score, a_dom,
+                    a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off,
+                    m_post, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
+                scored += n_c
             else:  # a deletion: its replicas go quietly (the merger drops the query at its delete)
-                t_cnt[ref] = 0
+                b_len[ref] = 0
             i += 1
-        # (c) re-evaluate the subscriptions that lost a member, the arrival at t included
-        for d in range(n_dirty):
-            s = dirty[d]
-            reevals += 1
+        # (c) re-evaluate the buffers that fell below k, the arrival at t included
+        for d in range(n_redo):
+            s = redo[d]
             stamp += 1
-            cnt, sc_n = _local_topk(s, t, True, 0, buf_msg, buf_score, m_seen, stamp, m_seq, m_exp, m_x, m_y,
-                                    m_off, m_val, m_w, m_post_off, m_post, s_x, s_y, s_k, s_alpha, s_off, s_val,
-                                    s_w, max_dist)
-            scored += sc_n
-            base = t_off[s]
-            old = t_cnt[s]
-            need = n_out + old + cnt
+            reevals += 1
+            a_msg, a_score, a_dom, a_used, c_msg, c_score, n_c = _rebuild(
+                s, t, True, s_k[s], mode, ratio, live, b_off, b_cap, b_len, theta, a_msg, a_score, a_dom, a_used,
+                c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post,
+                s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
+            scored += n_c
+        # (d) each touched subscription's top-k against its snapshot: who left, who entered
+        for u in range(n_touch):
+            s = touched[u]
+            o = b_off[s]
+            kk = min(s_k[s], b_len[s])
+            lo_, hi_ = snap_off[u], snap_off[u + 1]
+            need = n_out + (hi_ - lo_) + kk
             if need > len(o_slot):
-                o_slot, o_trig, o_msg = _grow(o_slot, need), _grow(o_trig, need), _grow(o_msg, need)
-                o_score, o_delta = _grow(o_score, need), _grow(o_delta, need)
-            for r in range(old):  # members that left
-                keep = False
-                for u in range(cnt):
-                    if buf_msg[u] == t_msg[base + r]:
-                        keep = True
+                o_slot, o_trig, o_msg = grown(o_slot, need), grown(o_trig, need), grown(o_msg, need)
+                o_score, o_delta = grown(o_score, need), grown(o_delta, need)
+            for r in range(lo_, hi_):
+                stays = False
+                for v in range(kk):
+                    if a_msg[o + v] == snap_msg[r]:
+                        stays = True
                         break
-                if not keep:
-                    o_slot[n_out], o_trig[n_out], o_msg[n_out] = s, t, t_msg[base + r]
-                    o_score[n_out], o_delta[n_out] = t_score[base + r], -1
+                if not stays:
+                    o_slot[n_out], o_trig[n_out], o_msg[n_out] = s, t, snap_msg[r]
+                    o_score[n_out], o_delta[n_out] = snap_score[r], -1
                     n_out += 1
-            for u in range(cnt):  # members that entered
-                new = True
-                for r in range(old):
-                    if buf_msg[u] == t_msg[base + r]:
-                        new = False
+            for v in range(kk):
+                fresh = True
+                for r in range(lo_, hi_):
+                    if a_msg[o + v] == snap_msg[r]:
+                        fresh = False
                         break
-                if new:
-                    o_slot[n_out], o_trig[n_out], o_msg[n_out], o_score[n_out], o_delta[n_out] = \
-                        s, t, buf_msg[u], buf_score[u], 1
+                if fresh:
+                    o_slot[n_out], o_trig[n_out], o_msg[n_out] = s, t, a_msg[o + v]
+                    o_score[n_out], o_delta[n_out] = a_score[o + v], 1
                     n_out += 1
-            for u in range(cnt):
-                t_msg[base + u] = buf_msg[u]
-                t_score[base + u] = buf_score[u]
-            t_cnt[s] = cnt
         if at >= 0:
             work[at] += 1 + scored
         scored_total += scored
-    return o_slot, o_trig, o_msg, o_score, o_delta, n_out, reevals, scored_total
+    return (o_slot, o_trig, o_msg, o_score, o_delta, n_out, a_msg, a_score, a_dom, a_used, reevals, scored_total)
 
 
 @njit(cache=True)
-def thresholds(slots, t, horizon, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post, s_x, s_y, s_k,
-               s_alpha, s_off, s_val, s_w, max_dist):
+def thresholds(slots, t, horizon, b_off, b_len, a_msg, a_score, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w,
+               m_post_off, m_post, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, max_dist):
     """Per subscription slot: the k-th best score among the window messages at t (the epoch's last
-    seq) sharing a keyword with it that stay until `horizon` (0 when fewer than k), and the pairs scored."""
-    kmax = 1
-    for s in slots:
-        kmax = max(kmax, s_k[s])
-    buf_msg = np.empty(kmax, np.int64)
-    buf_score = np.empty(kmax, np.float64)
+    seq) sharing a keyword with it that stay until `horizon` (0 when fewer than k), and the pairs
+    scored. The buffer holds the k best of them whenever it holds k of them (the survivors are the
+    newest messages, so a survivor's dominators survive too); otherwise the window is scanned."""
     m_seen = np.full(len(m_seq), -1, np.int64)
+    c_msg = np.empty(64, np.int64)
+    c_score = np.empty(64, np.float64)
     out = np.zeros(len(slots))
     scored = 0
     for i in range(len(slots)):
         s = slots[i]
-        cnt, sc_n = _local_topk(s, t, True, horizon, buf_msg, buf_score, m_seen, i, m_seq, m_exp, m_x, m_y, m_off,
-                                m_val, m_w, m_post_off, m_post, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, max_dist)
-        scored += sc_n
-        if cnt == s_k[s] and cnt > 0:
-            out[i] = buf_score[cnt - 1]
+        k = s_k[s]
+        if k < 1:
+            continue
+        found = 0
+        for r in range(b_len[s]):
+            if m_exp[a_msg[b_off[s] + r]] >= horizon:
+                found += 1
+                if found == k:
+                    out[i] = a_score[b_off[s] + r]
+                    break
+        if found == k:
+            continue
+        c_msg, c_score, n = candidates(s, t, True, horizon, c_msg, c_score, m_seen, i, m_seq, m_exp, m_x, m_y, m_off,
+                                       m_val, m_w, m_post_off, m_post, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
+        scored += n
+        if n >= k:
+            out[i] = np.sort(c_score[:n])[n - k]
     return out, scored
 
 
 class TopkIndex(WorkerIndex):
-    """Subscriptions, the local window and each subscription's local top-k (module docstring)."""
+    """Subscriptions, the local window and each subscription's buffer (module docstring)."""
 
     family = "topk"
 
-    def __init__(self, context: IndexContext, **params):
+    def __init__(self, context: IndexContext, reevaluation: str = "cskyband", skyband_ratio: float = 0.95, **params):
         super().__init__(context)
         if context.term_weight is None:
             raise ValueError("the top-k index scores with the stream's term weights; build it through "
                              "family_setup(..., events=stream) so the family can derive them")
         self.idf = np.asarray(context.term_weight, np.float64)
         self.max_dist = float(context.max_dist) or 1.0
+        self.mode = {"cskyband": CSKYBAND, "skyband": RATIO, "recompute": RATIO}[reevaluation]
+        self.ratio = 1.0 if reevaluation == "recompute" else float(skyband_ratio)
         self.span: tuple[int, int] | None = None
         self.horizon: int | None = None
         self.fed = False  # the merger's thresholds arrived: the router may have narrowed routes
         self.leaving = RESULT_SCHEMA.empty_table()  # local top-k members of replicas dropped before the epoch
         self.subs = Events.empty()
         self.window = Events.empty()
-        self.tops = RESULT_SCHEMA.empty_table()
+        self.buffers = RESULT_SCHEMA.empty_table()
 
     def begin_epoch(self, lo: int, hi: int, horizon: int | None = None) -> None:
         self.span = (int(lo), int(hi))
@@ -329,19 +373,19 @@ class TopkIndex(WorkerIndex):
         return (self.subs, self.subs) if self.fed and len(self.subs) else None
 
     def apply_narrowing(self, drop: np.ndarray, narrow: np.ndarray) -> None:
-        """Drop the replicas of `drop`; their local top-k members leave the merger's union at the
-        epoch's start (they cannot change the global top-k: the route kept covers it)."""
+        """Drop the replicas of `drop`; their top-k members leave the merger's union at the epoch's
+        start (they cannot change the global top-k: the route kept covers it)."""
         if len(drop) == 0:
             return
-        gone = np.isin(self.tops.column("qid").to_numpy(), drop)
-        self.leaving = self.tops.filter(pa.array(gone))
-        self.tops = self.tops.filter(pa.array(~gone))
+        gone = np.isin(self.buffers.column("qid").to_numpy(), drop)
+        self.leaving = top_rows(self.buffers.filter(pa.array(gone)), self.subs)
+        self.buffers = self.buffers.filter(pa.array(~gone))
         self.subs = self.subs.take(np.flatnonzero(~np.isin(self.subs.id, drop)))
 
     def restore(self, state: StateBundle) -> float:
         t0 = time.process_time()
         self.subs, self.window = state.queries, state.objects
-        self.tops = state.results if state.results is not None else RESULT_SCHEMA.empty_table()
+        self.buffers = state.results if state.results is not None else RESULT_SCHEMA.empty_table()
         return time.process_time() - t0
 
     def process(self, events: Events) -> WorkerOutput:
@@ -351,25 +395,20 @@ class TopkIndex(WorkerIndex):
         is_obj = events.kind == OBJECT
         ins = np.flatnonzero((events.kind == INSERT) & (events.family == TOPK))
         # a subscription re-sent from before the epoch is a replica the route gained (none if held)
-        resent = events.seq[ins] < lo
-        ignored = ins[resent & np.isin(events.id[ins], self.subs.id)]
-        ins = ins[~(resent & np.isin(events.id[ins], self.subs.id))]
+        held = (events.seq[ins] < lo) & np.isin(events.id[ins], self.subs.id)
+        ignored, ins = ins[held], ins[~held]
         msgs = Events.concat([self.window, events.take(np.flatnonzero(is_obj))])
         subs = Events.concat([self.subs, events.take(ins)])
         n_old = len(self.subs)
         s_del, orphans = deletion_seqs(subs.id, events.take(np.flatnonzero(events.kind == DELETE)))
-        s_ins = np.concatenate([np.full(n_old, -1, np.int64), events.seq[ins]])
+        s_ins = np.concatenate([np.full(n_old, -1, np.int64), np.maximum(events.seq[ins], lo - 1)])
         n_terms = max(len(self.idf), int(msgs.values.max(initial=-1)) + 1, int(subs.values.max(initial=-1)) + 1)
         idf = self.idf if len(self.idf) == n_terms else np.concatenate(
             [self.idf, np.ones(n_terms - len(self.idf))])
         m_seq, m_exp = msgs.seq, expiry_seqs(msgs.win)
+        m_w, s_w = normalised_weights(msgs.offsets, msgs.values, idf), normalised_weights(subs.offsets, subs.values, idf)
         s_k = np.maximum(subs.k.astype(np.int64), 0)
-        t_off = np.zeros(len(subs) + 1, np.int64)
-        np.cumsum(s_k, out=t_off[1:])
-        t_msg = np.full(int(t_off[-1]), -1, np.int64)
-        t_score = np.zeros(int(t_off[-1]), np.float64)
-        t_cnt = np.zeros(len(subs), np.int64)
-        self._load_tops(subs, m_seq, t_off, t_msg, t_score, t_cnt)
+        b_off, b_cap, b_len, theta, a_msg, a_score, a_dom = self._arena(subs, s_k, m_seq)
 
         # the epoch's events: objects by message index, insertions and deletions by slot
         ref = np.full(len(events), -1, np.int64)
@@ -385,7 +424,6 @@ class TopkIndex(WorkerIndex):
         ev_seq = events.seq.copy()
         early = np.flatnonzero((events.kind == INSERT) & (events.seq < lo))
         ev_kind[early], ev_seq[early] = 3, lo - 1  # a new replica starts from the window as the epoch starts
-        s_ins[n_old:][events.seq[ins] < lo] = lo - 1
         ref[ignored] = -1
         keep_ev = ref >= 0
         exp_rows = np.flatnonzero(m_exp < hi)
@@ -393,13 +431,13 @@ class TopkIndex(WorkerIndex):
         m_post_off, m_post = postings(msgs.offsets, msgs.values, n_terms)
         s_post_off, s_post = postings(subs.offsets, subs.values, n_terms)
         work_kept = np.zeros(int(keep_ev.sum()), np.int64)
-        o_slot, o_trig, o_msg, o_score, o_delta, n_out, reevals, scored = run_events(
-            ev_seq[keep_ev], ev_kind[keep_ev], ref[keep_ev], m_exp[exp_rows], exp_rows,
-            m_seq, m_exp, msgs.x, msgs.y, msgs.offsets, msgs.values, normalised_weights(msgs.offsets, msgs.values, idf),
-            m_post_off, m_post,
-            s_ins, s_del, subs.x, subs.y, s_k, subs.alpha.astype(np.float64), subs.offsets, subs.values,
-            normalised_weights(subs.offsets, subs.values, idf), s_post_off, s_post,
-            t_off, t_msg, t_score, t_cnt, self.max_dist, work_kept)
+        s_alpha = subs.alpha.astype(np.float64)
+        (o_slot, o_trig, o_msg, o_score, o_delta, n_out, a_msg, a_score, a_dom, _, reevals, scored) = run_events(
+            ev_seq[keep_ev], ev_kind[keep_ev], ref[keep_ev], m_exp[exp_rows], exp_rows, len(self.window),
+            m_seq, m_exp, msgs.x, msgs.y, msgs.offsets, msgs.values, m_w, m_post_off, m_post,
+            s_ins, s_del, subs.x, subs.y, s_k, s_alpha, subs.offsets, subs.values, s_w, s_post_off, s_post,
+            b_off, b_cap, b_len, theta, a_msg, a_score, a_dom, len(a_msg), self.mode, self.ratio, self.max_dist,
+            work_kept)
         o_slot, o_msg = o_slot[:n_out], o_msg[:n_out]
         parts = [self._leaving_rows(lo), {"qid": subs.id[o_slot], "trigger": o_trig[:n_out], "mseq": m_seq[o_msg],
                                           "oid": msgs.id[o_msg], "score": o_score[:n_out], "delta": o_delta[:n_out]}]
@@ -409,54 +447,103 @@ class TopkIndex(WorkerIndex):
         live = s_del == NEVER
         if self.horizon is not None:  # thresholds for the router: valid until the next epoch's end
             slots = np.flatnonzero(live)
-            theta, sc_n = thresholds(slots, hi - 1, self.horizon, m_seq, m_exp, msgs.x, msgs.y, msgs.offsets,
-                                     msgs.values, normalised_weights(msgs.offsets, msgs.values, idf), m_post_off,
-                                     m_post, subs.x, subs.y, s_k, subs.alpha.astype(np.float64), subs.offsets,
-                                     subs.values, normalised_weights(subs.offsets, subs.values, idf), self.max_dist)
+            th, sc_n = thresholds(slots, hi - 1, self.horizon, b_off, b_len, a_msg, a_score, m_seq, m_exp, msgs.x,
+                                  msgs.y, msgs.offsets, msgs.values, m_w, m_post_off, m_post, subs.x, subs.y, s_k,
+                                  s_alpha, subs.offsets, subs.values, s_w, self.max_dist)
             scored += sc_n
             n = len(slots)
             parts.append({"qid": subs.id[slots], "trigger": np.full(n, hi - 1, np.int64), "mseq": np.full(n, -1),
-                          "oid": np.full(n, -1), "score": theta, "delta": np.zeros(n, np.int8)})
+                          "oid": np.full(n, -1), "score": th, "delta": np.zeros(n, np.int8)})
         changes = {c: np.concatenate([np.asarray(p[c]) for p in parts]) for c in CHANGE_FIELDS}
         self.subs = subs.take(np.flatnonzero(live))
         self.window = msgs.take(np.flatnonzero(m_exp >= hi))
-        members = np.repeat(np.arange(len(subs)), t_cnt)
-        rank = np.arange(len(members)) - np.repeat(np.cumsum(t_cnt) - t_cnt, t_cnt)
-        where = t_off[members] + rank
-        keep = live[members]
-        self.tops = pa.table({"qid": subs.id[members[keep]], "mseq": m_seq[t_msg[where[keep]]],
-                              "score": t_score[where[keep]]}, schema=RESULT_SCHEMA)
+        self.buffers = self._kept(subs, live, b_off, b_len, theta, a_msg, a_score, a_dom, m_seq)
         counters = {"objects": int(is_obj.sum()), "inserts": int((events.seq[ins] >= lo).sum()), "deletes": len(dels),
                     "orphan_deletes": orphans, "candidates": int(scored), "results": int((o_delta[:n_out] > 0).sum()),
-                    "reevaluations": int(reevals), "window": len(self.window)}
+                    "reevaluations": int(reevals), "window": len(self.window),
+                    "buffered": int(b_len[live].sum())}
         return WorkerOutput(changes, work, counters, time.process_time() - t0)
 
+    def _arena(self, subs: Events, s_k: np.ndarray, m_seq: np.ndarray):
+        """The restored buffers in one arena: each subscription a region of twice its size (at
+        least 2k), members in rank order; theta from its header row. New subscriptions get their
+        region at their first re-evaluation."""
+        n = len(subs)
+        b_len = np.zeros(n, np.int64)
+        theta = np.zeros(n)
+        t = self.buffers
+        qid, mseq = t.column("qid").to_numpy(), t.column("mseq").to_numpy()
+        order = np.argsort(subs.id, kind="stable")
+        slot = order[np.minimum(np.searchsorted(subs.id[order], qid), max(n - 1, 0))] if n else qid
+        head = mseq == HEADER
+        theta[slot[head]] = t.column("score").to_numpy()[head]
+        mem = ~head
+        np.add.at(b_len, slot[mem], 1)
+        b_cap = np.where(b_len > 0, np.maximum(2 * b_len, 2 * s_k), 0)
+        b_off = (np.cumsum(b_cap) - b_cap).astype(np.int64)
+        size = int(b_cap.sum())
+        a_msg, a_score, a_dom = np.zeros(size, np.int64), np.zeros(size), np.zeros(size, np.int64)
+        if mem.any():  # rows are by query, in rank order
+            q = slot[mem]
+            first = np.r_[0, np.flatnonzero(q[1:] != q[:-1]) + 1]
+            rank = np.arange(len(q)) - np.repeat(first, np.diff(np.r_[first, len(q)]))
+            where = b_off[q] + rank
+            a_msg[where] = np.searchsorted(m_seq, mseq[mem])
+            a_score[where] = t.column("score").to_numpy()[mem]
+            a_dom[where] = t.column("dom").to_numpy()[mem]
+        return b_off, b_cap, b_len, theta, a_msg, a_score, a_dom
+
+    @staticmethod
+    def _kept(subs, live, b_off, b_len, theta, a_msg, a_score, a_dom, m_seq) -> pa.Table:
+        """Each live subscription's header row (theta) and buffer, by query, in rank order."""
+        slots = np.flatnonzero(live)
+        lens = b_len[slots]
+        owner = np.repeat(slots, lens + 1)
+        rank = np.arange(len(owner)) - np.repeat(np.cumsum(lens + 1) - (lens + 1), lens + 1) - 1  # -1: the header
+        mem = np.flatnonzero(rank >= 0)
+        where = b_off[owner[mem]] + rank[mem]
+        mseq = np.full(len(owner), HEADER, np.int64)
+        score = theta[owner]
+        dom = np.full(len(owner), -1, np.int32)
+        mseq[mem], score[mem], dom[mem] = m_seq[a_msg[where]], a_score[where], a_dom[where]
+        return pa.table({"qid": subs.id[owner], "mseq": mseq, "score": score, "dom": dom}, schema=RESULT_SCHEMA)
+
     def _leaving_rows(self, lo: int) -> dict:
-        """The dropped replicas' members as leave rows just before the epoch (apply_narrowing)."""
+        """The dropped replicas' top-k members as leave rows just before the epoch (apply_narrowing)."""
         t, self.leaving = self.leaving, RESULT_SCHEMA.empty_table()
         n = t.num_rows
         return {"qid": t.column("qid").to_numpy(), "trigger": np.full(n, lo - 1, np.int64),
                 "mseq": t.column("mseq").to_numpy(), "oid": np.full(n, -1, np.int64),
                 "score": t.column("score").to_numpy(), "delta": np.full(n, -1, np.int8)}
 
-    def _load_tops(self, subs: Events, m_seq, t_off, t_msg, t_score, t_cnt) -> None:
-        """The restored local top-k lists into the slot arrays (rows arrive best first per query)."""
-        if self.tops.num_rows == 0:
-            return
-        qid = self.tops.column("qid").to_numpy()
-        mseq = self.tops.column("mseq").to_numpy()
-        order = np.argsort(subs.id, kind="stable")
-        slot = order[np.searchsorted(subs.id[order], qid)]
-        msg = np.searchsorted(m_seq, mseq)
-        start = np.r_[0, np.flatnonzero(qid[1:] != qid[:-1]) + 1]
-        rank = np.arange(len(qid)) - np.repeat(start, np.diff(np.r_[start, len(qid)]))
-        t_msg[t_off[slot] + rank] = msg
-        t_score[t_off[slot] + rank] = self.tops.column("score").to_numpy()
-        np.add.at(t_cnt, slot, 1)
+    def kth_scores(self) -> np.ndarray:
+        """Each held subscription's k-th score now (0 with fewer than k), in `self.subs` order."""
+        tops = top_rows(self.buffers, self.subs)
+        qid, score = tops.column("qid").to_numpy(), tops.column("score").to_numpy()
+        ids, first, count = np.unique(qid, return_index=True, return_counts=True)  # by query, best first
+        out = np.zeros(len(self.subs))
+        if len(ids):
+            at = np.minimum(np.searchsorted(ids, self.subs.id), len(ids) - 1)
+            full = (ids[at] == self.subs.id) & (count[at] >= self.subs.k)
+            out[full] = score[first[at] + count[at] - 1][full]
+        return out
 
     def export_state(self) -> StateBundle:
-        return StateBundle(queries=self.subs, objects=self.window, results=self.tops)
+        return StateBundle(queries=self.subs, objects=self.window, results=self.buffers)
 
     def size_bytes(self) -> int:
         return int(sum(a.nbytes for e in (self.subs, self.window) for a in (*e.cols.values(), e.offsets, e.values))
-                   + self.tops.nbytes)
+                   + self.buffers.nbytes)
+
+
+def top_rows(buffers: pa.Table, subs: Events) -> pa.Table:
+    """The top-k members (the first k buffer rows of each query; headers left out)."""
+    qid, mseq = buffers.column("qid").to_numpy(), buffers.column("mseq").to_numpy()
+    mem = np.flatnonzero(mseq != HEADER)
+    if len(mem) == 0:
+        return RESULT_SCHEMA.empty_table()
+    q = qid[mem]
+    first = np.r_[0, np.flatnonzero(q[1:] != q[:-1]) + 1]
+    rank = np.arange(len(q)) - np.repeat(first, np.diff(np.r_[first, len(q)]))
+    k = subs.k[np.argsort(subs.id, kind="stable")][np.searchsorted(np.sort(subs.id), q)]
+    return buffers.take(pa.array(mem[rank < k]))

@@ -1,0 +1,137 @@
+"""Skype's result buffer (Sec. 6): a partial k-skyband per subscription, and its re-evaluation.
+
+A message m' dominates m (Def. 10) when it ranks at least as well (Score >= Score(m)) and is newer.
+A message dominated by k others can never be in the top-k again: those k outlive it (the window is
+FIFO) and outrank it. The buffer of s holds every window message with Score >= theta_s that fewer
+than k messages dominate, in rank order (score desc, seq desc); its first k are the top-k as long
+as it holds at least k (Theorem 6.1: then kScore >= theta_s, so every top-k member is in it).
+- An arrival below theta_s changes nothing (it dominates no member). Otherwise it dominates every
+  member ranked after it: their counters rise, those reaching k leave; it enters with counter 0.
+- An expiry leaves the buffer and dominates nothing alive (it is the oldest). A buffer left with
+  fewer than k members (and theta_s > 0) is re-evaluated against the window (Algorithm 2).
+- Re-evaluation scores every window message sharing a keyword, picks theta_s and keeps the
+  k-skyband of the messages at or above it. `mode` picks theta_s:
+  CSKYBAND (Skype's cSkyband): the j-th best score minimising Eq. 13, C = C_sm + C_re, over
+  j = k..n: prob = j / |W| (the share of the worker's window at or above theta), Eq. 9 C_sm =
+  prob k ln(|W| prob / k), Eq. 12 Z' = 2 (A - k + 1) A / prob + (A - k + 1)(A - k + 2) / prob with
+  A = prob |W| = j, C_re = C_topk / Z' with C_topk the candidates this re-evaluation scored (Skype
+  estimates it by the average of earlier ones; A20 leaves the optimiser open: here every j is
+  tried, which is exact and cheap once the scores are sorted);
+  RATIO: theta_s = ratio x kScore (Skype's Skyband baseline with 0.95; 1.0 keeps only the top-k,
+  which re-evaluates at every expiry of a member).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from harness.families.topk.scoring import pair_score
+
+CSKYBAND, RATIO = 0, 1
+
+
+@njit(cache=True, inline="always")
+def better(score_a, seq_a, score_b, seq_b):
+    return score_a > score_b or (score_a == score_b and seq_a > seq_b)
+
+
+@njit(cache=True)
+def grown(a, need):
+    b = np.empty(max(2 * len(a), need, 16), a.dtype)
+    b[: len(a)] = a
+    return b
+
+
+@njit(cache=True)
+def candidates(s, t, inclusive, min_exp, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w,
+               m_post_off, m_post, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist):
+    """Every window message at time t sharing a keyword with s (arrived before t, or at t too when
+    `inclusive`; not expired at t, nor before `min_exp`) with its score, into c_* (grown as
+    needed); returns (c_msg, c_score, count)."""
+    n = 0
+    for j in range(s_off[s], s_off[s + 1]):
+        term = s_val[j]
+        for p in range(m_post_off[term], m_post_off[term + 1]):
+            m = m_post[p]
+            if m_seen[m] == stamp:
+                continue
+            m_seen[m] = stamp
+            if m_seq[m] > t or (m_seq[m] == t and not inclusive) or m_exp[m] <= t or m_exp[m] < min_exp:
+                continue
+            if n == len(c_msg):
+                c_msg, c_score = grown(c_msg, n + 1), grown(c_score, n + 1)
+            c_msg[n] = m
+            c_score[n] = pair_score(s_x[s], s_y[s], s_alpha[s], s_val, s_w, s_off[s], s_off[s + 1],
+                                    m_x[m], m_y[m], m_val, m_w, m_off[m], m_off[m + 1], max_dist)
+            n += 1
+    return c_msg, c_score, n
+
+
+@njit(cache=True)
+def rank_order(c_msg, c_score, n, m_seq):
+    """Positions of c_*[:n] in rank order (score desc, seq desc)."""
+    by_seq = np.argsort(-m_seq[c_msg[:n]], kind="mergesort")
+    return by_seq[np.argsort(-c_score[:n][by_seq], kind="mergesort")]
+
+
+@njit(cache=True)
+def choose_theta(sorted_scores, k, window, mode, ratio):
+    """theta_s for a re-evaluation (module docstring); sorted_scores best first."""
+    n = len(sorted_scores)
+    if n <= k:
+        return 0.0
+    if mode == RATIO:
+        return ratio * sorted_scores[k - 1]
+    w = max(window, n)
+    c_topk = float(n)
+    best, best_j = np.inf, k
+    for j in range(k, n + 1):
+        prob = j / w
+        c_sm = prob * k * math.log(max(j / k, 1.0))
+        a = float(j)
+        z = (2.0 * (a - k + 1.0) * a + (a - k + 1.0) * (a - k + 2.0)) / prob
+        cost = c_sm + c_topk / z
+        if cost < best:
+            best, best_j = cost, j
+    return sorted_scores[best_j - 1]
+
+
+@njit(cache=True)
+def skyband(c_msg, c_score, order, theta, k, m_seq, out_msg, out_score, out_dom):
+    """The k-skyband of the candidates at or above theta, in rank order, into out_*; returns its
+    size. Counters: how many newer candidates rank at or above each (its dominators)."""
+    n_keep = 0
+    for i in range(len(order)):
+        if c_score[order[i]] < theta:
+            break
+        n_keep += 1
+    keep = order[:n_keep]
+    newest = np.argsort(-m_seq[c_msg[keep]], kind="mergesort")
+    seen = np.empty(n_keep)  # scores of the newer ones, descending
+    n_seen = 0
+    dom = np.empty(n_keep, np.int64)
+    for i in newest:
+        sc = c_score[keep[i]]
+        lo, hi = 0, n_seen  # how many seen scores are >= sc
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if seen[mid] >= sc:
+                lo = mid + 1
+            else:
+                hi = mid
+        dom[i] = lo
+        for r in range(n_seen, lo, -1):
+            seen[r] = seen[r - 1]
+        seen[lo] = sc
+        n_seen += 1
+    size = 0
+    for i in range(n_keep):  # rank order kept
+        if dom[i] < k:
+            out_msg[size] = c_msg[keep[i]]
+            out_score[size] = c_score[keep[i]]
+            out_dom[size] = dom[i]
+            size += 1
+    return size

@@ -1,0 +1,46 @@
+"""Skype's buffer pieces against plain readings: the k-skyband's dominance counts, and the threshold
+the cost model (Eq. 9-13) and the ratio rule pick."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.families.topk.skyband import CSKYBAND, RATIO, choose_theta, rank_order, skyband
+
+
+@settings(max_examples=200, deadline=None)
+@given(scores=st.lists(st.sampled_from([0.1, 0.2, 0.3, 0.5, 0.7, 0.9]), min_size=1, max_size=25),
+       k=st.integers(1, 5), theta=st.sampled_from([0.0, 0.2, 0.5]))
+def test_skyband_keeps_what_fewer_than_k_newer_better_messages_dominate(scores, k, theta):
+    n = len(scores)
+    c_msg = np.arange(n, dtype=np.int64)  # message i arrived at seq i
+    c_score = np.array(scores)
+    m_seq = np.arange(n, dtype=np.int64)
+    order = rank_order(c_msg, c_score, n, m_seq)
+    out_msg, out_score, out_dom = np.zeros(n, np.int64), np.zeros(n), np.zeros(n, np.int64)
+    size = skyband(c_msg, c_score, order, theta, k, m_seq, out_msg, out_score, out_dom)
+    expected = []
+    for i in range(n):
+        dom = sum(1 for j in range(i + 1, n) if scores[j] >= scores[i])
+        if scores[i] >= theta and dom < k:
+            expected.append((-scores[i], -i, dom))
+    expected.sort()
+    assert [(-s, -i, d) for s, i, d in expected] == list(zip(out_score[:size], out_msg[:size], out_dom[:size]))
+
+
+def test_the_ratio_rule_and_the_cost_model():
+    scores = np.linspace(1.0, 0.01, 100)
+    assert choose_theta(scores[:3], 5, 1000, CSKYBAND, 0.0) == 0.0  # fewer than k: everything
+    assert choose_theta(scores, 5, 1000, RATIO, 0.95) == 0.95 * scores[4]
+    theta = choose_theta(scores, 5, 1000, CSKYBAND, 0.0)
+
+    def cost(j, k=5, w=1000, n=100):
+        prob = j / w
+        z = (2 * (j - k + 1) * j + (j - k + 1) * (j - k + 2)) / prob
+        return prob * k * math.log(j / k) + n / z
+    best = min(range(5, 101), key=cost)
+    assert theta == scores[best - 1] and 5 < best < 100  # an interior optimum: neither extreme
