@@ -95,7 +95,7 @@ class InProcessExecutor:
             self.states[w] = indexes.export_state()
             start_q, end_q = stored_queries(start), stored_queries(self.states[w])
             res.worker_stats[w] = {**counters, **pruned, "busy_s": busy_s, "restored": len(start_q), "events": len(sub),
-                                   "resent": n_resent}
+                                   "kept": len(end_q), "resent": n_resent}
             if monitor:
                 codes = self.setup.codes
                 res.units.append(unit_stats(router, w, routing_view(sub, codes), work, busy_s,

@@ -138,6 +138,8 @@ _METRICS = [
     Metric("stored_replication", "replication ratio", "", "subscription copies the workers hold / live "
            "subscriptions, at the start of the measured part (DSkype Table 5: times a subscription is stored)",
            "lower", "{:.2f}"),
+    Metric("buffer_size_mean", "buffer size", "messages", "messages a top-k subscription's buffer holds, mean over "
+           "the subscription replicas at the end of the run (Skype Table 4)", None, "{:,.1f}"),
     Metric("reevaluations", "re-evaluations", "re-evaluations", "top-k lists recomputed against a worker's window "
            "because a member expired (Skype Sec. 6)", "lower", _COUNT),
     Metric("resent", "subscriptions re-sent", "copies", "subscription copies sent to workers their route gained "

@@ -46,6 +46,17 @@ def stored_replication(measured, events: Events, warmup: int) -> float:
     return held / live if live > 0 else float("nan")
 
 
+def buffer_size_mean(measured) -> float:
+    """Messages a top-k subscription's buffer holds on average at the end of the run (Skype Table 4);
+    NaN for families without buffers."""
+    if not measured:
+        return float("nan")
+    stats = measured[-1].worker_stats.values()
+    held = sum(st.get("kept", 0) for st in stats)
+    buffered = sum(st.get("buffered", -1) for st in stats)
+    return buffered / held if held and buffered >= 0 else float("nan")
+
+
 def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_workers: int, n_dispatchers: int,
                   latency_cfg) -> RunSummary:
     workers = worker_table([e.worker_stats for e in measured], n_workers)
@@ -64,6 +75,7 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     metrics.update(timestamp_metrics(measured, events, n_workers))
     metrics["latency_rate_eps"] = rate
     metrics["stored_replication"] = stored_replication(measured, events, warmup)
+    metrics["buffer_size_mean"] = buffer_size_mean(measured)
     for key in SERIES_TOTALS:
         metrics[key] = float(sum(r.get(key, 0.0) for r in series))
     metrics["adjustments"] = float(sum(1 for r in series if "operation" in r))
