@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.families.topk.skyband import CSKYBAND, RATIO, choose_theta, rank_order, skyband
+from harness.families.topk.skyband import CSKYBAND, PAIR_COST, RATIO, choose_theta, rank_order, skyband
 
 
 @settings(max_examples=200, deadline=None)
@@ -34,13 +34,13 @@ def test_skyband_keeps_what_fewer_than_k_newer_better_messages_dominate(scores, 
 
 def test_the_ratio_rule_and_the_cost_model():
     scores = np.linspace(1.0, 0.01, 100)
-    assert choose_theta(scores[:3], 5, 1000, CSKYBAND, 0.0) == 0.0  # fewer than k: everything
-    assert choose_theta(scores, 5, 1000, RATIO, 0.95) == 0.95 * scores[4]
-    theta = choose_theta(scores, 5, 1000, CSKYBAND, 0.0)
+    assert choose_theta(scores[:3], 5, 1000, CSKYBAND, 0.0, 3) == 0.0  # fewer than k: everything
+    assert choose_theta(scores, 5, 1000, RATIO, 0.95, 100) == 0.95 * scores[4]
+    theta = choose_theta(scores, 5, 1000, CSKYBAND, 0.0, 100)
 
-    def cost(j, k=5, w=1000, n=100):
+    def cost(j, k=5, w=1000, scored=100):
         prob = j / w
         z = (2 * (j - k + 1) * j + (j - k + 1) * (j - k + 2)) / prob
-        return prob * k * math.log(j / k) + n / z
+        return prob * k * math.log(j / k) + PAIR_COST * scored / z
     best = min(range(5, 101), key=cost)
     assert theta == scores[best - 1] and 5 < best < 100  # an interior optimum: neither extreme

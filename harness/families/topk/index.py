@@ -33,12 +33,14 @@ from numba import njit
 from harness.core.events import DELETE, INSERT, OBJECT, TOPK, Events
 from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
 from harness.families.topk.scoring import normalised_weights, pair_score
-from harness.families.topk.skyband import CSKYBAND, RATIO, better, candidates, choose_theta, grown, rank_order, skyband
+from harness.families.topk.skyband import (CSKYBAND, DEPTH, RATIO, best_candidates, better, choose_theta, grown,
+                                           rank_order, skyband)
 
 # a subscription's buffer between epochs: a header row (mseq = HEADER, score = its theta), then its
 # members in rank order with their dominance counters
 RESULT_SCHEMA = pa.schema([("qid", pa.int64()), ("mseq", pa.int64()), ("score", pa.float64()), ("dom", pa.int32())])
 HEADER = -1
+MARGIN = 1e-9
 # what a worker sends its merger: one row per change of a local top-k
 CHANGE_FIELDS = ("qid", "trigger", "mseq", "oid", "score", "delta")
 
@@ -51,26 +53,85 @@ def expiry_seqs(win: np.ndarray) -> np.ndarray:
     return out
 
 
-def postings(offsets: np.ndarray, values: np.ndarray, n_terms: int) -> tuple[np.ndarray, np.ndarray]:
-    """Term -> rows (ascending) as CSR over the term ids."""
+def weighted_postings(offsets, values, weights, n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Term -> messages as CSR, each list by the message's weight for the term, heaviest first (the
+    threshold algorithm's sorted access), then by row."""
+    owner = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
+    order = np.lexsort((owner, -weights, values))
+    post_off = np.zeros(n_terms + 1, np.int64)
+    np.cumsum(np.bincount(values, minlength=n_terms), out=post_off[1:])
+    return post_off, owner[order], weights[order]
+
+
+def postings(offsets: np.ndarray, values: np.ndarray, n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Term -> rows (ascending) as CSR over the term ids, and each posting's CSR entry."""
     owner = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
     order = np.argsort(values, kind="stable")
     post_off = np.zeros(n_terms + 1, np.int64)
     np.cumsum(np.bincount(values, minlength=n_terms), out=post_off[1:])
-    return post_off, owner[order]
+    return post_off, owner[order], order
 
 
 @njit(cache=True)
-def _rebuild(s, t, inclusive, k, mode, ratio, window, b_off, b_cap, b_len, theta, a_msg, a_score, a_dom, a_used,
-             c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post,
+def buffer_oldest(b_off, b_len, a_msg, m_seq):
+    out = np.empty(len(b_off), np.int64)
+    for s in range(len(b_off)):
+        out[s] = oldest(a_msg, b_off[s], b_len[s], m_seq)
+    return out
+
+
+@njit(cache=True)
+def suffix_weights(offsets: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per CSR entry, Skype's wtsum (Eq. 3): the weights of its set's terms from it on in Skype
+    order (rarest first, so: its own and every smaller id's), an upper bound of the text similarity
+    of any message whose rarest keyword in common is this one."""
+    out = np.empty(len(weights))
+    for r in range(len(offsets) - 1):
+        total = 0.0
+        for j in range(offsets[r], offsets[r + 1]):
+            total += weights[j]
+            out[j] = total
+    return out
+
+
+@njit(cache=True, inline="always")
+def oldest(a_msg, o, n, m_seq):
+    """The seq of a buffer's oldest member (NEVER when empty): the FIFO window expires a buffer's
+    members oldest first, so an expiring message is in a buffer only if it is that buffer's oldest."""
+    out = NEVER
+    for r in range(n):
+        out = min(out, m_seq[a_msg[o + r]])
+    return out
+
+
+@njit(cache=True, inline="always")
+def text_floor(theta, alpha):
+    """The text similarity a message needs to reach theta when its spatial similarity is at most 1,
+    less a margin far above rounding (a pair is skipped only when it is surely below theta);
+    -inf when every message qualifies."""
+    if theta <= 0.0:
+        return -np.inf
+    return (theta - alpha) / (1.0 - alpha) - MARGIN
+
+
+@njit(cache=True)
+def _rebuild(s, t, inclusive, k, mode, ratio, window, b_off, b_cap, b_len, b_min, theta, lam, a_msg, a_score, a_dom,
+             a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post, m_post_w,
              s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist):
     """Re-evaluate s against the window at t: theta_s and its buffer (skyband.py). Returns the
     arena, the candidate scratch and the pairs scored."""
-    c_msg, c_score, n = candidates(s, t, inclusive, 0, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off,
-                                   m_val, m_w, m_post_off, m_post, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
+    need, frac = (DEPTH * k, 1.0) if mode == CSKYBAND else (k, ratio)
+    c_msg, c_score, n, target = best_candidates(s, t, inclusive, 0, need, frac, c_msg, c_score, m_seen, stamp, m_seq,
+                                                m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post, m_post_w,
+                                                s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
     order = rank_order(c_msg, c_score, n, m_seq)
-    th = choose_theta(c_score[:n][order], k, window, mode, ratio)
+    ranked = c_score[:n][order]
+    complete = 0  # the candidates at or above the target: every window message that scores as much is one
+    while complete < n and ranked[complete] >= target:
+        complete += 1
+    th = choose_theta(ranked[:complete], k, window, mode, ratio, n)
     theta[s] = th
+    lam[s] = text_floor(th, s_alpha[s])
     if n > b_cap[s]:  # a new region at the arena's end
         need = a_used + n
         if need > len(a_msg):
@@ -80,14 +141,15 @@ def _rebuild(s, t, inclusive, k, mode, ratio, window, b_off, b_cap, b_len, theta
     o = b_off[s]
     b_len[s] = skyband(c_msg, c_score, order, th, k, m_seq, a_msg[o:o + b_cap[s]], a_score[o:o + b_cap[s]],
                        a_dom[o:o + b_cap[s]])
+    b_min[s] = oldest(a_msg, o, b_len[s], m_seq)
     return a_msg, a_score, a_dom, a_used, c_msg, c_score, n
 
 
 @njit(cache=True)
 def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
-               m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post,
-               s_ins, s_del, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, s_post_off, s_post,
-               b_off, b_cap, b_len, theta, a_msg, a_score, a_dom, a_used, mode, ratio, max_dist, work):
+               m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post, m_post_w,
+               s_ins, s_del, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, s_post_off, s_post, s_post_wsum,
+               b_off, b_cap, b_len, b_min, theta, lam, a_msg, a_score, a_dom, a_used, mode, ratio, max_dist, work):
     """The epoch's events and expiries in seq order through the subscriptions' buffers (module
     docstring). ev_ref: the message index of an object, the subscription slot of an insert or
     delete. Returns the change rows (slot, trigger, message, score, delta) and their count, the
@@ -114,6 +176,8 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
     stamp = 0
     reevals = 0
     scored_total = 0
+    pruned = 0
+    offered = 0
     live = window0  # messages in the worker's window
     i, j = 0, 0
     while i < n_ev or j < n_exp:
@@ -137,7 +201,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                     if s_seen[s] == stamp:
                         continue
                     s_seen[s] = stamp
-                    if not (s_ins[s] < t < s_del[s]):
+                    if b_min[s] != m_seq[e] or not (s_ins[s] < t < s_del[s]):
                         continue
                     o = b_off[s]
                     for r in range(b_len[s]):
@@ -162,6 +226,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                                 a_score[o + u] = a_score[o + u + 1]
                                 a_dom[o + u] = a_dom[o + u + 1]
                             b_len[s] -= 1
+                            b_min[s] = oldest(a_msg, o, b_len[s], m_seq)
                             if b_len[s] < s_k[s] and theta[s] > 0.0 and s_redo[s] != t:
                                 s_redo[s] = t
                                 if n_redo == len(redo):
@@ -177,18 +242,25 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                 m = ref
                 live += 1
                 stamp += 1
+                maxwt = 0.0
                 for q in range(m_off[m], m_off[m + 1]):
-                    term = m_val[q]
+                    maxwt = max(maxwt, m_w[q])
+                for q in range(m_off[m + 1] - 1, m_off[m] - 1, -1):  # rarest first: a subscription is met
+                    term = m_val[q]  # first at its rarest common keyword, where its text bound is loosest
                     for p in range(s_post_off[term], s_post_off[term + 1]):
                         s = s_post[p]
                         if s_seen[s] == stamp:
                             continue
                         s_seen[s] = stamp
+                        if s_post_wsum[p] * maxwt < lam[s]:  # Thm 5.1: cannot reach theta_s
+                            pruned += 1
+                            continue
                         if s_redo[s] == t or not (s_ins[s] < t < s_del[s]):
                             continue
                         sc = pair_score(s_x[s], s_y[s], s_alpha[s], s_val, s_w, s_off[s], s_off[s + 1],
                                         m_x[m], m_y[m], m_val, m_w, m_off[m], m_off[m + 1], max_dist)
                         scored += 1
+                        offered += 1
                         k = s_k[s]
                         if k < 1 or sc < theta[s]:
                             continue
@@ -215,11 +287,14 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                             n_touch += 1
                         # the members ranked after it gain a dominator; those reaching k leave
                         w = pos
+                        lost_oldest = False
                         for u in range(pos, b_len[s]):
                             d = a_dom[o + u] + 1
                             if d < k:
                                 a_msg[o + w], a_score[o + w], a_dom[o + w] = a_msg[o + u], a_score[o + u], d
                                 w += 1
+                            elif m_seq[a_msg[o + u]] == b_min[s]:
+                                lost_oldest = True
                         n_new = w + 1
                         if n_new > b_cap[s]:  # to a larger region at the arena's end
                             cap = max(2 * b_cap[s], n_new, 2 * k)
@@ -238,6 +313,8 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                                 a_dom[o + u - 1]
                         a_msg[o + pos], a_score[o + pos], a_dom[o + pos] = m, sc, 0
                         b_len[s] = n_new
+                        if lost_oldest or n_new == 1:
+                            b_min[s] = oldest(a_msg, o, n_new, m_seq)
             elif kind == 1 or kind == 3:  # an insertion (3: a replica the route gained): from the window
                 s = ref
                 stamp += 1
@@ -250,12 +327,13 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                 snap_off[n_touch + 1] = snap_off[n_touch]  # nothing before
                 n_touch += 1
                 a_msg, a_score, a_dom, a_used, c_msg, c_score, n_c = _rebuild(
-                    s, t, kind == 3, s_k[s], mode, ratio, live, b_off, b_cap, b_len, theta, a_msg, a_score, a_dom,
-                    a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off,
-                    m_post, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
+                    s, t, kind == 3, s_k[s], mode, ratio, live, b_off, b_cap, b_len, b_min, theta, lam, a_msg,
+                    a_score, a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w,
+                    m_post_off, m_post, m_post_w, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
                 scored += n_c
             else:  # a deletion: its replicas go quietly (the merger drops the query at its delete)
                 b_len[ref] = 0
+                b_min[ref] = NEVER
             i += 1
         # (c) re-evaluate the buffers that fell below k, the arrival at t included
         for d in range(n_redo):
@@ -263,9 +341,9 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
             stamp += 1
             reevals += 1
             a_msg, a_score, a_dom, a_used, c_msg, c_score, n_c = _rebuild(
-                s, t, True, s_k[s], mode, ratio, live, b_off, b_cap, b_len, theta, a_msg, a_score, a_dom, a_used,
-                c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post,
-                s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
+                s, t, True, s_k[s], mode, ratio, live, b_off, b_cap, b_len, b_min, theta, lam, a_msg, a_score,
+                a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off,
+                m_post, m_post_w, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
             scored += n_c
         # (d) each touched subscription's top-k against its snapshot: who left, who entered
         for u in range(n_touch):
@@ -300,16 +378,17 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
         if at >= 0:
             work[at] += 1 + scored
         scored_total += scored
-    return (o_slot, o_trig, o_msg, o_score, o_delta, n_out, a_msg, a_score, a_dom, a_used, reevals, scored_total)
+    return (o_slot, o_trig, o_msg, o_score, o_delta, n_out, a_msg, a_score, a_dom, a_used, reevals, scored_total,
+            offered, pruned)
 
 
 @njit(cache=True)
 def thresholds(slots, t, horizon, b_off, b_len, a_msg, a_score, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w,
-               m_post_off, m_post, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, max_dist):
+               m_post_off, m_post, m_post_w, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, max_dist):
     """Per subscription slot: the k-th best score among the window messages at t (the epoch's last
     seq) sharing a keyword with it that stay until `horizon` (0 when fewer than k), and the pairs
     scored. The buffer holds the k best of them whenever it holds k of them (the survivors are the
-    newest messages, so a survivor's dominators survive too); otherwise the window is scanned."""
+    newest messages, so a survivor's dominators survive too); otherwise the window is searched."""
     m_seen = np.full(len(m_seq), -1, np.int64)
     c_msg = np.empty(64, np.int64)
     c_score = np.empty(64, np.float64)
@@ -329,8 +408,9 @@ def thresholds(slots, t, horizon, b_off, b_len, a_msg, a_score, m_seq, m_exp, m_
                     break
         if found == k:
             continue
-        c_msg, c_score, n = candidates(s, t, True, horizon, c_msg, c_score, m_seen, i, m_seq, m_exp, m_x, m_y, m_off,
-                                       m_val, m_w, m_post_off, m_post, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
+        c_msg, c_score, n, target = best_candidates(s, t, True, horizon, k, 1.0, c_msg, c_score, m_seen, i, m_seq,
+                                                    m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post,
+                                                    m_post_w, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
         scored += n
         if n >= k:
             out[i] = np.sort(c_score[:n])[n - k]
@@ -406,9 +486,12 @@ class TopkIndex(WorkerIndex):
         idf = self.idf if len(self.idf) == n_terms else np.concatenate(
             [self.idf, np.ones(n_terms - len(self.idf))])
         m_seq, m_exp = msgs.seq, expiry_seqs(msgs.win)
-        m_w, s_w = normalised_weights(msgs.offsets, msgs.values, idf), normalised_weights(subs.offsets, subs.values, idf)
+        m_w = normalised_weights(msgs.offsets, msgs.values, idf)
+        s_w = normalised_weights(subs.offsets, subs.values, idf)
         s_k = np.maximum(subs.k.astype(np.int64), 0)
+        s_alpha = subs.alpha.astype(np.float64)
         b_off, b_cap, b_len, theta, a_msg, a_score, a_dom = self._arena(subs, s_k, m_seq)
+        b_min = buffer_oldest(b_off, b_len, a_msg, m_seq)
 
         # the epoch's events: objects by message index, insertions and deletions by slot
         ref = np.full(len(events), -1, np.int64)
@@ -428,16 +511,18 @@ class TopkIndex(WorkerIndex):
         keep_ev = ref >= 0
         exp_rows = np.flatnonzero(m_exp < hi)
         exp_rows = exp_rows[np.argsort(m_exp[exp_rows], kind="stable")]
-        m_post_off, m_post = postings(msgs.offsets, msgs.values, n_terms)
-        s_post_off, s_post = postings(subs.offsets, subs.values, n_terms)
+        m_post_off, m_post, m_post_w = weighted_postings(msgs.offsets, msgs.values, m_w, n_terms)
+        s_post_off, s_post, order = postings(subs.offsets, subs.values, n_terms)
+        s_post_wsum = suffix_weights(subs.offsets, s_w)[order]
+        lam = np.where(theta > 0, (theta - s_alpha) / (1.0 - s_alpha) - MARGIN, -np.inf)  # as text_floor
         work_kept = np.zeros(int(keep_ev.sum()), np.int64)
-        s_alpha = subs.alpha.astype(np.float64)
-        (o_slot, o_trig, o_msg, o_score, o_delta, n_out, a_msg, a_score, a_dom, _, reevals, scored) = run_events(
+        (o_slot, o_trig, o_msg, o_score, o_delta, n_out, a_msg, a_score, a_dom, _, reevals, scored, offered,
+         pruned) = run_events(
             ev_seq[keep_ev], ev_kind[keep_ev], ref[keep_ev], m_exp[exp_rows], exp_rows, len(self.window),
-            m_seq, m_exp, msgs.x, msgs.y, msgs.offsets, msgs.values, m_w, m_post_off, m_post,
+            m_seq, m_exp, msgs.x, msgs.y, msgs.offsets, msgs.values, m_w, m_post_off, m_post, m_post_w,
             s_ins, s_del, subs.x, subs.y, s_k, s_alpha, subs.offsets, subs.values, s_w, s_post_off, s_post,
-            b_off, b_cap, b_len, theta, a_msg, a_score, a_dom, len(a_msg), self.mode, self.ratio, self.max_dist,
-            work_kept)
+            s_post_wsum, b_off, b_cap, b_len, b_min, theta, lam, a_msg, a_score, a_dom, len(a_msg), self.mode,
+            self.ratio, self.max_dist, work_kept)
         o_slot, o_msg = o_slot[:n_out], o_msg[:n_out]
         parts = [self._leaving_rows(lo), {"qid": subs.id[o_slot], "trigger": o_trig[:n_out], "mseq": m_seq[o_msg],
                                           "oid": msgs.id[o_msg], "score": o_score[:n_out], "delta": o_delta[:n_out]}]
@@ -448,7 +533,8 @@ class TopkIndex(WorkerIndex):
         if self.horizon is not None:  # thresholds for the router: valid until the next epoch's end
             slots = np.flatnonzero(live)
             th, sc_n = thresholds(slots, hi - 1, self.horizon, b_off, b_len, a_msg, a_score, m_seq, m_exp, msgs.x,
-                                  msgs.y, msgs.offsets, msgs.values, m_w, m_post_off, m_post, subs.x, subs.y, s_k,
+                                  msgs.y, msgs.offsets, msgs.values, m_w, m_post_off, m_post, m_post_w, subs.x,
+                                  subs.y, s_k,
                                   s_alpha, subs.offsets, subs.values, s_w, self.max_dist)
             scored += sc_n
             n = len(slots)
@@ -460,7 +546,8 @@ class TopkIndex(WorkerIndex):
         self.buffers = self._kept(subs, live, b_off, b_len, theta, a_msg, a_score, a_dom, m_seq)
         counters = {"objects": int(is_obj.sum()), "inserts": int((events.seq[ins] >= lo).sum()), "deletes": len(dels),
                     "orphan_deletes": orphans, "candidates": int(scored), "results": int((o_delta[:n_out] > 0).sum()),
-                    "reevaluations": int(reevals), "window": len(self.window),
+                    "reevaluations": int(reevals), "window": len(self.window), "arrival_pairs": int(offered),
+                    "pruned_pairs": int(pruned),
                     "buffered": int(b_len[live].sum())}
         return WorkerOutput(changes, work, counters, time.process_time() - t0)
 
