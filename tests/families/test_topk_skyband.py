@@ -34,9 +34,10 @@ def test_skyband_keeps_what_fewer_than_k_newer_better_messages_dominate(scores, 
 
 def test_the_ratio_rule_and_the_cost_model():
     scores = np.linspace(1.0, 0.01, 100)
-    assert choose_theta(scores[:3], 5, 1000, CSKYBAND, 0.0, 3) == 0.0  # fewer than k: everything
-    assert choose_theta(scores, 5, 1000, RATIO, 0.95, 100) == 0.95 * scores[4]
-    theta = choose_theta(scores, 5, 1000, CSKYBAND, 0.0, 100)
+    assert choose_theta(scores[:3], 5, 1000, CSKYBAND, 0.0, 3, True) == 0.0  # fewer than k: everything
+    assert choose_theta(scores, 5, 1000, RATIO, 0.95, 100, True) == 0.95 * scores[4]
+    assert choose_theta(scores[:5], 5, 1000, RATIO, 1.0, 100, False) == scores[4]  # k found by a cut-off search
+    theta = choose_theta(scores, 5, 1000, CSKYBAND, 0.0, 100, True)
 
     def cost(j, k=5, w=1000, scored=100):
         prob = j / w

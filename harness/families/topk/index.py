@@ -129,7 +129,7 @@ def _rebuild(s, t, inclusive, k, mode, ratio, window, b_off, b_cap, b_len, b_min
     complete = 0  # the candidates at or above the target: every window message that scores as much is one
     while complete < n and ranked[complete] >= target:
         complete += 1
-    th = choose_theta(ranked[:complete], k, window, mode, ratio, n)
+    th = choose_theta(ranked[:complete], k, window, mode, ratio, n, target == -np.inf)
     theta[s] = th
     lam[s] = text_floor(th, s_alpha[s])
     if n > b_cap[s]:  # a new region at the arena's end

@@ -117,11 +117,12 @@ def rank_order(c_msg, c_score, n, m_seq):
 
 
 @njit(cache=True)
-def choose_theta(sorted_scores, k, window, mode, ratio, scored):
+def choose_theta(sorted_scores, k, window, mode, ratio, scored, every):
     """theta_s for a re-evaluation (module docstring); sorted_scores best first, `scored` the pairs
-    the re-evaluation scored."""
+    the re-evaluation scored; `every`: they are all the candidates (else only those down to the
+    search's target, at least k), so that k or fewer of them mean theta 0 keeps everything."""
     n = len(sorted_scores)
-    if n <= k:
+    if every and n <= k:
         return 0.0
     if mode == RATIO:
         return ratio * sorted_scores[k - 1]
