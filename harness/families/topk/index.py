@@ -31,6 +31,7 @@ import pyarrow as pa
 from numba import njit
 
 from harness.core.events import DELETE, INSERT, OBJECT, TOPK, Events
+from harness.core.kernels import upper_bound
 from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
 from harness.families.topk.scoring import normalised_weights, pair_score
 from harness.families.topk.skyband import (CSKYBAND, DEPTH, RATIO, best_candidates, better, choose_theta, grown,
@@ -63,13 +64,18 @@ def weighted_postings(offsets, values, weights, n_terms: int) -> tuple[np.ndarra
     return post_off, owner[order], weights[order]
 
 
-def postings(offsets: np.ndarray, values: np.ndarray, n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Term -> rows (ascending) as CSR over the term ids, and each posting's CSR entry."""
+def keyed_postings(offsets, values, wsum, lam, n_terms: int):
+    """Term -> subscriptions as CSR, each list by the largest message weight that still cannot
+    reach the subscription through that term, lam / wsum (Thm 5.1; -inf when anything can), so a
+    message reads a list only up to its own largest weight. Returns offsets, subscriptions, their
+    wsum for the term, and the keys."""
     owner = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
-    order = np.argsort(values, kind="stable")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        key = np.where(np.isfinite(lam[owner]), lam[owner] / wsum, -np.inf)
+    order = np.lexsort((owner, key, values))
     post_off = np.zeros(n_terms + 1, np.int64)
     np.cumsum(np.bincount(values, minlength=n_terms), out=post_off[1:])
-    return post_off, owner[order], order
+    return post_off, owner[order], wsum[order], key[order]
 
 
 @njit(cache=True)
@@ -146,10 +152,23 @@ def _rebuild(s, t, inclusive, k, mode, ratio, window, b_off, b_cap, b_len, b_min
 
 
 @njit(cache=True)
+def _overflow(s, s_off, s_val, s_wsum, ov_head, ov_next, ov_sub, ov_wsum, n_ov):
+    """Post s under each of its terms in the overflow lists (its postings' order is stale)."""
+    need = n_ov + s_off[s + 1] - s_off[s]
+    if need > len(ov_sub):
+        ov_next, ov_sub, ov_wsum = grown(ov_next, need), grown(ov_sub, need), grown(ov_wsum, need)
+    for j in range(s_off[s], s_off[s + 1]):
+        ov_sub[n_ov], ov_wsum[n_ov], ov_next[n_ov] = s, s_wsum[j], ov_head[s_val[j]]
+        ov_head[s_val[j]] = n_ov
+        n_ov += 1
+    return ov_head, ov_next, ov_sub, ov_wsum, n_ov
+
+
+@njit(cache=True)
 def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post, m_post_w,
-               s_ins, s_del, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, s_post_off, s_post, s_post_wsum,
-               b_off, b_cap, b_len, b_min, theta, lam, a_msg, a_score, a_dom, a_used, mode, ratio, max_dist, work):
+               s_ins, s_del, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, s_wsum, s_post_off, s_post, s_post_wsum,
+               s_post_key, b_off, b_cap, b_len, b_min, theta, lam, a_msg, a_score, a_dom, a_used, mode, ratio, max_dist, work):
     """The epoch's events and expiries in seq order through the subscriptions' buffers (module
     docstring). ev_ref: the message index of an object, the subscription slot of an insert or
     delete. Returns the change rows (slot, trigger, message, score, delta) and their count, the
@@ -174,6 +193,14 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
     c_msg = np.empty(64, np.int64)
     c_score = np.empty(64, np.float64)
     stamp = 0
+    cand = np.empty(64, np.int64)
+    posted = lam.copy()  # the theta (as a text floor) each subscription's postings are sorted by
+    ov_head = np.full(len(s_post_off) - 1, -1, np.int64)  # term -> overflow entries (linked)
+    ov_next = np.empty(16, np.int64)
+    ov_sub = np.empty(16, np.int64)
+    ov_wsum = np.empty(16, np.float64)
+    n_ov = 0
+    in_ov = np.zeros(n_sub, np.bool_)
     reevals = 0
     scored_total = 0
     pruned = 0
@@ -245,76 +272,94 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                 maxwt = 0.0
                 for q in range(m_off[m], m_off[m + 1]):
                     maxwt = max(maxwt, m_w[q])
+                n_cand = 0
                 for q in range(m_off[m + 1] - 1, m_off[m] - 1, -1):  # rarest first: a subscription is met
                     term = m_val[q]  # first at its rarest common keyword, where its text bound is loosest
-                    for p in range(s_post_off[term], s_post_off[term + 1]):
-                        s = s_post[p]
+                    # a posting is sorted by the message weight its entry needs (Thm 5.4's early stop);
+                    # the overflow holds those whose theta fell below the one they were posted with
+                    lo_p = s_post_off[term]
+                    hi_p = upper_bound(s_post_key, lo_p, s_post_off[term + 1], maxwt)
+                    e = ov_head[term]
+                    p = lo_p
+                    while p < hi_p or e >= 0:
+                        if p < hi_p:
+                            s, wsum = s_post[p], s_post_wsum[p]
+                            p += 1
+                        else:
+                            s, wsum = ov_sub[e], ov_wsum[e]
+                            e = ov_next[e]
                         if s_seen[s] == stamp:
                             continue
                         s_seen[s] = stamp
-                        if s_post_wsum[p] * maxwt < lam[s]:  # Thm 5.1: cannot reach theta_s
+                        if wsum * maxwt < lam[s]:  # Thm 5.1: cannot reach theta_s
                             pruned += 1
                             continue
                         if s_redo[s] == t or not (s_ins[s] < t < s_del[s]):
                             continue
-                        sc = pair_score(s_x[s], s_y[s], s_alpha[s], s_val, s_w, s_off[s], s_off[s + 1],
-                                        m_x[m], m_y[m], m_val, m_w, m_off[m], m_off[m + 1], max_dist)
-                        scored += 1
-                        offered += 1
-                        k = s_k[s]
-                        if k < 1 or sc < theta[s]:
-                            continue
+                        if n_cand == len(cand):
+                            cand = grown(cand, n_cand + 1)
+                        cand[n_cand] = s
+                        n_cand += 1
+                for c in range(n_cand):
+                    s = cand[c]
+                    sc = pair_score(s_x[s], s_y[s], s_alpha[s], s_val, s_w, s_off[s], s_off[s + 1],
+                                    m_x[m], m_y[m], m_val, m_w, m_off[m], m_off[m + 1], max_dist)
+                    scored += 1
+                    offered += 1
+                    k = s_k[s]
+                    if k < 1 or sc < theta[s]:
+                        continue
+                    o = b_off[s]
+                    pos = b_len[s]
+                    while pos > 0 and better(sc, m_seq[m], a_score[o + pos - 1], m_seq[a_msg[o + pos - 1]]):
+                        pos -= 1
+                    if pos >= k and s_touch[s] != t:  # below the top-k: no snapshot needed
+                        pass
+                    elif s_touch[s] != t:
+                        s_touch[s] = t
+                        kk = min(k, b_len[s])
+                        if n_touch + 1 >= len(touched):
+                            touched = grown(touched, n_touch + 2)
+                            snap_off = grown(snap_off, n_touch + 3)
+                        if snap_off[n_touch] + kk > len(snap_msg):
+                            snap_msg = grown(snap_msg, snap_off[n_touch] + kk)
+                            snap_score = grown(snap_score, snap_off[n_touch] + kk)
+                        for u in range(kk):
+                            snap_msg[snap_off[n_touch] + u] = a_msg[o + u]
+                            snap_score[snap_off[n_touch] + u] = a_score[o + u]
+                        touched[n_touch] = s
+                        snap_off[n_touch + 1] = snap_off[n_touch] + kk
+                        n_touch += 1
+                    # the members ranked after it gain a dominator; those reaching k leave
+                    w = pos
+                    lost_oldest = False
+                    for u in range(pos, b_len[s]):
+                        d = a_dom[o + u] + 1
+                        if d < k:
+                            a_msg[o + w], a_score[o + w], a_dom[o + w] = a_msg[o + u], a_score[o + u], d
+                            w += 1
+                        elif m_seq[a_msg[o + u]] == b_min[s]:
+                            lost_oldest = True
+                    n_new = w + 1
+                    if n_new > b_cap[s]:  # to a larger region at the arena's end
+                        cap = max(2 * b_cap[s], n_new, 2 * k)
+                        if a_used + cap > len(a_msg):
+                            a_msg = grown(a_msg, a_used + cap)
+                            a_score = grown(a_score, a_used + cap)
+                            a_dom = grown(a_dom, a_used + cap)
+                        for u in range(w):
+                            a_msg[a_used + u], a_score[a_used + u] = a_msg[o + u], a_score[o + u]
+                            a_dom[a_used + u] = a_dom[o + u]
+                        b_off[s], b_cap[s] = a_used, cap
+                        a_used += cap
                         o = b_off[s]
-                        pos = b_len[s]
-                        while pos > 0 and better(sc, m_seq[m], a_score[o + pos - 1], m_seq[a_msg[o + pos - 1]]):
-                            pos -= 1
-                        if pos >= k and s_touch[s] != t:  # below the top-k: no snapshot needed
-                            pass
-                        elif s_touch[s] != t:
-                            s_touch[s] = t
-                            kk = min(k, b_len[s])
-                            if n_touch + 1 >= len(touched):
-                                touched = grown(touched, n_touch + 2)
-                                snap_off = grown(snap_off, n_touch + 3)
-                            if snap_off[n_touch] + kk > len(snap_msg):
-                                snap_msg = grown(snap_msg, snap_off[n_touch] + kk)
-                                snap_score = grown(snap_score, snap_off[n_touch] + kk)
-                            for u in range(kk):
-                                snap_msg[snap_off[n_touch] + u] = a_msg[o + u]
-                                snap_score[snap_off[n_touch] + u] = a_score[o + u]
-                            touched[n_touch] = s
-                            snap_off[n_touch + 1] = snap_off[n_touch] + kk
-                            n_touch += 1
-                        # the members ranked after it gain a dominator; those reaching k leave
-                        w = pos
-                        lost_oldest = False
-                        for u in range(pos, b_len[s]):
-                            d = a_dom[o + u] + 1
-                            if d < k:
-                                a_msg[o + w], a_score[o + w], a_dom[o + w] = a_msg[o + u], a_score[o + u], d
-                                w += 1
-                            elif m_seq[a_msg[o + u]] == b_min[s]:
-                                lost_oldest = True
-                        n_new = w + 1
-                        if n_new > b_cap[s]:  # to a larger region at the arena's end
-                            cap = max(2 * b_cap[s], n_new, 2 * k)
-                            if a_used + cap > len(a_msg):
-                                a_msg = grown(a_msg, a_used + cap)
-                                a_score = grown(a_score, a_used + cap)
-                                a_dom = grown(a_dom, a_used + cap)
-                            for u in range(w):
-                                a_msg[a_used + u], a_score[a_used + u] = a_msg[o + u], a_score[o + u]
-                                a_dom[a_used + u] = a_dom[o + u]
-                            b_off[s], b_cap[s] = a_used, cap
-                            a_used += cap
-                            o = b_off[s]
-                        for u in range(w, pos, -1):
-                            a_msg[o + u], a_score[o + u], a_dom[o + u] = a_msg[o + u - 1], a_score[o + u - 1], \
-                                a_dom[o + u - 1]
-                        a_msg[o + pos], a_score[o + pos], a_dom[o + pos] = m, sc, 0
-                        b_len[s] = n_new
-                        if lost_oldest or n_new == 1:
-                            b_min[s] = oldest(a_msg, o, n_new, m_seq)
+                    for u in range(w, pos, -1):
+                        a_msg[o + u], a_score[o + u], a_dom[o + u] = a_msg[o + u - 1], a_score[o + u - 1], \
+                            a_dom[o + u - 1]
+                    a_msg[o + pos], a_score[o + pos], a_dom[o + pos] = m, sc, 0
+                    b_len[s] = n_new
+                    if lost_oldest or n_new == 1:
+                        b_min[s] = oldest(a_msg, o, n_new, m_seq)
             elif kind == 1 or kind == 3:  # an insertion (3: a replica the route gained): from the window
                 s = ref
                 stamp += 1
@@ -331,6 +376,10 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                     a_score, a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w,
                     m_post_off, m_post, m_post_w, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
                 scored += n_c
+                if lam[s] < posted[s] and not in_ov[s]:
+                    in_ov[s] = True
+                    ov_head, ov_next, ov_sub, ov_wsum, n_ov = _overflow(s, s_off, s_val, s_wsum, ov_head, ov_next,
+                                                                       ov_sub, ov_wsum, n_ov)
             else:  # a deletion: its replicas go quietly (the merger drops the query at its delete)
                 b_len[ref] = 0
                 b_min[ref] = NEVER
@@ -345,6 +394,10 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                 a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off,
                 m_post, m_post_w, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
             scored += n_c
+            if lam[s] < posted[s] and not in_ov[s]:
+                in_ov[s] = True
+                ov_head, ov_next, ov_sub, ov_wsum, n_ov = _overflow(s, s_off, s_val, s_wsum, ov_head, ov_next, ov_sub,
+                                                                   ov_wsum, n_ov)
         # (d) each touched subscription's top-k against its snapshot: who left, who entered
         for u in range(n_touch):
             s = touched[u]
@@ -512,16 +565,16 @@ class TopkIndex(WorkerIndex):
         exp_rows = np.flatnonzero(m_exp < hi)
         exp_rows = exp_rows[np.argsort(m_exp[exp_rows], kind="stable")]
         m_post_off, m_post, m_post_w = weighted_postings(msgs.offsets, msgs.values, m_w, n_terms)
-        s_post_off, s_post, order = postings(subs.offsets, subs.values, n_terms)
-        s_post_wsum = suffix_weights(subs.offsets, s_w)[order]
         lam = np.where(theta > 0, (theta - s_alpha) / (1.0 - s_alpha) - MARGIN, -np.inf)  # as text_floor
+        s_wsum = suffix_weights(subs.offsets, s_w)
+        s_post_off, s_post, s_post_wsum, s_post_key = keyed_postings(subs.offsets, subs.values, s_wsum, lam, n_terms)
         work_kept = np.zeros(int(keep_ev.sum()), np.int64)
         (o_slot, o_trig, o_msg, o_score, o_delta, n_out, a_msg, a_score, a_dom, _, reevals, scored, offered,
          pruned) = run_events(
             ev_seq[keep_ev], ev_kind[keep_ev], ref[keep_ev], m_exp[exp_rows], exp_rows, len(self.window),
             m_seq, m_exp, msgs.x, msgs.y, msgs.offsets, msgs.values, m_w, m_post_off, m_post, m_post_w,
-            s_ins, s_del, subs.x, subs.y, s_k, s_alpha, subs.offsets, subs.values, s_w, s_post_off, s_post,
-            s_post_wsum, b_off, b_cap, b_len, b_min, theta, lam, a_msg, a_score, a_dom, len(a_msg), self.mode,
+            s_ins, s_del, subs.x, subs.y, s_k, s_alpha, subs.offsets, subs.values, s_w, s_wsum, s_post_off, s_post,
+            s_post_wsum, s_post_key, b_off, b_cap, b_len, b_min, theta, lam, a_msg, a_score, a_dom, len(a_msg), self.mode,
             self.ratio, self.max_dist, work_kept)
         o_slot, o_msg = o_slot[:n_out], o_msg[:n_out]
         parts = [self._leaving_rows(lo), {"qid": subs.id[o_slot], "trigger": o_trig[:n_out], "mseq": m_seq[o_msg],
