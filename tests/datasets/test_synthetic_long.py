@@ -3,17 +3,19 @@ against the short default (TWEETS: 9), both composed by Hydra and prepared as th
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 
 from datasets import prepare_dataset
+from datasets.prepare import cache_key
 from harness.core.events import list_to_csr
 from harness.report.results import PROJECT_ROOT
 from harness.run.config import register_configs
 
 register_configs()
-pytestmark = pytest.mark.spark
 
 
 def _prepared(spark, cache_root, dataset: str):
@@ -27,11 +29,25 @@ def _terms_per_object(ds) -> np.ndarray:
     return np.diff(offsets)
 
 
+@pytest.mark.spark
 def test_long_messages_have_about_37_terms_and_their_own_cache(spark, tmp_path):
     long, short = _prepared(spark, tmp_path, "synthetic_long"), _prepared(spark, tmp_path, "synthetic")
     n_long, n_short = _terms_per_object(long), _terms_per_object(short)
     assert long.objects.num_rows == short.objects.num_rows == 3000
     assert 30 <= n_long.mean() <= 44 and n_long.min() >= 30 and n_long.max() <= 44
     assert 5 <= n_short.mean() <= 10
-    # the same generator name, so only the cache key (min_terms, max_terms) keeps them apart
-    assert long.name == short.name == "synthetic" and long.cache_path != short.cache_path
+    # a dataset name of its own (the runs table's `dataset` label and the cache folder's prefix)
+    assert (long.name, short.name) == ("synthetic_long", "synthetic")
+    assert Path(long.cache_path).name.startswith("synthetic_long-") and Path(short.cache_path).name.startswith("synthetic-")
+
+
+def test_the_long_variants_cache_key_is_the_synthetic_one_under_its_own_name():
+    """synthetic_long's cache key holds the synthetic generator's fields and differs from synthetic's
+    only in the name and the term counts (no Spark: the key is computed from the config alone)."""
+    with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT_ROOT / "conf")):
+        long = compose(config_name="config", overrides=["dataset=synthetic_long"]).dataset
+        short = compose(config_name="config", overrides=["dataset=synthetic"]).dataset
+    k_long, k_short = cache_key(long), cache_key(short)
+    assert k_long.keys() == k_short.keys()
+    assert {f for f in k_short if k_long[f] != k_short[f]} == {"name", "min_terms", "max_terms"}
+    assert k_long["name"] == "synthetic_long" and k_short["name"] == "synthetic"

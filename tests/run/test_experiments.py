@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
+from datasets.config import DATASET_NAMES
 from harness.report import claims, metrics
 from harness.run.config import ConfigError, register_configs, validate
 from harness.report.results import EPOCH_KEYS, PROJECT_ROOT, RUN_KEYS, RUNS_TABLE_COLUMNS, read_runs_table
@@ -98,13 +99,52 @@ def test_claims_name_registered_strategies_and_runs_table_metrics():
     assert {"agrid_nosummary", "ps2stream_ext"} <= variant_labels
     for c in listed:
         chk = c["check"]
-        assert c["paper"] in {"ps2stream", "sstd", "tornado", "dkmsks"}, c["id"]
+        assert c["paper"] in {"ps2stream", "sstd", "tornado", "dkmsks", "dskype"}, c["id"]
         assert chk["metric"] in RUNS_TABLE_COLUMNS, c["id"]
+        # the runs table's `dataset` column holds dataset names; a swept claim names a preset
+        assert set(_listed((chk.get("where") or {}).get("dataset"))) <= set(DATASET_NAMES), c["id"]
+        assert not chk.get("experiment") or chk["experiment"] in PRESETS, c["id"]
         assert "higher_is_better" not in chk or metrics.higher_is_better(chk["metric"]) is None, c["id"]
         for s in [chk["subject"], *(chk.get("others") or [])]:
             name, _, adjuster = s.partition(" + ")  # adjusted runs: "<strategy> + <adjuster>"
             assert name in registry.names() or name in variant_labels, (c["id"], s)
             assert not adjuster or adjuster in adjuster_names(), (c["id"], s)
+
+
+def _listed(value) -> list:
+    return [] if value is None else value if isinstance(value, list) else [value]
+
+
+def _preset_cells(name: str) -> tuple[set[tuple], set[str], bool]:
+    """The (dataset, workload, workers) cells a preset's sweep writes to the runs table, the variants
+    it runs, and whether it sweeps an x (then only claims naming it as `experiment` read its runs)."""
+    base = composed(f"experiment={name}")
+    cells = set()
+    for point in sweep_points(base):
+        cfg = composed(f"experiment={name}", *point)
+        cells.add((cfg.dataset.name, cfg.workload.name, int(cfg.workers)))
+    variants = set(base.strategy.include) | {v.label for v in base.strategy.variants or []}
+    return cells, variants, base.experiment.x is not None
+
+
+def test_dskype_claims_are_checkable_from_the_dskype_presets():
+    """Every (dataset, workload, workers) a DSkype claim lists is a cell that a dskype preset's sweep
+    writes, with the claim's strategies, and is read the way the claim reads (no x, or its experiment).
+    Whether a claim holds is a finding for results/report.md, never asserted here."""
+    presets = {name: _preset_cells(name) for name in PRESETS if name.startswith("dskype_")}
+    listed = [c for c in claims.load_claims() if c["paper"] == "dskype"]
+    assert listed
+    for c in listed:
+        chk, where = c["check"], c["check"].get("where") or {}
+        wanted = {chk["subject"], *(chk.get("others") or [])}
+        sources = [cells for name, (cells, variants, swept) in presets.items() if wanted <= variants
+                   and (name == chk["experiment"] if chk.get("experiment") else not swept)]
+        assert sources, c["id"]
+        produced = set().union(*sources)
+        lists = [_listed(where.get(k)) for k in ("dataset", "workload", "workers")]
+        for cell in itertools.product(*[values or [None] for values in lists]):
+            assert any(all(want is None or want == got for want, got in zip(cell, have)) for have in produced), \
+                (c["id"], cell)
 
 
 def _row(variant, value, workers=8, workload="sts_q1", started="2026-01-01", **extra):
