@@ -64,6 +64,11 @@ PLOT_METRICS = _registered({
     "update_time_vs_x": ("update_time_ms_per_ts",),
     "spread_vs_x": ("update_spread_ms_per_ts",),
     "timestamp_series": ("update_time_ms_per_ts",),
+    # Skype/DSkype (top-k): communication per message, replication ratio, balance (Fig. 21(b), Table
+    # 5); re-evaluations and buffer sizes (Fig. 14, Table 4)
+    "dskype_bars": ("obj_replication", "stored_replication", "load_max_mean"),
+    "reevaluations_vs_x": ("reevaluations",),
+    "buffer_vs_x": ("buffer_size_mean",),
     # issue 16: how a run grows with its size
     "scale_vs_x": ("wall_s", "time_oracle_s", "result_count", "driver_peak_rss_bytes", "executor_peak_rss_bytes"),
 })
@@ -335,6 +340,11 @@ def figures(runs: pd.DataFrame, exp) -> dict[str, object]:
                                       metric="update_spread_ms_per_ts"),
         "timestamp_series": lambda: _timestamp_series(runs, f"{title}: update time per time-stamp"),
         "scale_vs_x": lambda: _scale_panels(runs, x, xlabel, f"{title}: time, results and memory"),
+        "dskype_bars": lambda: _bars(runs, PLOT_METRICS["dskype_bars"],
+                                     f"{title}: communication per message, replication ratio, balance"),
+        "reevaluations_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: re-evaluations", facet,
+                                             metric="reevaluations"),
+        "buffer_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: buffer size", facet, metric="buffer_size_mean"),
     }
     return {name: makers[name]() for name in exp.plots}
 
