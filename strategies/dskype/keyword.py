@@ -132,19 +132,27 @@ class DSkypeKeywordStrategy(Strategy):
         pass
 
     def fit(self, sample: Events, n_workers: int, params: Params, context: FitContext) -> Router:
-        if int(n_workers) < 1:
-            raise ValueError(f"dskype_keyword: n_workers={n_workers!r} is invalid; allowed: an integer >= 1")
-        vocab = context.vocab_size
-        if vocab < 1:
-            raise ValueError(f"dskype_keyword: context.term_df has {vocab} terms; allowed: a vocabulary of >= 1 term")
-        n_workers = int(n_workers)
         objs_rows, subs_rows = sample_parts(sample)
-        subs = ItemRanks.of(sample, subs_rows, vocab)
-        objs = ItemRanks.of(sample, objs_rows, vocab)
-        starts = keyword_partition(subs, objs, vocab, n_workers)
-        costs = run_costs(subs, objs, starts)
-        # run i in term ids, Skype order: [first (rarest), last (most frequent)], [] when empty
-        runs = [[int(vocab - 1 - a), int(vocab - b)] if b > a else [] for a, b in zip(starts[:-1], starts[1:])]
-        info = {"runs": runs, "run_rank_starts": starts.tolist(), "run_cost": costs.tolist(),
-                "cost_var": cost_variance(costs)}
-        return PartitionedTermRouter(n_workers, term_worker_of(starts, vocab), info)
+        n_workers, vocab = checked_sizes(self.name, n_workers, context)
+        term_worker, info = runs_of(ItemRanks.of(sample, subs_rows, vocab), ItemRanks.of(sample, objs_rows, vocab),
+                                    vocab, n_workers)
+        return PartitionedTermRouter(n_workers, term_worker, info)
+
+
+def checked_sizes(name: str, n_workers, context: FitContext) -> tuple[int, int]:
+    if int(n_workers) < 1:
+        raise ValueError(f"{name}: n_workers={n_workers!r} is invalid; allowed: an integer >= 1")
+    if context.vocab_size < 1:
+        raise ValueError(f"{name}: context.term_df has {context.vocab_size} terms; allowed: a vocabulary of >= 1 term")
+    return int(n_workers), context.vocab_size
+
+
+def runs_of(subs: ItemRanks, objs: ItemRanks, vocab: int, n_workers: int) -> tuple[np.ndarray, dict]:
+    """Algorithm 4's term -> worker map and what describe() reports: each run in term ids, Skype
+    order ([first (rarest), last (most frequent)], [] when empty), its cost and Eq. 17's Var."""
+    starts = keyword_partition(subs, objs, vocab, n_workers)
+    costs = run_costs(subs, objs, starts)
+    runs = [[int(vocab - 1 - a), int(vocab - b)] if b > a else [] for a, b in zip(starts[:-1], starts[1:])]
+    info = {"runs": runs, "run_rank_starts": starts.tolist(), "run_cost": costs.tolist(),
+            "cost_var": cost_variance(costs)}
+    return term_worker_of(starts, vocab), info

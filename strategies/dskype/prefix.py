@@ -35,7 +35,7 @@ from numba import njit
 from harness.core.events import INSERT, TOPK, Events
 from harness.families.topk.index import TopkIndex
 from strategies.base import FitContext, Pairs, Router, Strategy
-from strategies.dskype.keyword import ItemRanks, cost_variance, keyword_partition, run_costs, term_worker_of
+from strategies.dskype.keyword import ItemRanks, checked_sizes, runs_of
 from strategies.load import sample_parts
 from strategies.ps2stream.textpart import PartitionedTermRouter
 from strategies.routers import kernels as route_kernels
@@ -170,10 +170,7 @@ class DSkypePrefixStrategy(Strategy):
         pass
 
     def fit(self, sample: Events, n_workers: int, params: Params, context: FitContext) -> Router:
-        if int(n_workers) < 1:
-            raise ValueError(f"dskype_prefix: n_workers={n_workers!r} is invalid; allowed: an integer >= 1")
-        vocab = context.vocab_size
-        n_workers = int(n_workers)
+        n_workers, vocab = checked_sizes(self.name, n_workers, context)
         topk = context.family_contexts.get("topk")
         idf = None if topk is None else topk.term_weight
         objs_rows, subs_rows = sample_parts(sample)
@@ -186,10 +183,5 @@ class DSkypePrefixStrategy(Strategy):
                                             sample.alpha[ins].astype(np.float64), theta, idf)
                 view = Events({"kind": np.full(len(ins), INSERT, np.int8)}, p_off, p_val)
                 subs = ItemRanks.of(view, np.arange(len(ins)), vocab)
-        objs = ItemRanks.of(sample, objs_rows, vocab)
-        starts = keyword_partition(subs, objs, vocab, n_workers)
-        costs = run_costs(subs, objs, starts)
-        runs = [[int(vocab - 1 - a), int(vocab - b)] if b > a else [] for a, b in zip(starts[:-1], starts[1:])]
-        info = {"runs": runs, "run_rank_starts": starts.tolist(), "run_cost": costs.tolist(),
-                "cost_var": cost_variance(costs)}
-        return PrefixRouter(n_workers, term_worker_of(starts, vocab), idf, info)
+        term_worker, info = runs_of(subs, ItemRanks.of(sample, objs_rows, vocab), vocab, n_workers)
+        return PrefixRouter(n_workers, term_worker, idf, info)

@@ -152,6 +152,24 @@ def _rebuild(s, t, inclusive, k, mode, ratio, window, b_off, b_cap, b_len, b_min
 
 
 @njit(cache=True)
+def _snapshot(s, kk, o, a_msg, a_score, touched, snap_off, snap_msg, snap_score, n_touch):
+    """Keep s's top-k (its buffer's first kk members from arena offset o) as it was before this
+    seq's changes, for the diff at the seq's end; returns the grown scratch arrays and count."""
+    if n_touch + 1 >= len(touched):
+        touched = grown(touched, n_touch + 2)
+        snap_off = grown(snap_off, n_touch + 3)
+    if snap_off[n_touch] + kk > len(snap_msg):
+        snap_msg = grown(snap_msg, snap_off[n_touch] + kk)
+        snap_score = grown(snap_score, snap_off[n_touch] + kk)
+    for u in range(kk):
+        snap_msg[snap_off[n_touch] + u] = a_msg[o + u]
+        snap_score[snap_off[n_touch] + u] = a_score[o + u]
+    touched[n_touch] = s
+    snap_off[n_touch + 1] = snap_off[n_touch] + kk
+    return touched, snap_off, snap_msg, snap_score, n_touch + 1
+
+
+@njit(cache=True)
 def _overflow(s, s_off, s_val, s_wsum, ov_head, ov_next, ov_sub, ov_wsum, n_ov):
     """Post s under each of its terms in the overflow lists (its postings' order is stale)."""
     need = n_ov + s_off[s + 1] - s_off[s]
@@ -235,19 +253,9 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                         if a_msg[o + r] == e:
                             if s_touch[s] != t:  # the top-k before t, for the diff
                                 s_touch[s] = t
-                                kk = min(s_k[s], b_len[s])
-                                if n_touch + 1 >= len(touched):
-                                    touched = grown(touched, n_touch + 2)
-                                    snap_off = grown(snap_off, n_touch + 3)
-                                if snap_off[n_touch] + kk > len(snap_msg):
-                                    snap_msg = grown(snap_msg, snap_off[n_touch] + kk)
-                                    snap_score = grown(snap_score, snap_off[n_touch] + kk)
-                                for u in range(kk):
-                                    snap_msg[snap_off[n_touch] + u] = a_msg[o + u]
-                                    snap_score[snap_off[n_touch] + u] = a_score[o + u]
-                                touched[n_touch] = s
-                                snap_off[n_touch + 1] = snap_off[n_touch] + kk
-                                n_touch += 1
+                                touched, snap_off, snap_msg, snap_score, n_touch = _snapshot(
+                                    s, min(s_k[s], b_len[s]), o, a_msg, a_score, touched, snap_off, snap_msg,
+                                    snap_score, n_touch)
                             for u in range(r, b_len[s] - 1):
                                 a_msg[o + u] = a_msg[o + u + 1]
                                 a_score[o + u] = a_score[o + u + 1]
@@ -317,19 +325,8 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                         pass
                     elif s_touch[s] != t:
                         s_touch[s] = t
-                        kk = min(k, b_len[s])
-                        if n_touch + 1 >= len(touched):
-                            touched = grown(touched, n_touch + 2)
-                            snap_off = grown(snap_off, n_touch + 3)
-                        if snap_off[n_touch] + kk > len(snap_msg):
-                            snap_msg = grown(snap_msg, snap_off[n_touch] + kk)
-                            snap_score = grown(snap_score, snap_off[n_touch] + kk)
-                        for u in range(kk):
-                            snap_msg[snap_off[n_touch] + u] = a_msg[o + u]
-                            snap_score[snap_off[n_touch] + u] = a_score[o + u]
-                        touched[n_touch] = s
-                        snap_off[n_touch + 1] = snap_off[n_touch] + kk
-                        n_touch += 1
+                        touched, snap_off, snap_msg, snap_score, n_touch = _snapshot(
+                            s, min(k, b_len[s]), o, a_msg, a_score, touched, snap_off, snap_msg, snap_score, n_touch)
                     # the members ranked after it gain a dominator; those reaching k leave
                     w = pos
                     lost_oldest = False
@@ -364,13 +361,9 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                 s = ref
                 stamp += 1
                 reevals += 1
-                if n_touch + 1 >= len(touched):
-                    touched = grown(touched, n_touch + 2)
-                    snap_off = grown(snap_off, n_touch + 3)
-                s_touch[s] = t
-                touched[n_touch] = s
-                snap_off[n_touch + 1] = snap_off[n_touch]  # nothing before
-                n_touch += 1
+                s_touch[s] = t  # nothing before
+                touched, snap_off, snap_msg, snap_score, n_touch = _snapshot(
+                    s, 0, 0, a_msg, a_score, touched, snap_off, snap_msg, snap_score, n_touch)
                 a_msg, a_score, a_dom, a_used, c_msg, c_score, n_c = _rebuild(
                     s, t, kind == 3, s_k[s], mode, ratio, live, b_off, b_cap, b_len, b_min, theta, lam, a_msg,
                     a_score, a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w,
