@@ -92,6 +92,23 @@ class WorkloadConfig:
     alpha_high: float = 0.99
 
 
+def invalid(field: str, value, allowed: str):
+    """The one error a bad workload value gets: the field, the value and what is allowed."""
+    raise ValueError(f"workload.{field}={value!r} is invalid; allowed: {allowed}")
+
+
+def check_k_and_keywords(cfg) -> None:
+    """k uniform in [k_min, k_max] and keyword counts in [keywords_min, keywords_max] (kNN, top-k)."""
+    if cfg.k_min < 1:
+        invalid("k_min", cfg.k_min, "an integer >= 1")
+    if cfg.k_max < cfg.k_min:
+        invalid("k_max", cfg.k_max, f"an integer >= k_min ({cfg.k_min})")
+    if cfg.keywords_min < 1:
+        invalid("keywords_min", cfg.keywords_min, "an integer >= 1")
+    if cfg.keywords_max < cfg.keywords_min:
+        invalid("keywords_max", cfg.keywords_max, f"an integer >= keywords_min ({cfg.keywords_min})")
+
+
 @dataclass
 class Workload:
     events: Events  # the whole ordered stream

@@ -51,7 +51,7 @@ import math
 import numpy as np
 import pyarrow as pa
 
-from datasets.workloads.config import KNN_OPS, KNN_PROTOCOLS, Workload
+from datasets.workloads.config import KNN_OPS, KNN_PROTOCOLS, Workload, check_k_and_keywords, invalid
 from datasets.workloads.range import object_reuse
 from harness.core.events import AND, DELETE, INSERT, KNN, OBJECT, OR, Events, csr_take, list_to_csr
 
@@ -59,9 +59,7 @@ SPAN_HOURS = 744.0  # TW14: August 2014, 31 days (spec 1.9)
 
 
 def validate_knn_workload(cfg) -> None:
-    def bad(field, value, allowed):
-        raise ValueError(f"workload.{field}={value!r} is invalid; allowed: {allowed}")
-
+    bad = invalid
     if cfg.protocol not in KNN_PROTOCOLS:
         bad("protocol", cfg.protocol, ", ".join(KNN_PROTOCOLS))
     if cfg.op not in KNN_OPS:
@@ -83,14 +81,7 @@ def validate_knn_workload(cfg) -> None:
     if cfg.timestamps is None and cfg.inserts_per_ts + cfg.deletes_per_ts == 0:
         bad("timestamps", cfg.timestamps, "an integer >= 1 (null derives it from updates, which needs "
             "inserts_per_ts + deletes_per_ts >= 1)")
-    if cfg.k_min < 1:
-        bad("k_min", cfg.k_min, "an integer >= 1")
-    if cfg.k_max < cfg.k_min:
-        bad("k_max", cfg.k_max, f"an integer >= k_min ({cfg.k_min})")
-    if cfg.keywords_min < 1:
-        bad("keywords_min", cfg.keywords_min, "an integer >= 1")
-    if cfg.keywords_max < cfg.keywords_min:
-        bad("keywords_max", cfg.keywords_max, f"an integer >= keywords_min ({cfg.keywords_min})")
+    check_k_and_keywords(cfg)
     if not cfg.tau_hours > 0:
         bad("tau_hours", cfg.tau_hours, "a number > 0 (paper hours; SSTD: 24-168)")
     if cfg.hour_s is not None and not cfg.hour_s > 0:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from datasets.workloads.config import Workload
+from datasets.workloads.config import Workload, check_k_and_keywords, invalid
 from datasets.workloads.knn import pick_terms
 from datasets.workloads.range import object_reuse
 from harness.core.events import INSERT, OBJECT, OR, TOPK, Events, csr_take, list_to_csr
@@ -34,9 +34,7 @@ RATE = 1000.0  # objects per second of event time
 
 
 def validate_topk_workload(cfg) -> None:
-    def bad(field, value, allowed):
-        raise ValueError(f"workload.{field}={value!r} is invalid; allowed: {allowed}")
-
+    bad = invalid
     for field in ("window", "queries", "measured_messages", "keywords_min", "keywords_max", "k_min", "k_max"):
         v = getattr(cfg, field)
         if not isinstance(v, int) or isinstance(v, bool):
@@ -47,14 +45,7 @@ def validate_topk_workload(cfg) -> None:
         bad("queries", cfg.queries, "an integer >= 0")
     if cfg.measured_messages < 0:
         bad("measured_messages", cfg.measured_messages, "an integer >= 0")
-    if cfg.k_min < 1:
-        bad("k_min", cfg.k_min, "an integer >= 1 (k < 1 asks for nothing)")
-    if cfg.k_max < cfg.k_min:
-        bad("k_max", cfg.k_max, f"an integer >= k_min ({cfg.k_min})")
-    if cfg.keywords_min < 1:
-        bad("keywords_min", cfg.keywords_min, "an integer >= 1 (one common keyword is required)")
-    if cfg.keywords_max < cfg.keywords_min:
-        bad("keywords_max", cfg.keywords_max, f"an integer >= keywords_min ({cfg.keywords_min})")
+    check_k_and_keywords(cfg)
     for field in ("alpha_low", "alpha_high"):
         a = getattr(cfg, field)
         if not isinstance(a, (int, float)) or isinstance(a, bool) or not 0.0 < float(a) < 1.0:
