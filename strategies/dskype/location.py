@@ -39,6 +39,7 @@ import numpy as np
 
 from harness.core.events import Events
 from strategies.base import FitContext, Pairs, Router, Strategy
+from strategies.routers.kdtree import KdTreeRouter
 from strategies.load import sample_parts
 from strategies.routers import kernels as route_kernels
 
@@ -64,18 +65,14 @@ def split_costs(sub_sorted: np.ndarray, obj_coord: np.ndarray, lo: float, hi: fl
     return cand, n1 * p1, n2 * p2
 
 
-class DSkypeLocationRouter(Router):
+class DSkypeLocationRouter(KdTreeRouter):
     """Objects to every worker; a subscription to the worker of the kd-tree leaf holding its point
-    (clamped into the fitted extent, so a point outside goes to the nearest leaf)."""
+    (clamped into the fitted extent, so a point outside goes to the nearest leaf). The tree is the
+    kd-tree router's; only what goes where differs."""
 
     def __init__(self, n_workers, split_dim, split_val, left, right, leaf_worker, regions, n_subs, prob):
-        super().__init__(n_workers)
-        self.split_dim = np.asarray(split_dim, np.int64)
-        self.split_val = np.asarray(split_val, np.float64)
-        self.left = np.asarray(left, np.int64)
-        self.right = np.asarray(right, np.int64)
-        self.leaf_worker = np.asarray(leaf_worker, np.int64)
-        self.regions = np.asarray(regions, np.float64).reshape(-1, 4)  # per node xmin, ymin, xmax, ymax
+        super().__init__(n_workers, split_dim, split_val, left, right, leaf_worker,
+                         np.asarray(regions, np.float64).reshape(-1, 4))
         self.n_subs = np.asarray(n_subs, np.int64)  # per node N(nd) in the sample
         self.prob = np.asarray(prob, np.float64)  # per node smoothed p(nd)
 
@@ -88,8 +85,7 @@ class DSkypeLocationRouter(Router):
         xmin, ymin, xmax, ymax = self.regions[0]
         x = np.clip(np.asarray(x, np.float64), xmin, xmax)
         y = np.clip(np.asarray(y, np.float64), ymin, ymax)
-        return route_kernels.kd_descend(np.arange(len(x), dtype=np.int64), x, y, self.split_dim, self.split_val,
-                                        self.left, self.right, self.leaf_worker)
+        return route_kernels.kd_descend(np.arange(len(x), dtype=np.int64), x, y, *self._tree())
 
     def _by_point(self, ev: Events, rows: np.ndarray) -> Pairs:
         rows = np.asarray(rows, np.int64)
@@ -100,7 +96,7 @@ class DSkypeLocationRouter(Router):
     def describe(self) -> dict[str, Any]:
         leaves = np.flatnonzero(self.split_dim < 0)
         return {
-            **super().describe(),
+            **Router.describe(self),
             "objects": "broadcast",
             "leaves": [{"worker": int(self.leaf_worker[i]), "region": self.regions[i].tolist(),
                         "subscriptions": int(self.n_subs[i]), "p": float(self.prob[i]),
