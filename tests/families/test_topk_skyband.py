@@ -45,3 +45,15 @@ def test_the_ratio_rule_and_the_cost_model():
         return prob * k * math.log(j / k) + PAIR_COST * scored / z
     best = min(range(5, 101), key=cost)
     assert theta == scores[best - 1] and 5 < best < 100  # an interior optimum: neither extreme
+
+
+def test_skypes_worked_bounds_examples_2_3_and_5():
+    """Skype Sec. 5.1 (weights not normalised in the examples): Eq. 2's lambda_T and Lemma 3's skip."""
+    from harness.families.topk.index import MARGIN, text_floor
+
+    lam = text_floor(0.7, 0.6, 0.98)  # Ex. 2: kScore 0.7, alpha 0.6, SSimUB 0.98
+    assert abs(lam + MARGIN - 0.28) < 1e-12
+    assert 0.1 * 1.0 < lam  # Ex. 3: wtsum(s1.w4) = 0.1 (any message weight <= 1): s1 is skipped at w4
+    assert abs(text_floor(0.6, 0.5, 1.0) + MARGIN - 0.20) < 1e-12  # Ex. 5 with SSimUB = 1
+    assert abs(text_floor(0.6, 0.5, 0.65) + MARGIN - 0.55) < 1e-12  # Ex. 5 with the inner + outer bound
+    assert text_floor(0.0, 0.5) == -np.inf  # a subscription with fewer than k results takes everything

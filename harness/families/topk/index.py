@@ -111,13 +111,14 @@ def oldest(a_msg, o, n, m_seq):
 
 
 @njit(cache=True, inline="always")
-def text_floor(theta, alpha):
-    """The text similarity a message needs to reach theta when its spatial similarity is at most 1,
-    less a margin far above rounding (a pair is skipped only when it is surely below theta);
-    -inf when every message qualifies."""
+def text_floor(theta, alpha, ssim_ub=1.0):
+    """Skype's lambda_T (Eq. 2): the text similarity a message needs to reach theta when its
+    spatial similarity is at most ssim_ub (1 here: no spatial bound is kept), less a margin far
+    above rounding (a pair is skipped only when it is surely below theta); -inf when every message
+    qualifies."""
     if theta <= 0.0:
         return -np.inf
-    return (theta - alpha) / (1.0 - alpha) - MARGIN
+    return theta / (1.0 - alpha) - alpha / (1.0 - alpha) * ssim_ub - MARGIN
 
 
 @njit(cache=True)
@@ -558,7 +559,7 @@ class TopkIndex(WorkerIndex):
         exp_rows = np.flatnonzero(m_exp < hi)
         exp_rows = exp_rows[np.argsort(m_exp[exp_rows], kind="stable")]
         m_post_off, m_post, m_post_w = weighted_postings(msgs.offsets, msgs.values, m_w, n_terms)
-        lam = np.where(theta > 0, (theta - s_alpha) / (1.0 - s_alpha) - MARGIN, -np.inf)  # as text_floor
+        lam = np.where(theta > 0, theta / (1.0 - s_alpha) - s_alpha / (1.0 - s_alpha) - MARGIN, -np.inf)  # text_floor
         s_wsum = suffix_weights(subs.offsets, s_w)
         s_post_off, s_post, s_post_wsum, s_post_key = keyed_postings(subs.offsets, subs.values, s_wsum, lam, n_terms)
         work_kept = np.zeros(int(keep_ev.sum()), np.int64)
