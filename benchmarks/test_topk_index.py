@@ -1,0 +1,203 @@
+"""The top-k worker index (issue 14's targets), one core, synthetic data, k = 20, 1-5 OR keywords
+and alpha uniform in (0, 1) per subscription: Skype's subscriber side (`topk_q`).
+
+The warm-up fills the window with |W| messages and registers the subscriptions, each initialised
+against the full window (untimed set-up, as the harness's warm-up epoch); the state is exported
+and restored into a fresh index, as between epochs, and a batch of new messages is timed by the
+index's own `busy_s` (each one arrives at a full window and pushes the oldest out). Sizes: full
+156,000 subscriptions (DSkype's load per worker; its Java bolts did about 833 messages/s there, the
+target is 8,000) with |W| = 10,000, not the issue's 1M: the warm-up scores about 1 us per pair and
+a registration costs 0.4 / 0.7 / 1.5 / 7 / 17 / 40 ms at |W| = 5k / 10k / 20k / 100k / 300k / 1M
+(measured), so 156,000 registrations take 100 s at 10k and 1.7 hours at 1M. Small: 20,000
+subscriptions, |W| = 20,000. Figures, all from the same rounds (each round: the brute-force scan,
+the index without expiries, the index):
+- messages/s of the index (target 8,000);
+- a brute-force scorer over the same postings (target: the index 10x it), vectorised numpy sharing
+  no code with the index: per message, every subscription sharing a keyword is scored and compared
+  with its current k-th score (a (subscriptions, k) table of scores, no refills);
+- the share of busy time spent on expiries (buffer upkeep) and re-evaluations (target <= 20%): the
+  busy time of the same batch with its expiries left out (the epoch's end set to its start, so no
+  message leaves a buffer and none is re-evaluated), subtracted from the index's.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from bench_data import synthetic_objects
+from conftest import cpu_timer
+from datasets.workloads.config import WorkloadConfig
+from datasets.workloads.topk import build_topk_workload
+from harness.core.events import OBJECT
+from harness.families.base import IndexContext
+from harness.families.topk.family import TopkFamily
+from harness.families.topk.index import TopkIndex
+
+SUBS = {"full": 156_000, "small": 20_000}
+WINDOW = {"full": 10_000, "small": 20_000}
+MEASURED = {"full": 500, "small": 2_000}
+BRUTE_PREFIX = 2_000  # messages the brute-force scorer runs at most (its rate is per message)
+K = 20
+ROUNDS = {"full": 3, "small": 5}  # paired rounds (the share is a difference of two busy times)
+
+
+@pytest.fixture(scope="module")
+def topk_state(scale):
+    n_q, window, n_meas = SUBS[scale["name"]], WINDOW[scale["name"]], MEASURED[scale["name"]]
+    table, df, extent = synthetic_objects(window + n_meas, seed=5)  # no message repeats
+    cfg = WorkloadConfig(name="topk_q", family="topk", queries=n_q, window=window, measured_messages=n_meas,
+                         k_min=K, k_max=K, keywords_min=1, keywords_max=5)
+    wl = build_topk_workload(table, df, extent, cfg, 7)
+    ev = wl.events
+    context = TopkFamily.stream_context(IndexContext(tuple(extent), len(df)), ev)
+    warm = TopkIndex(context)
+    warm.begin_epoch(0, wl.warmup)
+    t0 = time.perf_counter()
+    warm_out = warm.process(ev.take(np.arange(wl.warmup)))
+    warm_s = time.perf_counter() - t0
+    state = warm.export_state()
+    measured = ev.take(np.arange(wl.warmup, len(ev)))
+    assert (measured.kind == OBJECT).all() and len(state.queries) == n_q and len(state.objects) == window
+    return context, state, measured, (wl.warmup, len(ev)), warm_s, warm_out.counters
+
+
+class BruteForce:
+    """Per message, numpy over a term -> subscriptions inverted list built here: the text cosine of
+    every subscription sharing a keyword (a dense bincount of weight products), the spatial part,
+    the score, and the strict comparison with the subscription's k-th score; entrants replace their
+    k-th score in a (subscriptions, k) ascending table. Weights: the context's idf, L2-normalised
+    per set; MaxDist: the context's."""
+
+    def __init__(self, context, state):
+        subs = state.queries
+        self.n = n = len(subs)
+        self.idf = np.asarray(context.term_weight, np.float64)
+        self.max_dist = float(context.max_dist)
+        self.x, self.y = subs.x.astype(np.float64), subs.y.astype(np.float64)
+        self.alpha = subs.alpha.astype(np.float64)
+        w = self.weights(subs.offsets, subs.values)
+        owner = np.repeat(np.arange(n), np.diff(subs.offsets))
+        order = np.argsort(subs.values, kind="stable")
+        self.post_sub, self.post_w = owner[order], w[order]
+        self.post_off = np.zeros(len(self.idf) + 1, np.int64)
+        np.cumsum(np.bincount(subs.values, minlength=len(self.idf)), out=self.post_off[1:])
+        # each subscription's top-k scores from the exported buffers (header rows have mseq -1)
+        t = state.results
+        qid, mseq, score = (t.column(c).to_numpy() for c in ("qid", "mseq", "score"))
+        mem = mseq >= 0
+        qid, score = qid[mem], score[mem]
+        first = np.r_[0, np.flatnonzero(qid[1:] != qid[:-1]) + 1]
+        rank = np.arange(len(qid)) - np.repeat(first, np.diff(np.r_[first, len(qid)]))
+        assert (np.diff(subs.id) > 0).all()
+        slot = np.searchsorted(subs.id, qid)
+        top = rank < K
+        self.start = np.full((n, K), -np.inf)
+        self.start[slot[top], K - 1 - rank[top]] = score[top]  # ascending: column 0 is the k-th
+
+    def weights(self, offsets, values):
+        w = self.idf[values]
+        lens = np.diff(offsets)
+        norm = np.sqrt(np.add.reduceat(w * w, offsets[:-1])) if len(w) else np.zeros(0)
+        return w / np.repeat(np.where(lens > 0, norm, 1.0), lens)
+
+    def run(self, msgs):
+        """(entries, pairs scored) over msgs."""
+        best = self.start.copy()
+        m_w = self.weights(msgs.offsets, msgs.values)
+        entries = pairs = 0
+        for i in range(len(msgs)):
+            a, b = msgs.offsets[i], msgs.offsets[i + 1]
+            terms = msgs.values[a:b]
+            cand = np.concatenate([self.post_sub[self.post_off[t]:self.post_off[t + 1]] for t in terms])
+            prod = np.concatenate([self.post_w[self.post_off[t]:self.post_off[t + 1]] * m_w[a + j]
+                                   for j, t in enumerate(terms)])
+            tsim = np.bincount(cand, weights=prod, minlength=self.n)
+            s = np.flatnonzero(tsim > 0.0)
+            ssim = 1.0 - np.hypot(msgs.x[i] - self.x[s], msgs.y[i] - self.y[s]) / self.max_dist
+            score = self.alpha[s] * ssim + (1.0 - self.alpha[s]) * tsim[s]
+            enter = score >= best[s, 0]  # a tie goes to the newer message
+            e = s[enter]
+            if len(e):
+                rows = best[e]
+                rows[:, 0] = score[enter]
+                rows.sort(axis=1)
+                best[e] = rows
+            entries += len(e)
+            pairs += len(s)
+        return entries, pairs
+
+
+def entries_of(out) -> np.ndarray:
+    ch = out.results
+    enter = ch["delta"] > 0
+    keys = np.stack([ch["qid"][enter], ch["trigger"][enter], ch["mseq"][enter]], axis=1)
+    return keys[np.lexsort(keys.T[::-1])]
+
+
+def test_topk_index_throughput(benchmark, topk_state, scale, record):
+    context, state, measured, (lo, hi), warm_s, warm_counters = topk_state
+    n_q, n_msg = len(state.queries), len(measured)
+    brute = BruteForce(context, state)
+    prefix = measured.take(np.arange(min(BRUTE_PREFIX, n_msg)))
+    outs, calm, brute_rates = [], [], []
+
+    def index_run(end, events=measured):
+        index = TopkIndex(context)
+        index.restore(state)
+        index.begin_epoch(lo, end)
+        return index.process(events)
+
+    def setup():  # each round's baselines, right before its index run
+        base_s, (_, pairs) = cpu_timer(lambda: brute.run(prefix), rounds=1)
+        brute_rates.append(len(prefix) / base_s)
+        brute.pairs = pairs
+        calm.append(index_run(lo))  # no expiries within the batch
+
+    def run():
+        out = index_run(hi)
+        outs.append(out)
+        return out
+
+    benchmark.pedantic(run, setup=setup, rounds=ROUNDS[scale["name"]], iterations=1)
+    first = entries_of(outs[0])
+    for out in outs[1:]:  # the measured entries are deterministic
+        assert np.array_equal(entries_of(out), first) and out.counters == outs[0].counters
+    c = outs[0].counters
+    assert c["objects"] == n_msg and c["window"] == len(state.objects)
+    if len(prefix) == n_msg:  # the scan scores every pair the index scores or prunes on arrival, and more
+        assert brute.pairs >= c["arrival_pairs"] + c["pruned_pairs"]
+    assert calm[0].counters["reevaluations"] == 0 and calm[0].counters["window"] == len(state.objects) + n_msg
+
+    setup_s = index_run(lo + 1, measured.take(np.arange(1))).busy_s  # the per-epoch set-up and one message
+
+    busy = np.array([o.busy_s for o in outs])
+    rates = n_msg / busy
+    tag = f"topk@{n_q // 1000}k"
+    ref = f"{tag}/brute_force"
+    per_round = rates / np.array(brute_rates)
+    vs_brute = float(np.median(per_round))
+    window = len(state.objects)
+    record(ref, max(brute_rates), "messages/s/core",
+           note=f"{len(prefix)} messages, {brute.pairs / len(prefix):.0f} subscriptions sharing a keyword each, "
+                f"all scored")
+    record(f"{tag}/index", rates.max(), "messages/s/core", baseline=ref, target=8_000, paired={ref: vs_brute},
+           note=f"{n_q} subscriptions, k = {K}, |W| = {window} (not 1M: warm-up cost, module docstring), "
+                f"{n_msg} messages ({setup_s:.1f}s of the busy time is the epoch's set-up); per message "
+                f"{c['arrival_pairs'] / n_msg:.0f} pairs scored, "
+                f"{c['pruned_pairs'] / n_msg:.0f} pruned, {c['results'] / n_msg:.0f} entries; "
+                f"warm-up {warm_s:.0f}s untimed ({warm_counters['candidates'] / n_q:.0f} pairs per registration); "
+                f"DSkype's Java bolts: ~833 messages/s at 156k")
+    record(f"{tag}/index_vs_brute", rates.max(), "messages/s/core", baseline=ref, target=10, target_on=ref,
+           paired={ref: vs_brute},
+           note="ratio: median of the per-round ratios " + ", ".join(f"{r:.2f}" for r in per_round))
+    shares = 1.0 - np.array([o.busy_s for o in calm]) / busy
+    pair_share = (c["candidates"] - c["arrival_pairs"]) / max(c["candidates"], 1)
+    record(f"{tag}/reevaluation_share", float(np.median(shares)), "share of worker busy", target_max=0.20,
+           note=f"busy time minus that of the batch without expiries, median of paired rounds "
+                f"{', '.join(f'{x:.2f}' for x in shares)} (best rounds: "
+                f"{1.0 - min(o.busy_s for o in calm) / busy.min():.2f}): "
+                f"{c['reevaluations']} re-evaluations ({pair_share:.1%} of pairs scored), {n_msg} expiries; "
+                f"the arrivals' own buffer upkeep (dominance counters) is inside the arrival loop, not split")
