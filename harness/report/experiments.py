@@ -416,6 +416,9 @@ def write_report(root: Path, exp, runs: pd.DataFrame, plot_paths: list[Path]) ->
         cells = [c["claim"], c["paper"], c.get("source", ""), c.get("published", ""), f"**{v.verdict}**", measured]
         lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |")  # |S| stays in its cell
     lines += ["", "## Figures", ""] + [f"![{p.stem}]({p.relative_to(root)})" for p in plot_paths]
-    path = root / "report.md"
-    path.write_text("\n".join(lines) + "\n")
+    text = "\n".join(lines) + "\n"
+    (root / "reports").mkdir(parents=True, exist_ok=True)
+    (root / "reports" / f"{exp.name}.md").write_text(text)  # each preset's own, kept
+    path = root / "report.md"  # the latest, where earlier versions pointed
+    path.write_text(text)
     return path
