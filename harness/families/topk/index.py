@@ -213,6 +213,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
     c_score = np.empty(64, np.float64)
     stamp = 0
     cand = np.empty(64, np.int64)
+    cand_w = np.empty(64, np.float64)
     posted = lam.copy()  # the theta (as a text floor) each subscription's postings are sorted by
     ov_head = np.full(len(s_post_off) - 1, -1, np.int64)  # term -> overflow entries (linked)
     ov_next = np.empty(16, np.int64)
@@ -306,11 +307,21 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                         if s_redo[s] == t or not (s_ins[s] < t < s_del[s]):
                             continue
                         if n_cand == len(cand):
-                            cand = grown(cand, n_cand + 1)
+                            cand, cand_w = grown(cand, n_cand + 1), grown(cand_w, n_cand + 1)
                         cand[n_cand] = s
+                        cand_w[n_cand] = wsum
                         n_cand += 1
                 for c in range(n_cand):
                     s = cand[c]
+                    # the exact spatial similarity with the text bound: most pairs stop here, before
+                    # the keyword lists are read (a skip is certain: the margin dwarfs rounding)
+                    dx = m_x[m] - s_x[s]
+                    dy = m_y[m] - s_y[s]
+                    a = s_alpha[s]
+                    reach = a * (1.0 - np.sqrt(dx * dx + dy * dy) / max_dist) + (1.0 - a) * cand_w[c] * maxwt
+                    if reach < theta[s] - MARGIN:
+                        pruned += 1
+                        continue
                     sc = pair_score(s_x[s], s_y[s], s_alpha[s], s_val, s_w, s_off[s], s_off[s + 1],
                                     m_x[m], m_y[m], m_val, m_w, m_off[m], m_off[m + 1], max_dist)
                     scored += 1
