@@ -22,7 +22,7 @@ from harness.engine.monitor import unit_stats
 from harness.engine.lockstep import Lockstep
 from harness.engine.pipeline import EpochResult, Lane, LaneEpoch
 from harness.engine.setup import FamilySetup
-from harness.engine.worker import WorkerSet, epoch_service, routing_view, stored_queries, with_resent
+from harness.engine.worker import WorkerSet, routing_view, stored_queries, with_resent, without_resent
 from harness.families.base import StateBundle
 
 
@@ -90,8 +90,7 @@ class InProcessExecutor:
             for code, _, blob in result_blocks(indexes, sub, sole_w, self.setup, 1, local):
                 blobs[code].append(blob)
             work, counters, busy_s = indexes.totals()
-            _, work = epoch_service(sub.seq, work, n_resent)
-            sub = sub.take(np.arange(n_resent, len(sub))) if n_resent else sub
+            sub, work = without_resent(sub, work, n_resent)
             self.states[w] = indexes.export_state()
             start_q, end_q = stored_queries(start), stored_queries(self.states[w])
             res.worker_stats[w] = {**counters, **pruned, "busy_s": busy_s, "restored": len(start_q), "events": len(sub),

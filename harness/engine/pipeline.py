@@ -44,7 +44,7 @@ from harness.engine.local_pairs import SOLE, LocalCount, result_blocks, sole_cop
 from harness.engine.memory import task_peak_bytes
 from harness.engine.merge import merge_bucket, query_rows
 from harness.engine.setup import FamilySetup
-from harness.engine.worker import WorkerSet, epoch_service, routing_view, stored_queries, with_resent
+from harness.engine.worker import WorkerSet, routing_view, stored_queries, with_resent, without_resent
 from harness.families.base import qid_buckets
 
 
@@ -185,10 +185,9 @@ def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list
         yield out_row(RESULT, w, bucket, blob, family=code, lane=lane)
     work, counters, busy_s = indexes.totals()
     size = indexes.size_bytes()
-    service_seq, work = epoch_service(ev.seq, work, n_resent)
-    ev = ev.take(np.arange(n_resent, len(ev))) if n_resent else ev
+    ev, work = without_resent(ev, work, n_resent)
     if spec.collect_service and len(ev):
-        yield out_row(SERVICE, w, payload=service_block(service_seq, work, busy_s), lane=lane)
+        yield out_row(SERVICE, w, payload=service_block(ev.seq, work, busy_s), lane=lane)
     kept = indexes.export_state()
     start_q, end_q = stored_queries(bundles), stored_queries(kept)
     if spec.monitor:

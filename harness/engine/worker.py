@@ -142,15 +142,16 @@ def with_resent(ev: Events, resend: Events | None, router, worker: int, codes: n
     return Events.concat([resend.take(mine), ev]), len(mine), sole
 
 
-def epoch_service(seq: np.ndarray, work: np.ndarray, n_resent: int) -> tuple[np.ndarray, np.ndarray]:
-    """The (seq, work) the latency model reads: the work of re-sent subscriptions (older seqs, not
-    events of this epoch) is charged to the epoch's first event."""
+def without_resent(ev: Events, work: np.ndarray, n_resent: int) -> tuple[Events, np.ndarray]:
+    """The epoch's own events and their work, as the statistics and the latency model read them: the
+    re-sent subscriptions in front (older seqs, not events of this epoch) go, their work is charged
+    to the epoch's first event."""
     if n_resent == 0:
-        return seq, work
-    seq, rest = seq[n_resent:], work[n_resent:].copy()
+        return ev, work
+    rest = work[n_resent:].copy()
     if len(rest):
         rest[0] += work[:n_resent].sum()
-    return seq, rest
+    return ev.take(np.arange(n_resent, len(ev))), rest
 
 
 def stored_queries(bundles: dict[int, StateBundle]) -> Events:

@@ -8,18 +8,20 @@ out. Per subscription it keeps the local top-k: the k best messages of its local
 a keyword with it, in the order (score desc, seq desc), the newer message winning a tie (Skype
 Sec. 5.1: "kScore(s) <= Score(s, m)").
 
-Events run in seq order, an expiry at seq t together with the event at t (Skype's Fig. 1: e5
-arrives as e1 expires): first the subscriptions losing a top-k member are marked, then the
-arriving message is offered to the other subscriptions sharing one of its terms (an insertion into
-the top-k), then each marked subscription is re-evaluated against the local window (its top-k
-recomputed, the arrival included); a new subscription is initialised against the window at its
-insertion (Skype Sec. 4). The worker emits every change of a local top-k as rows (qid, trigger
-seq, message seq, oid, score, +1 enter / -1 leave); the merger (merge.py) turns the replicas'
-local lists into the global entries.
+The local top-k is the head of Skype's result buffer, a partial k-skyband (skyband.py). Events run
+in seq order, an expiry at seq t together with the event at t (Skype's Fig. 1: e5 arrives as e1
+expires): expiring messages leave the buffers whose oldest member they are, the arriving message
+enters the buffers of the subscriptions it can reach, buffers left with fewer than k members are
+re-evaluated against the local window (the arrival included), and a new subscription is
+initialised against the window at its insertion (Skype Sec. 4). The worker emits every change of a
+local top-k as rows (qid, trigger seq, message seq, oid, score, +1 enter / -1 leave); the merger
+(merge.py) turns the replicas' local lists into the global entries.
 
-Pruning is by the postings only (a message meets the subscriptions indexed under its terms); the
-re-evaluation scans the window's postings of the subscription's terms. Skype's bounds (IGPT) and
-its k-skyband buffer make both cheaper and are a later step (docs/decisions.md).
+An arrival reads each of its terms' postings, sorted by the message weight a subscription needs
+through that term (Thm 5.1 as a sort key, Thm 5.4's early stop), only as far as its own largest
+weight reaches, and skips a candidate whose exact spatial similarity with the text bound cannot
+reach its theta; re-evaluation runs the threshold algorithm over weight-sorted window postings
+(docs/decisions.md, "Top-k subscriptions").
 """
 
 from __future__ import annotations
@@ -119,6 +121,14 @@ def text_floor(theta, alpha, ssim_ub=1.0):
     if theta <= 0.0:
         return -np.inf
     return theta / (1.0 - alpha) - alpha / (1.0 - alpha) * ssim_ub - MARGIN
+
+
+@njit(cache=True)
+def text_floors(theta, alpha):
+    out = np.empty(len(theta))
+    for s in range(len(theta)):
+        out[s] = text_floor(theta[s], alpha[s])
+    return out
 
 
 @njit(cache=True)
@@ -570,7 +580,7 @@ class TopkIndex(WorkerIndex):
         exp_rows = np.flatnonzero(m_exp < hi)
         exp_rows = exp_rows[np.argsort(m_exp[exp_rows], kind="stable")]
         m_post_off, m_post, m_post_w = weighted_postings(msgs.offsets, msgs.values, m_w, n_terms)
-        lam = np.where(theta > 0, theta / (1.0 - s_alpha) - s_alpha / (1.0 - s_alpha) - MARGIN, -np.inf)  # text_floor
+        lam = text_floors(theta, s_alpha)
         s_wsum = suffix_weights(subs.offsets, s_w)
         s_post_off, s_post, s_post_wsum, s_post_key = keyed_postings(subs.offsets, subs.values, s_wsum, lam, n_terms)
         work_kept = np.zeros(int(keep_ev.sum()), np.int64)

@@ -22,6 +22,7 @@ from numba import njit
 from harness.core.events import DELETE, INSERT, Events, small_ints, sorted_runs
 from harness.families.base import NEVER, Merger, MergeOutput, qid_buckets
 from harness.families.topk.keys import entry_keys
+from harness.families.topk.skyband import better
 
 STATE_SCHEMA = pa.schema([("qid", pa.int64()), ("k", pa.int64()), ("del_seq", pa.int64()), ("mseq", pa.int64()),
                           ("oid", pa.int64()), ("score", pa.float64()), ("count", pa.int64()),
@@ -38,11 +39,6 @@ def pack(changes: dict, rows: np.ndarray) -> bytes:
 def unpack(blob: bytes) -> tuple[np.ndarray, np.ndarray]:
     n = int(np.frombuffer(blob, np.int64, 1)[0])
     return np.frombuffer(blob, np.int64, 5 * n, 8).reshape(n, 5), np.frombuffer(blob, np.float64, n, 8 + 40 * n)
-
-
-@njit(cache=True, inline="always")
-def _better(score_a, seq_a, score_b, seq_b):
-    return score_a > score_b or (score_a == score_b and seq_a > seq_b)
 
 
 @njit(cache=True)
@@ -85,7 +81,7 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
                     u_count[found] += r_delta[i]
                 elif r_delta[i] > 0:  # a new member, placed by rank
                     pos = n_u
-                    while pos > base and _better(r_score[i], r_mseq[i], u_score[pos - 1], u_mseq[pos - 1]):
+                    while pos > base and better(r_score[i], r_mseq[i], u_score[pos - 1], u_mseq[pos - 1]):
                         u_mseq[pos], u_oid[pos], u_score[pos] = u_mseq[pos - 1], u_oid[pos - 1], u_score[pos - 1]
                         u_count[pos], u_top[pos] = u_count[pos - 1], u_top[pos - 1]
                         pos -= 1
