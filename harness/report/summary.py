@@ -51,10 +51,11 @@ def buffer_size_mean(measured) -> float:
     NaN for families without buffers."""
     if not measured:
         return float("nan")
-    stats = measured[-1].worker_stats.values()
+    stats = list(measured[-1].worker_stats.values())
+    if not any("buffered" in st for st in stats):
+        return float("nan")
     held = sum(st.get("kept", 0) for st in stats)
-    buffered = sum(st.get("buffered", -1) for st in stats)
-    return buffered / held if held and buffered >= 0 else float("nan")
+    return sum(st.get("buffered", 0) for st in stats) / held if held else float("nan")
 
 
 def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_workers: int, n_dispatchers: int,
