@@ -23,7 +23,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps -e .
 	@echo "compiling the numba kernels once: a tiny run of the default experiment (about 1.5 min)"
-	@tmp=$$(mktemp -d) && $(PY) -m harness workload=tiny dataset.size=4000 progress=false mlflow.enabled=false \
+	@tmp=$$(mktemp -d) && $(PY) -m harness workload=tiny dataset.size=4000 measure.repeat=2 progress=false mlflow.enabled=false \
 	    results_dir=$$tmp > $$tmp.log 2>&1 || { tail -40 $$tmp.log; rm -rf $$tmp $$tmp.log; exit 1; }; \
 	    rm -rf $$tmp $$tmp.log
 	touch $(STAMP)

@@ -9,6 +9,7 @@ import pytest
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ["PYSPARK_PYTHON"] = sys.executable
+os.environ["STPS_REPEAT"] = "1"  # each measured epoch timed once (the default run repeats: conf/config.yaml)
 
 
 @pytest.fixture(scope="session")

@@ -38,6 +38,7 @@ class SparkExecutor:
         self.state_root, self.keep_pairs = store.as_uri(state_root), keep_pairs
         self.pairs_path = None if pairs_path is None else store.as_uri(pairs_path)
         self.state: str | None = None
+        self.previous: str | None = None
         self.waited_s = 0.0
 
     def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None, keep_state=True,
@@ -48,8 +49,11 @@ class SparkExecutor:
         t0 = time.perf_counter()
         res = self.lockstep.epoch(self.lane, epoch, lo, hi, LaneEpoch(router, lane, feedback or None))
         self.waited_s += time.perf_counter() - t0 - res.timings["job_s"] * res.timings["job_share"]
-        self.state = nxt
+        self.previous, self.state = self.state, nxt
         return res
+
+    def rewind(self) -> None:
+        self.state = self.previous
 
     def migrate(self, epoch, router, old_router) -> MigrationResult:
         moved = store.join(self.state_root, f"epoch={epoch}-migrated")
@@ -66,9 +70,14 @@ class InProcessExecutor:
         self.events, self.setup, self.n_workers = events, setup, n_workers
         self.states: dict[int, dict[int, StateBundle]] = {w: {} for w in range(n_workers)}
         self.merge_states: dict[int, pa.Table | None] = {}
+        self.previous = (dict(self.states), dict(self.merge_states))
+
+    def rewind(self) -> None:
+        self.states, self.merge_states = dict(self.previous[0]), dict(self.previous[1])
 
     def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None, keep_state=True,
               horizon=None, resend=None) -> EpochResult:
+        self.previous = (dict(self.states), dict(self.merge_states))
         ev = self.events.take(np.arange(lo, hi))
         rows, workers = router.route(routing_view(ev, self.setup.codes))
         n_obj_copies = int(np.count_nonzero(ev.kind[rows] == OBJECT))
@@ -109,6 +118,7 @@ class InProcessExecutor:
             res.merge_busy_s += out.busy_s
             if out.feedback is not None and out.feedback.num_rows:
                 res.feedback[code] = out.feedback
+        res.merge_max_s = res.merge_busy_s  # one merge task
         return res
 
     def migrate(self, epoch, router, old_router) -> MigrationResult:

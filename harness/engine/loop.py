@@ -32,6 +32,9 @@ class Executor(Protocol):
 
     def migrate(self, epoch: int, router, old_router) -> MigrationResult: ...
 
+    def rewind(self) -> None:
+        """Forget the last epoch's state, so that the same epoch runs again from the same start."""
+
 
 @dataclass
 class LoopResult:
@@ -39,6 +42,8 @@ class LoopResult:
     series: list[dict]  # one row per measured epoch (epochs.parquet)
     router: object  # the router after the last epoch
     plans: list = field(default_factory=list)  # the migration plans applied
+    # per measured epoch, every repetition's result, the discarded ones first (`repeat` > 1)
+    repetitions: list[list[EpochResult]] = field(default_factory=list)
 
     @property
     def measured(self) -> list[EpochResult]:
@@ -56,7 +61,10 @@ def live_inserts(events: Events, qids: np.ndarray, seq_end: int) -> Events | Non
 
 
 def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, bounds: list[tuple[int, int, int]],
-               adjuster, n_workers: int, n_dispatchers: int, progress=None, label: str = "") -> LoopResult:
+               adjuster, n_workers: int, n_dispatchers: int, progress=None, label: str = "",
+               repeat: int = 1) -> LoopResult:
+    """The run's epochs; each measured one runs `repeat` times from the same state (timings vary,
+    results may not: a repetition whose result differs is an error)."""
     view = routing_view(events, setup.codes)
     last = bounds[-1][0]
     out = LoopResult([], [], router)
@@ -72,14 +80,27 @@ def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, b
         observe_s = time.perf_counter() - t0
         # thresholds valid until the next epoch's end, for a router that routes by them
         horizon = bounds[i + 1][2] if router.wants_thresholds and epoch < last else None
-        res = executor.epoch(epoch, lo, hi, router, collect_service=epoch > 0,
-                             monitor=adjuster is not None and 0 < epoch < last, feedback=feedback,
-                             keep_state=epoch < last,  # nothing reads the last epoch's state
-                             horizon=horizon, resend=resend)
-        res.observe_s = observe_s
-        stall(res, pause)
+        reps = []
+        for r in range(repeat if epoch > 0 else 1):
+            if r:
+                executor.rewind()
+                if progress is not None:
+                    progress.step(f"{label}: epoch {epoch} again (repetition {r + 1}/{repeat})")
+            res = executor.epoch(epoch, lo, hi, router, collect_service=epoch > 0,
+                                 monitor=adjuster is not None and 0 < epoch < last, feedback=feedback,
+                                 keep_state=epoch < last,  # nothing reads the last epoch's state
+                                 horizon=horizon, resend=resend)
+            res.observe_s = observe_s
+            stall(res, pause)
+            if reps and (res.result_count, res.result_hash) != (reps[0].result_count, reps[0].result_hash):
+                raise RuntimeError(f"epoch {epoch} gave {res.result_count} results in repetition {r + 1} and "
+                                   f"{reps[0].result_count} in the first (hashes {res.result_hash:x}, "
+                                   f"{reps[0].result_hash:x}): the run is not deterministic")
+            reps.append(res)
         pause = {}
         out.epochs.append(res)
+        if epoch > 0:
+            out.repetitions.append(reps)
         if epoch > 0:
             row = epoch_row(epoch, res.n_events, res.worker_stats, res.route_ns / 1e9, n_dispatchers, n_workers,
                             res.units, observe_s=observe_s)

@@ -274,6 +274,7 @@ class EpochResult:
     result_count: int = 0
     result_hash: int = 0
     merge_busy_s: float = 0.0  # the mergers' CPU time
+    merge_max_s: float = 0.0  # the busiest merge task's CPU time (the network model's merge stage)
     observe_s: float = 0.0  # the driver's routing-state upkeep before dispatch (Router.observe_inserts)
     executor_peak_bytes: int = 0  # the largest peak resident set of a worker or merge task's processes
     local_pairs: int = 0  # distinct pairs the workers finished themselves (sole objects), not shuffled
@@ -386,6 +387,7 @@ def collect(epoch: int, out: pa.Table, collect_service: bool) -> EpochResult:
         result_hash=sum(m["hash"] for m in merged + local) % (1 << 64),
         local_pairs=sum(m["count"] for m in local),
         merge_busy_s=sum(m.get("busy_s", 0.0) for m in merged),
+        merge_max_s=max((m.get("busy_s", 0.0) for m in merged), default=0.0),
     )
     info = out.column("info")
     for i in np.flatnonzero((rtype == STATS) & (wcol >= 0)):

@@ -33,6 +33,7 @@ class SimResult:
     feedback_rows: int = 0
     anomalies: dict = field(default_factory=dict)  # what normalising the stream fixed (datasets.workloads.anomalies)
     local_pairs: int = 0  # distinct pairs the workers counted themselves (harness/engine/local_pairs.py)
+    repetitions: list[int] = field(default_factory=list)  # per measured epoch, the times it ran (`repeat`)
 
     @property
     def exact(self) -> bool:
@@ -63,11 +64,12 @@ def oracle_digest(events: Events, names: list[str]) -> str:
 def simulate(events: Events, warmup: int, strategy: str, n_workers: int, epoch_events: float = 0,
              adjust: "str | Adjuster" = "none", adjust_params: dict | None = None, strategy_params: dict | None = None,
              context: FitContext | None = None, setup: FamilySetup | None = None, epochs_by: str = "count",
-             index_params: dict | None = None, local_pairs: bool = True) -> SimResult:
+             index_params: dict | None = None, local_pairs: bool = True, repeat: int = 1) -> SimResult:
     """Run a stream through a strategy in process. The families are the stream's own; the range
     index defaults to 16 cells per side (tiny streams), `index_params` maps a family to its
     settings, `setup` replaces the whole family setup (a test's own index); `local_pairs` as the
-    config's (pairs of sole objects counted on the workers). The stream is normalised
+    config's (pairs of sole objects counted on the workers); `repeat` runs each measured epoch that
+    many times from the same state, as measure.repeat does. The stream is normalised
     first (datasets.workloads.anomalies), as the Spark runner does, so both give anomalies one meaning."""
     events, warmup, anomalies = normalise_prefix(events, warmup)
     context = context or default_context(events)
@@ -92,9 +94,9 @@ def simulate(events: Events, warmup: int, strategy: str, n_workers: int, epoch_e
                          "move between workers; allowed: adjust=none")
     bounds = epoch_bounds(events, warmup, epochs_by, epoch_events)
     loop = run_epochs(InProcessExecutor(events, setup, n_workers), router, events, setup, bounds,
-                      None if adjuster.name == "none" else adjuster, n_workers, 1)
+                      None if adjuster.name == "none" else adjuster, n_workers, 1, repeat=repeat)
     count = sum(e.result_count for e in loop.epochs)
     hashed = sum(e.result_hash for e in loop.epochs) % (1 << 64)
     return SimResult(format_digest(count, hashed), oracle_digest(events, names), loop.series, loop.plans, loop.router,
                      sum(t.num_rows for e in loop.epochs for t in e.feedback.values()), anomalies,
-                     sum(e.local_pairs for e in loop.epochs))
+                     sum(e.local_pairs for e in loop.epochs), [len(r) for r in loop.repetitions])

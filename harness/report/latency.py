@@ -2,11 +2,15 @@
 
 Events arrive at a constant input rate, in seq order, spread round-robin over the dispatchers.
 Each dispatcher and each worker is a FIFO queue. A dispatcher's service time per event is its
-measured routing time divided evenly over the events it routed; a worker's service time per
-event is its measured busy time apportioned by the work the index counted for that event
-(candidate checks for an object, postings for an insertion), because the kernel is vectorised
-and cannot be timed per event. An event leaves the system when the last of its copies leaves
-its worker; its latency is that time minus its arrival.
+measured routing time divided evenly over the events it routed, plus (network model) the CPU to
+send the event's copies; a worker's service time per event is its measured busy time apportioned
+by the work the index counted for that event (candidate checks for an object, postings for an
+insertion), because the kernel is vectorised and cannot be timed per event, plus the CPU to
+receive the copy. Under a network profile each copy then crosses the dispatcher's link (a FIFO
+queue, bytes / bandwidth), a hop, and the worker's link (FIFO in arrival order) before the worker
+takes it, in seq order; a result crosses one more hop to the merge. An event leaves the system
+when the last of its copies is done; its latency is that time minus its arrival. With the `none`
+profile every cost is zero and the model is the compute-only one.
 """
 
 from __future__ import annotations
@@ -14,10 +18,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from harness.core.events import sorted_runs
+from harness.report.network import Copies, NetworkProfile, copy_costs
+
+NONE = NetworkProfile()
+
 
 @njit(cache=True)
 def _fifo(arrival, service):
-    """Departure times of a FIFO single server (Lindley's recursion)."""
+    """Departure times of a FIFO single server (Lindley's recursion), customers in the given order."""
     out = np.empty(len(arrival))
     free = -np.inf
     for i in range(len(arrival)):
@@ -27,26 +36,46 @@ def _fifo(arrival, service):
     return out
 
 
+def _queue(ready: np.ndarray, service: np.ndarray, server: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Departures of the copies from their servers, each server taking its copies in `order`."""
+    out = np.empty(len(ready))
+    order = order[np.argsort(server[order], kind="stable")]
+    for lo, hi in sorted_runs(server[order]):
+        idx = order[lo:hi]
+        out[idx] = _fifo(ready[idx], service[idx])
+    return out
+
+
 def event_latencies(seqs: np.ndarray, dispatch_service_s: float, n_dispatchers: int, rate_eps: float,
-                    worker_service: dict[int, tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-    """Latency (s) of every event in `seqs` (sorted) under the queue model."""
+                    worker_service: dict[int, tuple[np.ndarray, np.ndarray]], profile: NetworkProfile = NONE,
+                    sizes: np.ndarray | None = None) -> np.ndarray:
+    """Latency (s) of every event in `seqs` (sorted) under the queue model; `sizes`: each event's
+    bytes (required by a profile that charges for them)."""
     seqs = np.asarray(seqs, np.int64)
     n = len(seqs)
+    sizes = np.zeros(n, np.int64) if sizes is None else np.asarray(sizes, np.int64)
+    copies = Copies.of(seqs, sizes, worker_service, n_dispatchers)
+    send, recv = copy_costs(profile, copies, n_dispatchers, n)
     arrival = np.arange(n, dtype=np.float64) / rate_eps
     leave_dispatch = np.empty(n)
     for d in range(n_dispatchers):
         idx = np.arange(d, n, n_dispatchers)
-        leave_dispatch[idx] = _fifo(arrival[idx], np.full(len(idx), dispatch_service_s))
+        leave_dispatch[idx] = _fifo(arrival[idx], dispatch_service_s + send[idx])
+    if len(copies.pos) == 0:
+        return leave_dispatch - arrival
+    ready = leave_dispatch[copies.pos]
+    by_seq = np.lexsort((copies.worker, copies.pos))  # an event's copies leave a dispatcher in worker order
+    if profile.bandwidth_bps > 0:
+        tx = profile.link_s(copies.nbytes.astype(np.float64))
+        ready = _queue(ready, tx, copies.dispatcher, by_seq) + profile.hop_latency_s
+        ready = _queue(ready, tx, copies.worker, np.argsort(ready, kind="stable"))
+    else:
+        ready = ready + profile.hop_latency_s
+    done_copy = _queue(ready, copies.service_s + recv, copies.worker, by_seq) + profile.hop_latency_s
     done = leave_dispatch.copy()
-    for w_seq, w_service in worker_service.values():
-        pos = np.searchsorted(seqs, w_seq)
-        ok = (pos < n) & (seqs[np.minimum(pos, n - 1)] == w_seq)
-        pos, svc = pos[ok], w_service[ok]
-        dep = _fifo(leave_dispatch[pos], svc)
-        if len(pos) < 2 or (np.diff(pos) > 0).all():  # each event once here (the norm): a plain
-            done[pos] = np.maximum(done[pos], dep)  # scatter; np.maximum.at was half of a summary
-        else:  # an event served twice by one worker
-            np.maximum.at(done, pos, dep)
+    pos, last = copies.pos[by_seq], done_copy[by_seq]
+    starts = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])
+    done[pos[starts]] = np.maximum(done[pos[starts]], np.maximum.reduceat(last, starts))
     return done - arrival
 
 

@@ -101,12 +101,49 @@ _METRICS = [
     # throughput and time (README, "Metrics (definitions)")
     Metric("events", "events", "events", "measured input events (warm-up excluded)", None, _COUNT),
     Metric("throughput_eps", "throughput", "events/s",
-           "measured events / bottleneck time (the busiest worker's CPU time or a dispatcher's time)",
-           "higher", _COUNT),
+           "the throughput the network profile names (network.headline; throughput_basis says which): "
+           "throughput_network_eps, or throughput_compute_eps under network=none", "higher", _COUNT),
+    Metric("throughput_compute_eps", "compute-only throughput", "events/s",
+           "measured events / the busier of a dispatcher's routing time and the busiest worker's CPU time; "
+           "moving events costs nothing", "higher", _COUNT),
+    Metric("throughput_network_eps", "throughput with network", "events/s",
+           "measured events / the busiest resource of the network model (dispatcher CPU with sending, dispatcher "
+           "and worker links, worker CPU with receiving, merge; harness/report/network.py)", "higher", _COUNT),
+    Metric("throughput_basis", "throughput basis", "", "which throughput throughput_eps is: compute, or network "
+           "(<profile>)", None, "{}"),
+    *(Metric(f"{k}_ci_{end}", f"{short} 95% {side}", "events/s", f"{side} end of the interval of {k}'s median over "
+             "the counted repetitions (its coverage: ci_coverage)", None, _COUNT)
+      for k, short in (("throughput_eps", "throughput"), ("throughput_compute_eps", "compute-only throughput"),
+                       ("throughput_network_eps", "throughput with network"))
+      for end, side in (("lo", "lower"), ("hi", "upper"))),
+    *(Metric(f"reps_{k}", f"{k} per repetition", "", f"JSON list of {k} in each counted repetition", None, "{}")
+      for k in ("throughput_eps", "throughput_compute_eps", "throughput_network_eps")),
+    Metric("repetitions", "repetitions", "repetitions", "counted repetitions of the measured epochs (measure.repeat "
+           "less measure.discard)", None, _COUNT),
+    Metric("repetitions_discarded", "repetitions discarded", "repetitions", "first repetitions not counted "
+           "(compilation, first touch)", None, _COUNT),
+    Metric("ci_coverage", "interval coverage", "", "the probability that the throughput interval covers the median "
+           "(order statistics; 95% from six counted repetitions on)", None, **_PCT),
+    Metric("too_short", "too short to measure", "", "1 when bottleneck_s < measure.min_bottleneck_s: the figure is "
+           "timer noise more than work", None, "{:.0f}"),
+    Metric("throughput_by_bandwidth", "throughput by bandwidth", "", "JSON {bandwidth bits/s: throughput_network_eps}"
+           " of the run re-evaluated at network.sweep_bandwidths_bps (0: unlimited)", None, "{}"),
+    Metric("bottleneck_resource", "bottleneck", "", "the network model's busiest resource: dispatcher_cpu, "
+           "dispatcher_link, worker_link, worker_cpu or merge", None, "{}"),
+    Metric("bottleneck_compute_s", "compute bottleneck time", "s", "what throughput_compute_eps divides", "lower",
+           "{:.3f}"),
+    Metric("bottleneck_network_s", "network bottleneck time", "s", "what throughput_network_eps divides", "lower",
+           "{:.3f}"),
+    *(Metric(f"resource_{r}_s", f"{r.replace('_', ' ')} time", "s", f"the busiest {r.replace('_', ' ')}'s time "
+             "under the network model", "lower", "{:.4f}")
+      for r in ("dispatcher_cpu", "dispatcher_link", "worker_link", "worker_cpu", "merge")),
+    Metric("network_bytes", "bytes sent", "bytes", "dispatcher -> worker bytes of the event copies, block framing "
+           "included (the network model's traffic)", "lower", **_MB),
+    Metric("bytes_per_event", "bytes per event", "bytes", "network_bytes / measured events", "lower", "{:,.0f}"),
     Metric("throughput_wall_eps", "wall-clock throughput", "events/s",
            "measured events / Spark wall-clock time of the measured epochs", "higher", _COUNT),
-    Metric("bottleneck_s", "bottleneck time", "s", "max(dispatcher_s, worker_busy_max_s), what throughput divides",
-           "lower", "{:.3f}"),
+    Metric("bottleneck_s", "bottleneck time", "s", "what throughput_eps divides (bottleneck_network_s or "
+           "bottleneck_compute_s)", "lower", "{:.3f}"),
     Metric("dispatcher_s", "dispatcher time", "s", "a dispatcher's time: its share of the routing plus observe_s",
            "lower", "{:.3f}"),
     Metric("observe_s", "routing-state upkeep", "s",
@@ -130,6 +167,12 @@ _METRICS = [
     Metric("load_max_min", "L_max/L_min", "", "largest / smallest worker load L_i (inf if a worker has none)",
            "lower", **_RATIO),
     Metric("load_max_mean", "L_max/L_mean", "", "largest / mean worker load L_i", "lower", **_RATIO),
+    Metric("busy_max_min", "busy max/min", "", "largest / smallest measured worker busy time (the work done, not "
+           "the load model)", "lower", **_RATIO),
+    Metric("busy_max_mean", "busy max/mean", "", "largest / mean measured worker busy time", "lower", **_RATIO),
+    Metric("checks_max_min", "checks max/min", "", "largest / smallest candidate checks per worker", "lower",
+           **_RATIO),
+    Metric("checks_max_mean", "checks max/mean", "", "largest / mean candidate checks per worker", "lower", **_RATIO),
     Metric("unit_load_max_min", "unit L_max/L_min", "",
            "balance of the monitor's unit loads per worker (what SSTD's detection compares)", "lower", **_RATIO),
     Metric("obj_replication", "object replication", "", "routed object copies / input objects", "lower", "{:.2f}"),

@@ -23,7 +23,14 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 RUNS_TABLE_COLUMNS = [
     "run_id", "status", "error", "strategy", "variant", "experiment", "sweep_id", "x", "facet", "workers", "dispatchers", "dataset", "workload", "seed", "tag",
-    "cluster", "config_key", "started_at", "events", "throughput_eps", "throughput_wall_eps", "latency_mean_ms", "latency_p50_ms",
+    "cluster", "config_key", "started_at", "events", "throughput_eps", "throughput_basis", "throughput_compute_eps",
+    "throughput_network_eps", "bottleneck_resource", "bottleneck_s", "bottleneck_compute_s", "bottleneck_network_s",
+    "resource_dispatcher_cpu_s", "resource_dispatcher_link_s", "resource_worker_link_s", "resource_worker_cpu_s",
+    "resource_merge_s", "network_bytes", "bytes_per_event", "throughput_by_bandwidth", "busy_max_min", "busy_max_mean",
+    "checks_max_min", "checks_max_mean", "throughput_eps_ci_lo", "throughput_eps_ci_hi", "throughput_compute_eps_ci_lo",
+    "throughput_compute_eps_ci_hi", "throughput_network_eps_ci_lo", "throughput_network_eps_ci_hi",
+    "reps_throughput_eps", "reps_throughput_compute_eps", "reps_throughput_network_eps", "repetitions",
+    "repetitions_discarded", "ci_coverage", "too_short", "throughput_wall_eps", "latency_mean_ms", "latency_p50_ms",
     "latency_p95_ms", "latency_p99_ms", "load_max_min", "load_max_mean", "load_sum", "obj_replication",
     "query_replication", "messages_routed", "dispatcher_bytes", "worker_index_bytes_max", "build_s", "wall_s", "work_s", "fixed_s",
     "logging_s", "task_failures",

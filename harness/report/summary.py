@@ -3,7 +3,8 @@ sample and the per-epoch series (definitions: README, DESIGN.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,8 @@ from harness.core.events import DELETE, INSERT, OBJECT, Events
 from harness.engine.monitor import worker_table
 from harness.report import latency as latency_model
 from harness.report.metrics import run_metrics
+from harness.report.network import Copies, NetworkProfile, event_bytes, resources
+from harness.report.repetitions import kept, median_interval
 from harness.report.timestamps import timestamp_metrics, timestamp_series
 
 SERIES_TOTALS = ("migrated_queries", "migrated_bytes", "select_s", "migration_s", "select_cells_s")
@@ -58,20 +61,65 @@ def buffer_size_mean(measured) -> float:
     return sum(st.get("buffered", 0) for st in stats) / held if held else float("nan")
 
 
+def network_metrics(profile: NetworkProfile, copies: Copies, metrics: dict, workers: pd.DataFrame,
+                    n_dispatchers: int, merge_max_s: float) -> dict:
+    """Throughput with the network model, each resource's time and the bottleneck; the headline
+    `throughput_eps` and `bottleneck_s` are the ones the profile names (`headline`)."""
+    def at(p: NetworkProfile):
+        return resources(p, copies, n_dispatchers, len(workers), metrics["dispatcher_s"],
+                         (workers["busy_s"] + workers["pause_s"]).to_numpy(), workers["results"].to_numpy(),
+                         merge_max_s)
+
+    res = at(profile)
+    name, slowest = res.bottleneck
+    events = metrics["events"]
+    out = {"throughput_compute_eps": metrics["throughput_eps"], "bottleneck_compute_s": metrics["bottleneck_s"],
+           "throughput_network_eps": events / max(slowest, 1e-12), "bottleneck_network_s": slowest,
+           "bottleneck_resource": name, "network_bytes": res.bytes_sent,
+           "bytes_per_event": res.bytes_sent / events if events else float("nan"),
+           **{f"resource_{k}_s": v for k, v in res.times.items()}}
+    if profile.sweep_bandwidths_bps:
+        curve = {}
+        for bw in profile.sweep_bandwidths_bps:
+            curve[f"{float(bw):g}"] = events / max(at(replace(profile, bandwidth_bps=float(bw))).bottleneck[1], 1e-12)
+        out["throughput_by_bandwidth"] = json.dumps(curve)
+    basis = "network" if profile.headline == "network" else "compute"
+    out["throughput_eps"], out["bottleneck_s"] = out[f"throughput_{basis}_eps"], out[f"bottleneck_{basis}_s"]
+    out["throughput_basis"] = "compute" if basis == "compute" or profile.free else f"network ({profile.name})"
+    return out
+
+
+def balance_metrics(workers: pd.DataFrame) -> dict:
+    """Balance of the work the workers measured: busy time and candidate checks, max/min and max/mean."""
+    out = {}
+    for key, col in (("busy", "busy_s"), ("checks", "candidates")):
+        v = workers[col].to_numpy(np.float64) if len(workers) else np.zeros(0)
+        top = v.max() if len(v) else 0.0
+        out[f"{key}_max_min"] = float(top / v.min()) if len(v) and v.min() > 0 else (float("inf") if top > 0 else float("nan"))
+        out[f"{key}_max_mean"] = float(top / v.mean()) if len(v) and v.mean() > 0 else float("nan")
+    return out
+
+
 def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_workers: int, n_dispatchers: int,
-                  latency_cfg) -> RunSummary:
+                  latency_cfg, profile: NetworkProfile | None = None) -> RunSummary:
+    profile = profile or NetworkProfile()
     workers = worker_table([e.worker_stats for e in measured], n_workers)
     kinds = events.kind[warmup:]
     n_obj = int((kinds == OBJECT).sum())
     n_q = int(((kinds == INSERT) | (kinds == DELETE)).sum())
     metrics = run_metrics(measured, workers, n_dispatchers, n_obj, n_q)
+    seqs, sizes, service = events.seq[warmup:], event_bytes(events)[warmup:], merged_service(measured)
+    copies = Copies.of(seqs, sizes, service, n_dispatchers)
+    metrics.update(network_metrics(profile, copies, metrics, workers, n_dispatchers,
+                                   sum(e.merge_max_s for e in measured)))
+    metrics.update(balance_metrics(workers))
     rate = latency_cfg.rate_eps or latency_cfg.rate_fraction * metrics["throughput_eps"]
     n_meas = len(events) - warmup
     route_s = sum(e.route_ns for e in measured) / 1e9
     observe_s = sum(e.observe_s for e in measured)
     # a dispatcher routes its share of the events and keeps its whole copy of the routing state current
     service_s = (route_s + observe_s * n_dispatchers) / max(n_meas, 1)
-    lat = latency_model.event_latencies(events.seq[warmup:], service_s, n_dispatchers, rate, merged_service(measured))
+    lat = latency_model.event_latencies(seqs, service_s, n_dispatchers, rate, service, profile, sizes)
     metrics.update(latency_model.summarise(lat))
     metrics.update(timestamp_metrics(measured, events, n_workers))
     metrics["latency_rate_eps"] = rate
@@ -83,3 +131,25 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     sample = pd.DataFrame({"latency_ms": np.sort(lat)[:: max(1, len(lat) // 20000)] * 1000.0})
     return RunSummary(metrics, workers, sample, pd.DataFrame(series),
                       pd.DataFrame(timestamp_series(measured, events, n_workers)))
+
+
+REPEATED = ("throughput_eps", "throughput_compute_eps", "throughput_network_eps")
+
+
+def summarise_repetitions(repetitions: list[list], series: list[dict], events: Events, warmup: int, n_workers: int,
+                          n_dispatchers: int, latency_cfg, profile: NetworkProfile, measure) -> RunSummary:
+    """The run's summary over its repetitions (harness/report/repetitions.py): the repetition whose
+    throughput is the median's gives the figures, the throughputs themselves are the medians with
+    their intervals, and every counted repetition's throughputs are kept (`reps_*`, JSON lists)."""
+    n_reps = len(repetitions[0]) if repetitions else 1
+    summaries = [summarise_run([reps[r] for reps in repetitions], series, events, warmup, n_workers, n_dispatchers,
+                               latency_cfg, profile) for r in kept(n_reps, measure.discard)]
+    values = {k: [s.metrics[k] for s in summaries] for k in REPEATED}
+    pick = summaries[int(np.argsort(values["throughput_eps"], kind="stable")[(len(summaries) - 1) // 2])]
+    metrics = pick.metrics
+    for k, vs in values.items():
+        med, lo, hi, coverage = median_interval(vs)
+        metrics.update({k: med, f"{k}_ci_lo": lo, f"{k}_ci_hi": hi, f"reps_{k}": json.dumps(vs)})
+    metrics.update(repetitions=float(len(summaries)), repetitions_discarded=float(n_reps - len(summaries)),
+                   ci_coverage=coverage, too_short=float(metrics["bottleneck_s"] < measure.min_bottleneck_s))
+    return RunSummary(metrics, pick.workers, pick.latency_sample, pick.epochs, pick.timeline)

@@ -9,7 +9,8 @@ from rich.table import Table
 
 from harness.report import metrics
 
-COLUMNS = ("throughput_eps", "latency_p50_ms", "latency_p95_ms", "load_max_min", "obj_replication",
+COLUMNS = ("throughput_eps", "bottleneck_resource", "latency_p50_ms", "latency_p95_ms", "busy_max_min",
+           "load_max_min", "obj_replication",
            "query_replication", "dispatcher_bytes", "worker_index_bytes_max", "build_s")
 
 
@@ -24,25 +25,42 @@ def workers_used(r: dict) -> str:
     return f"{int(r['partitions_actual'])}/{r['workers']}" if idle_workers(r) else str(r.get("workers", ""))
 
 
+def interval(r: dict) -> str:
+    """"lo-hi": the throughput's interval when the run repeated (its coverage: the footer)."""
+    if (r.get("repetitions") or 0) < 2:
+        return "-"
+    return (f"{metrics.show('throughput_eps', r.get('throughput_eps_ci_lo'))}-"
+            f"{metrics.show('throughput_eps', r.get('throughput_eps_ci_hi'))}")
+
+
 def comparison_table(rows: list[dict]) -> Table:
     """One row per run; a "workers used" column only when some run left workers idle (it explains an
     infinite L_max/L_min)."""
-    t = Table(title="strategy comparison (measured epoch; throughput = events / bottleneck CPU time)")
+    basis = next((r["throughput_basis"] for r in rows if r.get("throughput_basis")), "compute")
+    t = Table(title=f"strategy comparison (measured epochs; throughput: {basis}, events / the busiest "
+                    f"{'resource' if basis != 'compute' else 'CPU'}'s time)")
     t.add_column("strategy")
     idle = any(idle_workers(r) for r in rows)
     if idle:
         t.add_column("workers used", justify="right")
+    repeated = any((r.get("repetitions") or 0) > 1 for r in rows)
     for col in COLUMNS:
         t.add_column(metrics.label(col), justify="right")
+        if col == "throughput_eps" and repeated:
+            t.add_column("interval (events/s)", justify="right", no_wrap=True)
     t.add_column("oracle", justify="right")
     for r in rows:
         name = r.get("variant") or r["strategy"]
         lead = [name, workers_used(r)] if idle else [name]
         if r.get("status") != "ok":
-            t.add_row(*lead, f"[red]{str(r.get('error', 'error'))[:200]}[/red]", *[""] * len(COLUMNS))
+            t.add_row(*lead, f"[red]{str(r.get('error', 'error'))[:200]}[/red]", *[""] * (len(COLUMNS) + repeated))
             continue
         oracle = {True: "[green]ok[/green]", False: "[red]MISMATCH[/red]", None: "n/a"}[r.get("oracle_ok")]
-        t.add_row(*lead, *(metrics.show(col, r.get(col)) for col in COLUMNS), oracle)
+        cells = [metrics.show(col, r.get(col)) + ("*" if col == "throughput_eps" and r.get("too_short") else "")
+                 for col in COLUMNS]
+        if repeated:
+            cells.insert(1, interval(r))
+        t.add_row(*lead, *cells, oracle)
     return t
 
 
@@ -76,3 +94,11 @@ def print_comparison(rows: list[dict]) -> None:
             f"{r.get('variant') or r['strategy']} {metrics.show('wall_s', r.get('wall_s', 0), unit=True)}"
             for r in rows))
         print(input_line(first))
+        if any(r.get("too_short") for r in rows):
+            print("* the bottleneck was busy for less than measure.min_bottleneck_s: timer noise may dominate "
+                  "that figure (a larger workload measures it better)")
+        reps = int(first.get("repetitions") or 1)
+        print(f"repetitions: {reps} counted per run"
+              + (f", {int(first.get('repetitions_discarded') or 0)} discarded first; throughput is their median, "
+                 f"the interval covers it with {metrics.show('ci_coverage', first.get('ci_coverage'))}%"
+                 if reps > 1 else " (measure.repeat=1: no interval)"))

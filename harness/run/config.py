@@ -18,6 +18,7 @@ from hydra.core.config_store import ConfigStore
 
 from datasets.config import DatasetConfig, validate_dataset_config
 from datasets.workloads.config import WorkloadConfig
+from harness.report.network import NetworkProfile
 
 
 @dataclass
@@ -78,6 +79,15 @@ class LatencyConfig:
 
 
 @dataclass
+class MeasureConfig:
+    """How often each measured epoch is timed (harness/report/repetitions.py)."""
+
+    repeat: int = 1  # runs of each measured epoch from the same state (conf/config.yaml sets the default run's)
+    discard: int = 1  # of them, the first ones not counted (compilation, first touch), when repeat > discard
+    min_bottleneck_s: float = 0.02  # a bottleneck time below this is flagged: too short to measure well
+
+
+@dataclass
 class OracleConfig:
     enabled: bool = True
     max_checks: float = 2.0e10  # past this many objects x queries, the brute force on the driver is too big ...
@@ -126,6 +136,8 @@ class Config:
     index: dict[str, Any] = field(default_factory=dict)
     families: list[str] = field(default_factory=list)  # modules defining more query families (plugins)
     latency: LatencyConfig = field(default_factory=LatencyConfig)
+    network: NetworkProfile = field(default_factory=NetworkProfile)  # conf/network/<profile>.yaml
+    measure: MeasureConfig = field(default_factory=MeasureConfig)
     oracle: OracleConfig = field(default_factory=OracleConfig)
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
     results_dir: Optional[str] = None  # default: <project>/results
@@ -173,6 +185,16 @@ class ConfigError(ValueError):
 
 def _bad(key: str, value, allowed) -> ConfigError:
     return ConfigError(f"{key}={value!r} is invalid; allowed: {allowed}")
+
+
+def network_profile(cfg) -> NetworkProfile:
+    """The run's network profile (conf/network/<name>.yaml), from a composed config or a plain one."""
+    net = cfg.network
+    if not isinstance(net, NetworkProfile):
+        from omegaconf import OmegaConf
+
+        net = NetworkProfile(**(OmegaConf.to_container(net, resolve=True) if OmegaConf.is_config(net) else net))
+    return net
 
 
 @dataclass(frozen=True)
@@ -286,6 +308,16 @@ def validate(cfg) -> list[RunSpec]:
         raise _bad("latency.rate_fraction", cfg.latency.rate_fraction, "a number in (0, 10]")
     if cfg.latency.rate_eps is not None and cfg.latency.rate_eps <= 0:
         raise _bad("latency.rate_eps", cfg.latency.rate_eps, "a positive rate in events/s, or null")
+    if cfg.measure.repeat < 1:
+        raise _bad("measure.repeat", cfg.measure.repeat, "an integer >= 1")
+    if cfg.measure.discard < 0:
+        raise _bad("measure.discard", cfg.measure.discard, "an integer >= 0 (ignored unless measure.repeat is larger)")
+    if cfg.measure.min_bottleneck_s < 0:
+        raise _bad("measure.min_bottleneck_s", cfg.measure.min_bottleneck_s, "seconds >= 0")
+    try:
+        network_profile(cfg).check()
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     from harness.families import registry as families
 
     try:

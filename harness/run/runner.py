@@ -34,9 +34,9 @@ from harness.engine.setup import family_setup
 from harness.families import registry as families
 from harness.families.base import IndexContext
 from harness.report import results
-from harness.report.summary import summarise_run
+from harness.report.summary import summarise_repetitions
 from harness.report.table import idle_workers
-from harness.run.config import RunSpec, spark_master, validate
+from harness.run.config import RunSpec, network_profile, spark_master, validate
 from harness.run.progress import Progress
 from harness.run.watchdog import ExecutorWatchdog, LostExecutors
 from strategies import registry
@@ -263,12 +263,13 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
         executor = SparkExecutor(lockstep, lane, setup, cfg.workers, state_root, cfg.keep_pairs,
                                  _run_location(cfg, run_dir, base["run_id"], "pairs"))
         bounds = epoch_bounds(events, warmup, cfg.epochs.by, cfg.epochs.size)
-        progress.extend(len(bounds) - 2)
+        progress.extend(len(bounds) - 2 + (cfg.measure.repeat - 1) * (len(bounds) - 1))
         with ExecutorWatchdog(spark, base["run_id"], cfg.cluster.lost_executors_timeout_s):
             loop = run_epochs(executor, router, events, setup, bounds, adjuster, cfg.workers, cfg.dispatchers,
-                              progress, name)
+                              progress, name, cfg.measure.repeat)
         epochs, series, router = loop.epochs, loop.series, loop.router
-        summary = summarise_run(loop.measured, series, events, warmup, cfg.workers, cfg.dispatchers, cfg.latency)
+        summary = summarise_repetitions(loop.repetitions, series, events, warmup, cfg.workers, cfg.dispatchers,
+                                        cfg.latency, network_profile(cfg), cfg.measure)
         workers_df, lat_sample, epochs_df, metrics = summary.workers, summary.latency_sample, summary.epochs, \
             summary.metrics
         if summary.timeline is not None and len(summary.timeline):  # per time-stamp (DkM-SKS Fig. 7)

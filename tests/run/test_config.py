@@ -122,3 +122,27 @@ def test_cfg_job_shows_the_composed_config():
                           text=True, cwd=PROJECT_ROOT, timeout=120)
     assert proc.returncode == 0
     assert "workers: 4" in proc.stdout and "strategy:" in proc.stdout
+
+
+def test_the_default_run_charges_the_lan_and_repeats_and_none_is_compute_only(monkeypatch):
+    from harness.run.config import network_profile
+
+    cfg = composed()
+    lan = network_profile(cfg)
+    assert (lan.name, lan.headline, lan.bandwidth_bps, lan.merge_tasks) == ("lan", "network", 1e9, cfg.workers)
+    assert lan.send_s_per_message > 0 and lan.block_bytes > 0  # the calibration's figures
+    assert network_profile(composed("network=none")).free
+    assert cfg.measure.repeat == 1  # the tests' own (tests/conftest.py) ...
+    monkeypatch.delenv("STPS_REPEAT")
+    assert composed().measure.repeat == 7  # ... and the default run's
+
+
+@pytest.mark.parametrize("override, field", [
+    ("network.bandwidth_bps=-1", "network.bandwidth_bps=-1.0"), ("network.block_events=0", "network.block_events=0"),
+    ("network.headline=fastest", "network.headline='fastest'"), ("measure.repeat=0", "measure.repeat=0"),
+    ("measure.min_bottleneck_s=-1", "measure.min_bottleneck_s=-1.0"),
+    ("network.sweep_bandwidths_bps=[1e9,-5]", "network.sweep_bandwidths_bps")])
+def test_bad_network_and_measure_values_name_the_field(override, field):
+    with pytest.raises(ConfigError) as err:
+        validate(composed(override))
+    assert field in str(err.value) and "allowed" in str(err.value)
