@@ -198,6 +198,17 @@ def csr_of(parts: list[np.ndarray], dtype=np.int64) -> tuple[np.ndarray, np.ndar
     return offsets, (np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype))
 
 
+# bytes of an event's Arrow row: its fixed-width columns, its int32 list offset and 4 bytes per term
+ROW_FIXED_BYTES = sum(t.byte_width for name, t in EVENT_FIELDS if name != "terms") + 4
+
+
+def row_bytes(ev: "Events", rows: np.ndarray | None = None) -> np.ndarray:
+    """Bytes each event (or each of `rows`) takes in an Arrow block: what a copy sent to a worker
+    carries (the network model) and what a stored subscription moves in a migration."""
+    rows = np.arange(len(ev)) if rows is None else np.asarray(rows, np.int64)
+    return ROW_FIXED_BYTES + 4 * (ev.offsets[rows + 1] - ev.offsets[rows]).astype(np.int64)
+
+
 def sorted_runs(values: np.ndarray) -> list[tuple[int, int]]:
     """(start, end) of each run of equal values in a sorted array, in order; none when it is empty."""
     if len(values) == 0:

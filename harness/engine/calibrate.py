@@ -15,10 +15,10 @@ import argparse
 import time
 
 import numpy as np
+import pyarrow as pa
 
-from harness.core.events import Events
+from harness.core.events import Events, row_bytes
 from harness.engine.blocks import from_ipc, to_ipc
-from harness.report.network import event_bytes
 
 BLOCK_EVENTS = (10, 100, 1_000, 10_000)
 TERMS = (1, 8, 32)
@@ -52,14 +52,12 @@ def measure(repeat: int = 7) -> list[dict]:
         batch = batch_ev.to_arrow()
         for n in BLOCK_EVENTS:
             pick = np.arange(0, 2 * n, 2)  # every other event: a dispatcher's copies for one worker
-            import pyarrow as pa
-
             idx = pa.array(pick)
             blob = to_ipc(batch.take(idx))
             send = _median_s(lambda: to_ipc(batch.take(idx)), repeat)
             recv = _median_s(lambda: Events.from_arrow(from_ipc(blob)), repeat)
-            row_bytes = int(event_bytes(batch_ev.take(pick)).sum())
-            rows.append({"events": n, "terms": terms, "bytes": row_bytes, "ipc_bytes": len(blob),
+            rows.append({"events": n, "terms": terms, "bytes": int(row_bytes(batch_ev.take(pick)).sum()),
+                         "ipc_bytes": len(blob),
                          "send_s": send, "recv_s": recv})
     return rows
 

@@ -33,10 +33,11 @@ class SparkExecutor:
     jobs (a run's wall time is its own driver time plus its share of the jobs)."""
 
     def __init__(self, lockstep: Lockstep, lane: int, setup: FamilySetup, n_workers: int, state_root: str,
-                 keep_pairs: bool, pairs_path: str | None):
+                 keep_pairs: bool, pairs_path: str | None, ship_events: bool = False):
         self.lockstep, self.lane, self.setup, self.n_workers = lockstep, lane, setup, n_workers
         self.state_root, self.keep_pairs = store.as_uri(state_root), keep_pairs
         self.pairs_path = None if pairs_path is None else store.as_uri(pairs_path)
+        self.ship_events = ship_events
         self.state: str | None = None
         self.previous: str | None = None
         self.waited_s = 0.0
@@ -45,7 +46,8 @@ class SparkExecutor:
               horizon=None, resend=None) -> EpochResult:
         nxt = store.join(self.state_root, f"epoch={epoch}")
         pairs = store.join(self.pairs_path, f"epoch={epoch}") if self.keep_pairs and self.pairs_path else None
-        lane = Lane(self.setup, self.state, nxt, pairs, collect_service, monitor, keep_state, horizon, resend)
+        lane = Lane(self.setup, self.state, nxt, pairs, collect_service, monitor, keep_state, horizon, resend,
+                    self.ship_events)
         t0 = time.perf_counter()
         res = self.lockstep.epoch(self.lane, epoch, lo, hi, LaneEpoch(router, lane, feedback or None))
         self.waited_s += time.perf_counter() - t0 - res.timings["job_s"] * res.timings["job_share"]

@@ -27,11 +27,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from harness.core import store
-from harness.core.events import DELETE, INSERT, Events, sorted_runs
+from harness.core.events import DELETE, INSERT, Events, row_bytes, sorted_runs
 from harness.engine.blocks import (BLOCK_SCHEMA, from_ipc, one_row, read_bundle, spark_schema, to_ipc,
                                    write_bundle)
 from harness.engine.faults import maybe_kill_executor
-from harness.engine.monitor import row_bytes
 from harness.engine.pipeline import merge_buckets
 from harness.engine.worker import routing_view
 from harness.families.base import StateBundle

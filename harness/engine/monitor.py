@@ -13,17 +13,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from harness.core.events import DELETE, INSERT, NUMPY_DTYPES, OBJECT, Events
+from harness.core.events import DELETE, INSERT, OBJECT, Events, row_bytes
 from strategies.adjust_base import UNIT_COLUMNS
-
-_ROW_BYTES = sum(np.dtype(t).itemsize for t in NUMPY_DTYPES.values()) + 8  # numeric columns + terms offset
-
-
-def row_bytes(ev: Events, rows: np.ndarray | None = None) -> np.ndarray:
-    """Bytes of each event as stored (numeric columns, term offset, 4 bytes per term)."""
-    rows = np.arange(len(ev)) if rows is None else np.asarray(rows, np.int64)
-    return _ROW_BYTES + 4 * (ev.offsets[rows + 1] - ev.offsets[rows])
-
 
 def _owned_units(router, ev: Events, rows: np.ndarray, worker: int, owner: np.ndarray):
     if len(rows) == 0:

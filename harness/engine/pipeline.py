@@ -61,6 +61,7 @@ class Lane:
     keep_state: bool = True  # False in a run's last epoch: no epoch reads what it would keep
     horizon: int | None = None  # the next epoch's end, for routers that want thresholds (Router.wants_thresholds)
     resend: Events | None = None  # live subscriptions whose routes gained workers (Router.pending_resends)
+    ship_events: bool = False  # blocks carry the events themselves, not their seqs (config `ship_events`)
 
 
 def dispatch_batches(batches, routers_bc, lanes: list[Lane], n_buckets: int):
@@ -71,27 +72,35 @@ def dispatch_batches(batches, routers_bc, lanes: list[Lane], n_buckets: int):
             continue
         ev = Events.from_arrow(batch)
         for lane, (spec, (router, _)) in enumerate(zip(lanes, routers)):
-            yield from _route_batch(batch, ev, router, spec.setup, n_buckets, lane)
+            yield from _route_batch(batch, ev, router, spec.setup, n_buckets, lane, spec.ship_events)
 
 
-def _route_batch(batch: pa.RecordBatch, ev: Events, router, setup: FamilySetup, n_buckets: int, lane: int):
+def _route_batch(batch: pa.RecordBatch, ev: Events, router, setup: FamilySetup, n_buckets: int, lane: int,
+                 ship_events: bool = False):
     start = time.time()
     view = routing_view(ev, setup.codes)
     t0 = time.perf_counter_ns()
     rows, workers = router.route(view)
     ns = time.perf_counter_ns() - t0
     order = np.lexsort((rows, workers))  # by worker, then stream order within the batch
-    routed = pa.record_batch({"seq": ev.seq[rows[order]]})  # the worker reads the events themselves
+    if ship_events:  # the events themselves, as the compared systems send them
+        routed = batch.take(pa.array(rows[order]))
+    else:  # their seqs: the worker reads the events from the events table
+        routed = pa.record_batch({"seq": ev.seq[rows[order]]})
     if setup.local_codes:
         routed = with_sole(routed, sole_copies(rows, batch.num_rows)[order])
     ws = workers[order]
+    shipped = blocks = 0
     for lo, hi in sorted_runs(ws):
-        yield one_row(BLOCK_SCHEMA, worker=int(ws[lo]), payload=to_ipc(routed.slice(lo, hi - lo)), lane=lane)
+        blob = to_ipc(routed.slice(lo, hi - lo))
+        shipped, blocks = shipped + len(blob), blocks + 1
+        yield one_row(BLOCK_SCHEMA, worker=int(ws[lo]), payload=blob, lane=lane)
     if setup.merge_queries:
         yield from _query_blocks(batch, ev, setup.merge_queries, n_buckets, lane)
     n_obj_copies = int(np.count_nonzero(ev.kind[rows] == 0))
     info = {"events": batch.num_rows, "route_ns": ns, "object_copies": n_obj_copies,
-            "query_copies": len(rows) - n_obj_copies, "start": start, "end": time.time()}
+            "query_copies": len(rows) - n_obj_copies, "shipped_bytes": shipped, "shipped_blocks": blocks,
+            "start": start, "end": time.time()}
     yield one_row(BLOCK_SCHEMA, worker=-1, info=json.dumps(info), lane=lane)
 
 
@@ -172,7 +181,12 @@ def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list
     routed = pa.concat_tables(blocks) if blocks else None
     seq = routed.column("seq").to_numpy() if routed is not None else np.zeros(0, np.int64)
     order = np.argsort(seq, kind="stable")
-    ev = Events.from_arrow(events.take(seq[order])) if len(seq) else Events.empty()
+    if not len(seq):
+        ev = Events.empty()
+    elif "terms" in routed.schema.names:  # the dispatcher shipped the events (ship_events)
+        ev = Events.from_arrow(routed.take(pa.array(order)))
+    else:
+        ev = Events.from_arrow(events.take(seq[order]))
     sole = (routed.column(SOLE).to_numpy(zero_copy_only=False)[order]
             if routed is not None and SOLE in routed.schema.names else None)
     bundles = {code: read_bundle(spec.state_in, w, code) for code in setup.factories}
@@ -268,6 +282,8 @@ class EpochResult:
     routed_pairs: int
     routed_objects: int
     routed_queries: int
+    shipped_bytes: int = 0  # bytes of the blocks the dispatch stage emitted to workers (IPC payloads)
+    shipped_blocks: int = 0
     worker_stats: dict[int, dict] = field(default_factory=dict)
     service: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # worker -> (seq, s)
     units: list[pa.Table] = field(default_factory=list)  # the monitor's per-unit tables (when asked)
@@ -383,6 +399,8 @@ def collect(epoch: int, out: pa.Table, collect_service: bool) -> EpochResult:
         routed_pairs=sum(d["object_copies"] + d["query_copies"] for d in dispatch),
         routed_objects=sum(d["object_copies"] for d in dispatch),
         routed_queries=sum(d["query_copies"] for d in dispatch),
+        shipped_bytes=sum(d.get("shipped_bytes", 0) for d in dispatch),
+        shipped_blocks=sum(d.get("shipped_blocks", 0) for d in dispatch),
         result_count=sum(m["count"] for m in merged + local),
         result_hash=sum(m["hash"] for m in merged + local) % (1 << 64),
         local_pairs=sum(m["count"] for m in local),

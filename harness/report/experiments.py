@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from harness.report import claims as claims_mod
-from harness.report import metrics, results
-from harness.report.plots import EPOCH_PANELS, plt, save_figure
+from harness.report import metrics, results, sensitivity
+from harness.report.plots import EPOCH_PANELS, line_with_interval, plt, save_figure
+from harness.report.style import legend_outside, style
 
 
 def _label(runs: pd.DataFrame) -> pd.DataFrame:
@@ -52,6 +53,7 @@ PLOT_METRICS = _registered({
     "latency_bars": ("latency_p50_ms", "latency_p95_ms"),
     "memory_bars": ("dispatcher_bytes", "worker_index_bytes_max"),
     "throughput_vs_x": ("throughput_eps",),
+    "bandwidth_lines": ("throughput_by_bandwidth", "throughput_compute_eps"),
     "heatmap": ("throughput_eps",),
     "replication_balance": ("obj_replication", "query_replication", "load_max_min"),
     "epoch_series": EPOCH_PANELS,
@@ -122,8 +124,7 @@ def _lines(runs: pd.DataFrame, x: str, xlabel: str, title: str, facet: str | Non
     fig, axes = _grid(len(panels))
     for ax, (key, g) in zip(axes, panels):
         for variant, s in g.groupby("variant"):
-            s = s.assign(_x=_numeric(s[x])).sort_values("_x")
-            ax.plot(s["_x"], s[metric] * metrics.scale(metric), marker="o", label=variant)
+            line_with_interval(ax, s.assign(_x=_numeric(s[x])).sort_values("_x"), "_x", metric, variant)
         if logx:
             ax.set_xscale("log", base=2)
         ax.set_xlabel(xlabel)
@@ -131,7 +132,7 @@ def _lines(runs: pd.DataFrame, x: str, xlabel: str, title: str, facet: str | Non
         name = key if isinstance(key, str) else " | ".join(str(k) for k in key)
         ax.set_title(name if not facet else name.replace(" | ", f" | {facet}="), fontsize=9)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
+    legend_outside(fig, axes)
     fig.suptitle(title, fontsize=11)
     return fig
 
@@ -144,13 +145,13 @@ def _scale_panels(runs: pd.DataFrame, x: str, xlabel: str, title: str):
     for ax, name in zip(axes, names):
         for variant, s in runs.groupby("variant"):
             s = s.assign(_x=_numeric(s[x])).sort_values("_x")
-            ax.plot(s["_x"], s[name].astype(float) * metrics.scale(name), marker="o", label=variant)
+            ax.plot(s["_x"], s[name].astype(float) * metrics.scale(name), label=variant, **style(variant))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(metrics.label(name), fontsize=8)
         ax.grid(alpha=0.3, which="both")
-    axes[0].legend(fontsize=7)
+    legend_outside(fig, axes)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return fig
@@ -189,7 +190,7 @@ def _timestamp_series(runs: pd.DataFrame, title: str):
             if not path.exists():
                 continue
             ts = pd.read_parquet(path)
-            ax.plot(ts["timestamp"], ts["update_time_ms"], lw=1, label=run["variant"])
+            ax.plot(ts["timestamp"], ts["update_time_ms"], lw=1, label=run["variant"], color=style(run["variant"])["color"])
         ax.set_xlabel("time-stamp")
         ax.set_ylabel("update time (ms)")
         ax.set_yscale("log")
@@ -345,6 +346,7 @@ def figures(runs: pd.DataFrame, exp) -> dict[str, object]:
         "reevaluations_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: re-evaluations", facet,
                                              metric="reevaluations"),
         "buffer_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: buffer size", facet, metric="buffer_size_mean"),
+        "bandwidth_lines": lambda: sensitivity.bandwidth_lines(runs, f"{title}: throughput against link bandwidth"),
     }
     return {name: makers[name]() for name in exp.plots}
 
@@ -358,6 +360,10 @@ def finish(config, root: Path, sweep_id: str | None) -> list[Path]:
         return []
     out_dir = root / "plots" / exp.name
     paths = [save_figure(fig, out_dir / f"{name}.png") for name, fig in figures(runs, exp).items()]
+    if "bandwidth_lines" in exp.plots:  # the ranking beside its figure
+        (out_dir / "ranking.md").write_text(f"# {exp.title or exp.name}: rank by bandwidth\n\n"
+                                            + sensitivity.ranking_markdown(runs))
+        paths.append(out_dir / "ranking.md")
     if exp.report:
         paths.append(write_report(root, exp, runs, paths))
     return paths
@@ -415,7 +421,11 @@ def write_report(root: Path, exp, runs: pd.DataFrame, plot_paths: list[Path]) ->
         measured = "<br>".join(v.comparisons[:6]) + (" ..." if len(v.comparisons) > 6 else "")
         cells = [c["claim"], c["paper"], c.get("source", ""), c.get("published", ""), f"**{v.verdict}**", measured]
         lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |")  # |S| stays in its cell
-    lines += ["", "## Figures", ""] + [f"![{p.stem}]({p.relative_to(root)})" for p in plot_paths]
+    if "throughput_by_bandwidth" in runs and runs["throughput_by_bandwidth"].notna().any():
+        lines += ["## Rank by link bandwidth (the network model re-evaluated per run)", "",
+                  sensitivity.ranking_markdown(runs), ""]
+    lines += ["", "## Figures", ""] + [f"![{p.stem}]({p.relative_to(root)})" for p in plot_paths
+                                       if p.suffix == ".png"]
     text = "\n".join(lines) + "\n"
     (root / "reports").mkdir(parents=True, exist_ok=True)
     (root / "reports" / f"{exp.name}.md").write_text(text)  # each preset's own, kept

@@ -112,7 +112,7 @@ _METRICS = [
     Metric("throughput_basis", "throughput basis", "", "which throughput throughput_eps is: compute, or network "
            "(<profile>)", None, "{}"),
     *(Metric(f"{k}_ci_{end}", f"{short} 95% {side}", "events/s", f"{side} end of the interval of {k}'s median over "
-             "the counted repetitions (its coverage: ci_coverage)", None, _COUNT)
+             "the counted repetitions (its coverage: ci_coverage)", "higher", _COUNT)
       for k, short in (("throughput_eps", "throughput"), ("throughput_compute_eps", "compute-only throughput"),
                        ("throughput_network_eps", "throughput with network"))
       for end, side in (("lo", "lower"), ("hi", "upper"))),
@@ -139,6 +139,12 @@ _METRICS = [
       for r in ("dispatcher_cpu", "dispatcher_link", "worker_link", "worker_cpu", "merge")),
     Metric("network_bytes", "bytes sent", "bytes", "dispatcher -> worker bytes of the event copies, block framing "
            "included (the network model's traffic)", "lower", **_MB),
+    Metric("network_payload_bytes", "event bytes sent", "bytes", "the event copies' bytes alone (network_bytes less "
+           "the block framing)", "lower", **_MB),
+    Metric("shipped_bytes", "bytes the pipeline shipped", "bytes", "IPC bytes of the blocks the dispatch stage emitted "
+           "to workers (seqs, or events under ship_events=true)", "lower", **_MB),
+    Metric("shipped_blocks", "blocks the pipeline shipped", "blocks", "blocks the dispatch stage emitted to workers",
+           None, _COUNT),
     Metric("bytes_per_event", "bytes per event", "bytes", "network_bytes / measured events", "lower", "{:,.0f}"),
     Metric("throughput_wall_eps", "wall-clock throughput", "events/s",
            "measured events / Spark wall-clock time of the measured epochs", "higher", _COUNT),

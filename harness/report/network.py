@@ -4,7 +4,7 @@ run from what the run measured, so one run gives its throughput at any bandwidth
 The harness pipeline ships each event copy to its worker as an 8-byte seq (the worker reads the
 event from the events table); the systems the harness compares ship the event itself. The model
 therefore charges every (event, worker) copy the event's bytes in the pipeline's own encoding
-(`event_bytes`: an Arrow row) and, per block (a dispatcher's run of `block_events` events to one
+(`harness.core.events.row_bytes`: an Arrow row) and, per block (a dispatcher's run of `block_events` events to one
 worker: what the dispatch stage emits per batch), the Arrow IPC framing. Resources:
 
 - a dispatcher's CPU: its share of the routing, the routing-state upkeep, and sending its copies
@@ -25,10 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.core.events import EVENT_FIELDS, Events
 
-# bytes of an event's Arrow row: its fixed-width columns, its list offset and 4 bytes per term
-FIXED_ROW_BYTES = sum(t.byte_width for name, t in EVENT_FIELDS if name != "terms") + 4
 RESOURCES = ("dispatcher_cpu", "dispatcher_link", "worker_link", "worker_cpu", "merge")
 HEADLINES = ("network", "compute")
 
@@ -79,11 +76,6 @@ class NetworkProfile:
         return n_bytes * 8.0 / self.bandwidth_bps if self.bandwidth_bps > 0 else n_bytes * 0.0
 
 
-def event_bytes(ev: Events) -> np.ndarray:
-    """Bytes each event takes in an Arrow block."""
-    return FIXED_ROW_BYTES + 4 * np.diff(ev.offsets).astype(np.int64)
-
-
 @dataclass
 class Copies:
     """Every (event, worker) copy of the measured events: the event's position, its worker, its
@@ -125,6 +117,7 @@ class Resources:
     times: dict[str, float]
     bytes_sent: float  # dispatcher -> worker bytes, framing included
     copies: int
+    payload_bytes: float = 0.0  # the copies' event bytes alone
 
     @property
     def bottleneck(self) -> tuple[str, float]:
@@ -158,7 +151,7 @@ def resources(profile: NetworkProfile, copies: Copies, n_dispatchers: int, n_wor
         times["dispatcher_link"] = float(np.max(profile.link_s(out_bytes), initial=0.0))
         times["worker_link"] = float(np.max(profile.link_s(np.maximum(in_bytes, result_bytes)), initial=0.0))
         times["merge"] = max(merge_max_s, float(profile.link_s(result_bytes.sum() / max(profile.merge_tasks, 1))))
-    return Resources(times, float(out_bytes.sum()), len(copies.pos))
+    return Resources(times, float(out_bytes.sum()), len(copies.pos), float(d_bytes.sum()))
 
 
 def copy_costs(profile: NetworkProfile, copies: Copies, n_dispatchers: int, n_events: int) -> tuple[np.ndarray, np.ndarray]:

@@ -13,12 +13,25 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from harness.report import metrics, results  # noqa: E402
+from harness.report.style import legend_outside, style  # noqa: E402
+
+
+def line_with_interval(ax, s: pd.DataFrame, x: str, metric: str, label: str) -> None:
+    """A strategy's line in its own style, with error bars where the runs repeated (metric_ci_lo/hi)."""
+    y = s[metric].to_numpy(float) * metrics.scale(metric)
+    kw = {**style(label), "label": label, "ms": 4, "lw": 1.2}
+    lo, hi = f"{metric}_ci_lo", f"{metric}_ci_hi"
+    if lo in s and hi in s and s[lo].notna().any():
+        err = [y - s[lo].to_numpy(float) * metrics.scale(metric), s[hi].to_numpy(float) * metrics.scale(metric) - y]
+        ax.errorbar(s[x], y, yerr=[abs(e) for e in err], capsize=2, elinewidth=0.8, **kw)
+    else:
+        ax.plot(s[x], y, **kw)
 
 
 def save_figure(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # a legend outside the axes stays in the picture
     plt.close(fig)
     return path
 
@@ -104,16 +117,14 @@ def summary_plots(root: Path, table: pd.DataFrame | None = None) -> list[Path]:
     for ax in axes.flat[len(groups):]:
         ax.set_visible(False)
     for ax, ((dataset, workload), g) in zip(axes.flat, groups):
-        ax.set_prop_cycle(color=plt.cm.tab20.colors)  # up to 20 strategies, each its own colour
         for strategy, s in g.groupby("strategy"):
-            s = s.sort_values("workers")
-            ax.plot(s["workers"], s["throughput_eps"] * metrics.scale("throughput_eps"), marker="o", label=strategy)
+            line_with_interval(ax, s.sort_values("workers"), "workers", "throughput_eps", strategy)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("workers")
         ax.set_ylabel(metrics.label("throughput_eps"))
         ax.set_title(f"{workload} on {dataset}", fontsize=10)
         ax.grid(alpha=0.3)
-    axes.flat[0].legend(fontsize=7, ncol=2)
+    legend_outside(fig, axes.flat)
     out.append(save_figure(fig, out_dir / "throughput_vs_workers.png"))
 
     # per-worker load of the largest worker count per strategy (the scenario with most runs)

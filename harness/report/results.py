@@ -26,7 +26,7 @@ RUNS_TABLE_COLUMNS = [
     "cluster", "config_key", "started_at", "events", "throughput_eps", "throughput_basis", "throughput_compute_eps",
     "throughput_network_eps", "bottleneck_resource", "bottleneck_s", "bottleneck_compute_s", "bottleneck_network_s",
     "resource_dispatcher_cpu_s", "resource_dispatcher_link_s", "resource_worker_link_s", "resource_worker_cpu_s",
-    "resource_merge_s", "network_bytes", "bytes_per_event", "throughput_by_bandwidth", "busy_max_min", "busy_max_mean",
+    "resource_merge_s", "network_bytes", "network_payload_bytes", "shipped_bytes", "shipped_blocks", "bytes_per_event", "throughput_by_bandwidth", "busy_max_min", "busy_max_mean",
     "checks_max_min", "checks_max_mean", "throughput_eps_ci_lo", "throughput_eps_ci_hi", "throughput_compute_eps_ci_lo",
     "throughput_compute_eps_ci_hi", "throughput_network_eps_ci_lo", "throughput_network_eps_ci_hi",
     "reps_throughput_eps", "reps_throughput_compute_eps", "reps_throughput_network_eps", "repetitions",

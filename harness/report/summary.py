@@ -9,11 +9,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from harness.core.events import DELETE, INSERT, OBJECT, Events
+from harness.core.events import DELETE, INSERT, OBJECT, Events, row_bytes
 from harness.engine.monitor import worker_table
 from harness.report import latency as latency_model
 from harness.report.metrics import run_metrics
-from harness.report.network import Copies, NetworkProfile, event_bytes, resources
+from harness.report.network import Copies, NetworkProfile, resources
 from harness.report.repetitions import kept, median_interval
 from harness.report.timestamps import timestamp_metrics, timestamp_series
 
@@ -75,7 +75,7 @@ def network_metrics(profile: NetworkProfile, copies: Copies, metrics: dict, work
     events = metrics["events"]
     out = {"throughput_compute_eps": metrics["throughput_eps"], "bottleneck_compute_s": metrics["bottleneck_s"],
            "throughput_network_eps": events / max(slowest, 1e-12), "bottleneck_network_s": slowest,
-           "bottleneck_resource": name, "network_bytes": res.bytes_sent,
+           "bottleneck_resource": name, "network_bytes": res.bytes_sent, "network_payload_bytes": res.payload_bytes,
            "bytes_per_event": res.bytes_sent / events if events else float("nan"),
            **{f"resource_{k}_s": v for k, v in res.times.items()}}
     if profile.sweep_bandwidths_bps:
@@ -108,11 +108,13 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     n_obj = int((kinds == OBJECT).sum())
     n_q = int(((kinds == INSERT) | (kinds == DELETE)).sum())
     metrics = run_metrics(measured, workers, n_dispatchers, n_obj, n_q)
-    seqs, sizes, service = events.seq[warmup:], event_bytes(events)[warmup:], merged_service(measured)
+    seqs, sizes, service = events.seq[warmup:], row_bytes(events)[warmup:], merged_service(measured)
     copies = Copies.of(seqs, sizes, service, n_dispatchers)
     metrics.update(network_metrics(profile, copies, metrics, workers, n_dispatchers,
                                    sum(e.merge_max_s for e in measured)))
     metrics.update(balance_metrics(workers))
+    metrics["shipped_bytes"] = float(sum(e.shipped_bytes for e in measured))
+    metrics["shipped_blocks"] = float(sum(e.shipped_blocks for e in measured))
     rate = latency_cfg.rate_eps or latency_cfg.rate_fraction * metrics["throughput_eps"]
     n_meas = len(events) - warmup
     route_s = sum(e.route_ns for e in measured) / 1e9

@@ -97,8 +97,8 @@ def print_comparison(rows: list[dict]) -> None:
         if any(r.get("too_short") for r in rows):
             print("* the bottleneck was busy for less than measure.min_bottleneck_s: timer noise may dominate "
                   "that figure (a larger workload measures it better)")
-        reps = int(first.get("repetitions") or 1)
-        print(f"repetitions: {reps} counted per run"
-              + (f", {int(first.get('repetitions_discarded') or 0)} discarded first; throughput is their median, "
-                 f"the interval covers it with {metrics.show('ci_coverage', first.get('ci_coverage'))}%"
-                 if reps > 1 else " (measure.repeat=1: no interval)"))
+        reps, dropped = int(first.get("repetitions") or 1), int(first.get("repetitions_discarded") or 0)
+        print(f"repetitions: each measured epoch ran {reps + dropped} times, the first {dropped} not counted; "
+              + (f"throughput is the median of {reps}, the interval covers it with "
+                 f"{metrics.show('ci_coverage', first.get('ci_coverage'))}%" if reps > 1 else
+                 "one counted: no interval (measure.repeat sets how many)"))

@@ -149,6 +149,10 @@ class Config:
     # a pair whose object went to one worker is counted there, not shuffled to the merge (it can be
     # found nowhere else; harness/engine/local_pairs.py); false: every pair goes through the merge
     local_pairs: bool = True
+    # the dispatch stage ships each copy's event itself, as the compared systems do, instead of its
+    # 8-byte seq (the workers then read nothing from the events table): slower, and what lets a run
+    # check the network model's bytes against what the pipeline shipped (shipped_bytes)
+    ship_events: bool = False
     # the runs of an invocation share one Spark job per epoch, a lane each (harness/engine/lockstep.py);
     # false: each run has jobs of its own (its job_s and throughput_wall_eps then owe nothing to others)
     share_jobs: bool = True

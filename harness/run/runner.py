@@ -261,7 +261,7 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
             adj_cls = get_adjuster(cfg.adjust.name)
             adjuster = adj_cls(adj_cls.make_params(dict(cfg.adjust.params)), cfg.workers, context, spec.name)
         executor = SparkExecutor(lockstep, lane, setup, cfg.workers, state_root, cfg.keep_pairs,
-                                 _run_location(cfg, run_dir, base["run_id"], "pairs"))
+                                 _run_location(cfg, run_dir, base["run_id"], "pairs"), cfg.ship_events)
         bounds = epoch_bounds(events, warmup, cfg.epochs.by, cfg.epochs.size)
         progress.extend(len(bounds) - 2 + (cfg.measure.repeat - 1) * (len(bounds) - 1))
         with ExecutorWatchdog(spark, base["run_id"], cfg.cluster.lost_executors_timeout_s):

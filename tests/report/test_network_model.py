@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.engine.blocks import to_ipc
+from harness.core.events import row_bytes
 from harness.engine.calibrate import fit, synthetic_events
 from harness.report.latency import event_latencies
-from harness.report.network import Copies, NetworkProfile, event_bytes, resources
+from harness.report.network import Copies, NetworkProfile, resources
 from harness.report.repetitions import kept, median_interval
 
 PROFILE = NetworkProfile(name="test", send_s_per_message=1e-6, send_s_per_byte=1e-9, send_s_per_block=1e-4,
@@ -65,7 +66,7 @@ def test_event_bytes_are_the_arrow_blocks_bytes_within_buffer_padding():
     full = len(to_ipc(batch))
     buffers = sum(len(c.buffers()) for c in batch.columns)
     # a block's bytes grow by its events' bytes; the rest (framing) does not depend on its size
-    assert abs(full - small - int(event_bytes(ev.take(np.arange(100, 500))).sum())) <= 8 * buffers
+    assert abs(full - small - int(row_bytes(ev.take(np.arange(100, 500))).sum())) <= 8 * buffers
 
 
 def test_calibration_fit_recovers_known_costs():

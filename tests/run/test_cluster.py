@@ -1,7 +1,8 @@
 """A real Spark standalone cluster on loopback, started and stopped by the harness's own manager
 (harness/run/cluster.py, `make cluster-up/-status/-down`), running an experiment through
-`cluster=standalone` (the URL from the state file, worker state under a `state_uri`) with the
-oracle's digest and the digest of the same job on local[*]; and, in `make test-cluster` (marked
+`cluster=standalone` (the URL from the state file, worker state under a `state_uri`, the events
+shipped to the workers) with the oracle's digest, the digest of the same job on local[*] and the
+network model's bytes against the bytes shipped; and, in `make test-cluster` (marked
 slow), an executor killed in the middle of a worker stage, a merge stage and a migration job, and a
 worker that never comes back."""
 
@@ -49,13 +50,21 @@ def test_cluster_up_runs_an_experiment_and_down_stops_only_its_processes(tmp_pat
         run_experiment(local_cfg)  # this process's local[*] session; it also prepares the data the cluster reuses
         local = read_runs_table(tmp_path / "results").iloc[-1]
         shared = tmp_path / "shared"  # what executors of a multi-host cluster would reach by URI
+        # the dispatchers ship the events themselves, so the bytes the network model charges can be
+        # checked against what the pipeline shipped to the worker stage
         cmd = [sys.executable, "-m", "harness", "cluster=standalone", *job, f"state_uri=file://{shared}",
-               "keep_pairs=true"]
+               "keep_pairs=true", "ship_events=true", "local_pairs=false"]
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
         assert out.returncode == 0, out.stderr[-3000:]
         row = read_runs_table(tmp_path / "results").iloc[-1]
         assert row["status"] == "ok" and bool(row["oracle_ok"]), row.to_dict()
         assert row["cluster"] == "standalone"
+        # the model's event bytes are what the dispatch stage shipped, less the IPC framing of each block
+        framing = row["shipped_bytes"] - row["network_payload_bytes"]
+        print(f"shipped {row['shipped_bytes']:,.0f} bytes in {row['shipped_blocks']:.0f} blocks; the model's event "
+              f"bytes {row['network_payload_bytes']:,.0f}; framing {framing / row['shipped_blocks']:,.0f} bytes per "
+              f"block, {framing / row['shipped_bytes']:.2%} of the bytes")
+        assert row["network_payload_bytes"] > 0 and 0 < framing <= row["shipped_blocks"] * 2600
         apps = cluster.master_status(state.webui_url)["completedapps"]  # it ran on this cluster, not local[*]
         assert [a["name"] for a in apps] == ["stps-harness"]
         # the executors read the events and wrote the kept pairs under state_uri, and left no state
