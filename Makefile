@@ -31,8 +31,9 @@ $(STAMP): requirements.txt pyproject.toml
 run: $(STAMP)  ## the default experiment: the four baseline strategies on STS-Q1, 8 workers, comparison table (ARGS=strategy=all: every one)
 	$(PY) -m harness $(ARGS)
 
-test: $(STAMP)  ## the test suite (tiny workloads, real Spark, MLflow and Hydra; the slow cluster fault tests are make test-cluster's)
-	$(PY) -m pytest -q -m "not slow" $(ARGS)
+TEST_PROCS ?= 2
+test: $(STAMP)  ## the test suite in TEST_PROCS processes (tiny workloads, real Spark, MLflow and Hydra; the slow cluster fault tests are make test-cluster's)
+	$(PY) -m pytest -q -m "not slow" -n $(TEST_PROCS) $(ARGS)
 
 test-cluster: $(STAMP)  ## every test that starts a real standalone cluster on loopback (make test runs the fast one)
 	$(PY) -m pytest -q -m cluster $(ARGS)

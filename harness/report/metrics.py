@@ -116,8 +116,11 @@ _METRICS = [
       for k, short in (("throughput_eps", "throughput"), ("throughput_compute_eps", "compute-only throughput"),
                        ("throughput_network_eps", "throughput with network"))
       for end, side in (("lo", "lower"), ("hi", "upper"))),
+    *(Metric(f"worker_busy_max_s_ci_{end}", f"busiest worker time 95% {side}", "s", f"{side} end of the interval of "
+             "worker_busy_max_s's median over the counted repetitions", "lower", "{:.3f}")
+      for end, side in (("lo", "lower"), ("hi", "upper"))),
     *(Metric(f"reps_{k}", f"{k} per repetition", "", f"JSON list of {k} in each counted repetition", None, "{}")
-      for k in ("throughput_eps", "throughput_compute_eps", "throughput_network_eps")),
+      for k in ("throughput_eps", "throughput_compute_eps", "throughput_network_eps", "worker_busy_max_s")),
     Metric("repetitions", "repetitions", "repetitions", "counted repetitions of the measured epochs (measure.repeat "
            "less measure.discard)", None, _COUNT),
     Metric("repetitions_discarded", "repetitions discarded", "repetitions", "first repetitions not counted "

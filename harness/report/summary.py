@@ -135,7 +135,7 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
                       pd.DataFrame(timestamp_series(measured, events, n_workers)))
 
 
-REPEATED = ("throughput_eps", "throughput_compute_eps", "throughput_network_eps")
+REPEATED = ("throughput_eps", "throughput_compute_eps", "throughput_network_eps", "worker_busy_max_s")
 
 
 def summarise_repetitions(repetitions: list[list], series: list[dict], events: Events, warmup: int, n_workers: int,
