@@ -130,7 +130,7 @@ def test_the_default_run_charges_the_lan_and_repeats_and_none_is_compute_only(mo
     cfg = composed()
     lan = network_profile(cfg)
     assert (lan.name, lan.headline, lan.bandwidth_bps, lan.merge_tasks) == ("lan", "network", 1e9, cfg.workers)
-    assert lan.send_s_per_message > 0 and lan.block_bytes > 0  # the calibration's figures
+    assert lan.send_s_per_byte > 0 and lan.recv_s_per_block > 0 and lan.block_bytes > 0  # the calibration's
     assert network_profile(composed("network=none")).free
     assert cfg.measure.repeat == 1  # the tests' own (tests/conftest.py) ...
     monkeypatch.delenv("STPS_REPEAT")
