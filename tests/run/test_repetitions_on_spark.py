@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
@@ -47,12 +48,17 @@ def test_the_first_strategy_is_not_slower_than_when_it_runs_last(spark, tmp_path
 
 
 @pytest.mark.parametrize("repeat", [1])
-def test_one_repetition_has_no_interval_to_claim(spark, tmp_path, repeat):
+def test_one_repetition_has_no_interval_and_the_epoch_series_agrees(spark, tmp_path, repeat):
     with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT_ROOT / "conf")):
         cfg = compose(config_name="config", overrides=["workload=tiny", "dataset.size=4000", "progress=false",
-                                                       "mlflow.enabled=false", "strategy=grid", "network=none",
+                                                       "mlflow.enabled=false", "strategy=grid", "network=lan",
+                                                       "network.headline=compute", "run_plots=false",
                                                        f"measure.repeat={repeat}", f"results_dir={tmp_path}"])
     (row,) = run_experiment(cfg)
     assert row["repetitions"] == 1 and row["ci_coverage"] == 0.0
     assert row["throughput_basis"] == "compute" and row["throughput_eps"] == row["throughput_compute_eps"]
-    assert row["bottleneck_resource"] in ("dispatcher_cpu", "worker_cpu")
+    assert row["bottleneck_s"] == row["bottleneck_compute_s"] and row["throughput_network_eps"] > 0
+    # one measured epoch: its row in epochs.parquet carries the run's two throughputs
+    (epoch,) = pd.read_parquet(f"{row['run_dir']}/epochs.parquet").to_dict("records")
+    assert epoch["throughput_eps"] == epoch["throughput_compute_eps"]
+    assert epoch["throughput_network_eps"] == pytest.approx(row["throughput_network_eps"], rel=1e-12)
