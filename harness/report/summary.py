@@ -61,14 +61,19 @@ def buffer_size_mean(measured) -> float:
     return sum(st.get("buffered", 0) for st in stats) / held if held else float("nan")
 
 
+def _resources(profile: NetworkProfile, copies: Copies, workers: pd.DataFrame, n_dispatchers: int,
+               dispatch_s: float, merge_max_s: float):
+    """The network model's resources from a worker table (busy time and stalls, results per worker)."""
+    return resources(profile, copies, n_dispatchers, len(workers), dispatch_s,
+                     (workers["busy_s"] + workers["pause_s"]).to_numpy(), workers["results"].to_numpy(), merge_max_s)
+
+
 def network_metrics(profile: NetworkProfile, copies: Copies, metrics: dict, workers: pd.DataFrame,
                     n_dispatchers: int, merge_max_s: float) -> dict:
     """Throughput with the network model, each resource's time and the bottleneck; the headline
     `throughput_eps` and `bottleneck_s` are the ones the profile names (`headline`)."""
     def at(p: NetworkProfile):
-        return resources(p, copies, n_dispatchers, len(workers), metrics["dispatcher_s"],
-                         (workers["busy_s"] + workers["pause_s"]).to_numpy(), workers["results"].to_numpy(),
-                         merge_max_s)
+        return _resources(p, copies, workers, n_dispatchers, metrics["dispatcher_s"], merge_max_s)
 
     res = at(profile)
     name, slowest = res.bottleneck
@@ -99,11 +104,9 @@ def epoch_series(series: list[dict], measured, sizes: np.ndarray, seqs: np.ndarr
         return frame
     network = []
     for e in measured:
-        workers = worker_table([e.worker_stats], n_workers)
-        dispatch_s = e.route_ns / 1e9 / n_dispatchers + e.observe_s
-        res = resources(profile, Copies.of(seqs, sizes, e.service, n_dispatchers), n_dispatchers, n_workers,
-                        dispatch_s, (workers["busy_s"] + workers["pause_s"]).to_numpy(),
-                        workers["results"].to_numpy(), e.merge_max_s)
+        res = _resources(profile, Copies.of(seqs, sizes, e.service, n_dispatchers),
+                         worker_table([e.worker_stats], n_workers), n_dispatchers,
+                         e.route_ns / 1e9 / n_dispatchers + e.observe_s, e.merge_max_s)
         network.append(e.n_events / max(res.bottleneck[1], 1e-12))
     frame["throughput_compute_eps"] = frame["throughput_eps"]
     frame["throughput_network_eps"] = network
