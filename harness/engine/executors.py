@@ -72,7 +72,6 @@ class InProcessExecutor:
         self.events, self.setup, self.n_workers = events, setup, n_workers
         self.states: dict[int, dict[int, StateBundle]] = {w: {} for w in range(n_workers)}
         self.merge_states: dict[int, pa.Table | None] = {}
-        self.previous = (dict(self.states), dict(self.merge_states))
 
     def rewind(self) -> None:
         self.states, self.merge_states = dict(self.previous[0]), dict(self.previous[1])

@@ -101,7 +101,6 @@ def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, b
         out.epochs.append(res)
         if epoch > 0:
             out.repetitions.append(reps)
-        if epoch > 0:
             row = epoch_row(epoch, res.n_events, res.worker_stats, res.route_ns / 1e9, n_dispatchers, n_workers,
                             res.units, observe_s=observe_s)
             row.update(results=res.result_count, migrated_queries=0, migrated_bytes=0, select_s=0.0,

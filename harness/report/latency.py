@@ -46,15 +46,10 @@ def _queue(ready: np.ndarray, service: np.ndarray, server: np.ndarray, order: np
     return out
 
 
-def event_latencies(seqs: np.ndarray, dispatch_service_s: float, n_dispatchers: int, rate_eps: float,
-                    worker_service: dict[int, tuple[np.ndarray, np.ndarray]], profile: NetworkProfile = NONE,
-                    sizes: np.ndarray | None = None) -> np.ndarray:
-    """Latency (s) of every event in `seqs` (sorted) under the queue model; `sizes`: each event's
-    bytes (required by a profile that charges for them)."""
-    seqs = np.asarray(seqs, np.int64)
-    n = len(seqs)
-    sizes = np.zeros(n, np.int64) if sizes is None else np.asarray(sizes, np.int64)
-    copies = Copies.of(seqs, sizes, worker_service, n_dispatchers)
+def event_latencies(copies: Copies, n: int, dispatch_service_s: float, n_dispatchers: int, rate_eps: float,
+                    profile: NetworkProfile = NONE) -> np.ndarray:
+    """Latency (s) of each of the `n` measured events under the queue model, from their copies
+    (`Copies.of`: each copy's worker, bytes and index service time)."""
     send, recv = copy_costs(profile, copies, n_dispatchers, n)
     arrival = np.arange(n, dtype=np.float64) / rate_eps
     leave_dispatch = np.empty(n)

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from datasets.config import BAD_ROW_REASONS
+from harness.report.network import RESOURCES
 
 
 def run_metrics(epochs, workers: pd.DataFrame, n_dispatchers: int, n_input_objects: int,
@@ -139,7 +140,7 @@ _METRICS = [
            "{:.3f}"),
     *(Metric(f"resource_{r}_s", f"{r.replace('_', ' ')} time", "s", f"the busiest {r.replace('_', ' ')}'s time "
              "under the network model", "lower", "{:.4f}")
-      for r in ("dispatcher_cpu", "dispatcher_link", "worker_link", "worker_cpu", "merge")),
+      for r in RESOURCES),
     Metric("network_bytes", "bytes sent", "bytes", "dispatcher -> worker bytes of the event copies, block framing "
            "included (the network model's traffic)", "lower", **_MB),
     Metric("network_payload_bytes", "event bytes sent", "bytes", "the event copies' bytes alone (network_bytes less "

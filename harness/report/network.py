@@ -86,6 +86,7 @@ class Copies:
     nbytes: np.ndarray
     dispatcher: np.ndarray
     service_s: np.ndarray  # the worker's index time for the copy (the latency model's)
+    _blocks: dict = field(default_factory=dict, repr=False)  # blocks() by (block_events, dispatchers)
 
     @classmethod
     def of(cls, seqs: np.ndarray, sizes: np.ndarray, worker_service: dict[int, tuple[np.ndarray, np.ndarray]],
@@ -103,11 +104,14 @@ class Copies:
 
     def blocks(self, block_events: int, n_dispatchers: int) -> tuple[np.ndarray, np.ndarray]:
         """(dispatcher, worker) of every block: a dispatcher's batch of `block_events` of its
-        events sends one block to each worker it reaches."""
-        batch = (self.pos // max(n_dispatchers, 1)) // max(block_events, 1)
-        key = np.unique(np.stack([self.dispatcher, self.worker, batch], axis=1), axis=0) if len(batch) else \
-            np.zeros((0, 3), np.int64)
-        return key[:, 0], key[:, 1]
+        events sends one block to each worker it reaches (kept: a bandwidth sweep asks again)."""
+        memo = self._blocks
+        if (block_events, n_dispatchers) not in memo:
+            n_w = int(self.worker.max()) + 1 if len(self.worker) else 1
+            batch = (self.pos // max(n_dispatchers, 1)) // max(block_events, 1)
+            key = np.unique((batch * max(n_dispatchers, 1) + self.dispatcher) * n_w + self.worker)
+            memo[(block_events, n_dispatchers)] = ((key // n_w) % max(n_dispatchers, 1), key % n_w)
+        return memo[(block_events, n_dispatchers)]
 
 
 @dataclass
@@ -160,10 +164,11 @@ def copy_costs(profile: NetworkProfile, copies: Copies, n_dispatchers: int, n_ev
     if profile.free or len(copies.pos) == 0:
         return np.zeros(n_events), np.zeros(len(copies.pos))
     d_blk, w_blk = copies.blocks(profile.block_events, n_dispatchers)
+    n_w = int(copies.worker.max()) + 1
+    # blocks per copy of each sender and receiver
     per_d = np.bincount(d_blk, minlength=n_dispatchers) / np.maximum(np.bincount(copies.dispatcher,
                                                                                  minlength=n_dispatchers), 1)
-    per_w = (np.bincount(w_blk, minlength=copies.worker.max() + 1)
-             / np.maximum(np.bincount(copies.worker, minlength=copies.worker.max() + 1), 1))
+    per_w = np.bincount(w_blk, minlength=n_w) / np.maximum(np.bincount(copies.worker, minlength=n_w), 1)
     send = (profile.send_s_per_message + copies.nbytes * profile.send_s_per_byte
             + per_d[copies.dispatcher] * profile.send_s_per_block)
     recv = (profile.recv_s_per_message + copies.nbytes * profile.recv_s_per_byte

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from harness.report import metrics as metrics_mod
+from harness.report.network import RESOURCES
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,8 +26,7 @@ RUNS_TABLE_COLUMNS = [
     "run_id", "status", "error", "strategy", "variant", "experiment", "sweep_id", "x", "facet", "workers", "dispatchers", "dataset", "workload", "seed", "tag",
     "cluster", "config_key", "started_at", "events", "throughput_eps", "throughput_basis", "throughput_compute_eps",
     "throughput_network_eps", "bottleneck_resource", "bottleneck_s", "bottleneck_compute_s", "bottleneck_network_s",
-    "resource_dispatcher_cpu_s", "resource_dispatcher_link_s", "resource_worker_link_s", "resource_worker_cpu_s",
-    "resource_merge_s", "network_bytes", "network_payload_bytes", "shipped_bytes", "shipped_blocks", "bytes_per_event", "throughput_by_bandwidth", "busy_max_min", "busy_max_mean",
+    *(f"resource_{r}_s" for r in RESOURCES), "network_bytes", "network_payload_bytes", "shipped_bytes", "shipped_blocks", "bytes_per_event", "throughput_by_bandwidth", "busy_max_min", "busy_max_mean",
     "checks_max_min", "checks_max_mean", "throughput_eps_ci_lo", "throughput_eps_ci_hi", "throughput_compute_eps_ci_lo",
     "throughput_compute_eps_ci_hi", "throughput_network_eps_ci_lo", "throughput_network_eps_ci_hi",
     "reps_throughput_eps", "reps_throughput_compute_eps", "reps_throughput_network_eps", "reps_worker_busy_max_s",

@@ -13,10 +13,7 @@ from __future__ import annotations
 import zlib
 from functools import lru_cache
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import colormaps
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X")
 
@@ -32,7 +29,7 @@ def style(label: str) -> dict:
     """matplotlib keywords (color, marker) of a strategy or variant label."""
     names = _registered()
     i = names.index(label) if label in names else len(names) + zlib.crc32(label.encode()) % 997
-    return {"color": plt.cm.tab20.colors[i % 20], "marker": MARKERS[i % len(MARKERS)]}
+    return {"color": colormaps["tab20"].colors[i % 20], "marker": MARKERS[i % len(MARKERS)]}
 
 
 def legend_outside(fig, axes) -> None:

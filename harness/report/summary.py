@@ -147,7 +147,7 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     observe_s = sum(e.observe_s for e in measured)
     # a dispatcher routes its share of the events and keeps its whole copy of the routing state current
     service_s = (route_s + observe_s * n_dispatchers) / max(n_meas, 1)
-    lat = latency_model.event_latencies(seqs, service_s, n_dispatchers, rate, service, profile, sizes)
+    lat = latency_model.event_latencies(copies, len(seqs), service_s, n_dispatchers, rate, profile)
     metrics.update(latency_model.summarise(lat))
     metrics.update(timestamp_metrics(measured, events, n_workers))
     metrics["latency_rate_eps"] = rate

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.report.latency import event_latencies
+from harness.report.network import Copies
 
 
 def plain_latencies(n, dispatch_s, n_disp, rate, workers):
@@ -34,5 +35,5 @@ def test_latencies_equal_a_plain_queue_simulation(n, n_disp, n_workers, data):
         seqs = sorted(data.draw(st.lists(st.integers(0, n - 1), max_size=n)))  # repeats: served twice
         service = data.draw(st.lists(st.floats(0.0, 0.01), min_size=len(seqs), max_size=len(seqs)))
         workers[w] = (np.array(seqs, np.int64), np.array(service))
-    got = event_latencies(np.arange(n), 0.001, n_disp, 500.0, workers)
+    got = event_latencies(Copies.of(np.arange(n), np.zeros(n, np.int64), workers, n_disp), n, 0.001, n_disp, 500.0)
     assert np.allclose(got, plain_latencies(n, 0.001, n_disp, 500.0, workers), rtol=0, atol=1e-12)

@@ -59,7 +59,7 @@ def test_without_a_network_only_the_compute_resources_count():
     assert res.times == {"dispatcher_cpu": 0.01, "worker_cpu": 0.02}
 
 
-def test_event_bytes_are_the_arrow_blocks_bytes_within_buffer_padding():
+def test_row_bytes_are_the_arrow_blocks_bytes_within_buffer_padding():
     ev = synthetic_events(500, 7)
     batch = ev.to_arrow()
     small = len(to_ipc(batch.take(np.arange(100))))
@@ -119,16 +119,14 @@ def test_latencies_with_links_and_hops_equal_a_plain_simulation(n, n_disp, n_wor
     sizes = np.array(data.draw(st.lists(st.integers(100, 2000), min_size=n, max_size=n)), np.int64)
     p = NetworkProfile(name="t", send_s_per_message=1e-5, send_s_per_byte=1e-8, recv_s_per_message=2e-5,
                        recv_s_per_byte=2e-8, bandwidth_bps=bw, hop_latency_s=1e-4)
-    got = event_latencies(np.arange(n), 0.001, n_disp, 500.0, workers, p, sizes)
+    got = event_latencies(Copies.of(np.arange(n), sizes, workers, n_disp), n, 0.001, n_disp, 500.0, p)
     assert np.allclose(got, plain(n, 0.001, n_disp, 500.0, workers, sizes.tolist(), p), rtol=0, atol=1e-12)
 
 
 def test_a_hop_and_a_slow_link_add_their_time():
-    seqs = np.arange(3)
-    workers = {0: (seqs, np.zeros(3))}
-    none = event_latencies(seqs, 0.0, 1, 1.0, workers)
-    slow = event_latencies(seqs, 0.0, 1, 1.0, workers, NetworkProfile(name="t", bandwidth_bps=8e3,
-                                                                     hop_latency_s=0.01), np.full(3, 100))
+    copies = one_worker([100, 100, 100])
+    none = event_latencies(copies, 3, 0.0, 1, 1.0)
+    slow = event_latencies(copies, 3, 0.0, 1, 1.0, NetworkProfile(name="t", bandwidth_bps=8e3, hop_latency_s=0.01))
     # 100 bytes at 1 kB/s twice (dispatcher link, worker link) and two hops; events 1 s apart never queue
     assert np.allclose(none, 0.0) and np.allclose(slow, 2 * 0.1 + 2 * 0.01)
 
