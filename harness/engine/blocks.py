@@ -56,23 +56,25 @@ def from_ipc(blob: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
 
 
-def service_block(seq: np.ndarray, work: np.ndarray, busy_s: float) -> bytes:
+def service_block(seq: np.ndarray, work: np.ndarray, busy_s: list[float]) -> bytes:
     """A worker's service times as they cross Spark: the seq as deltas and the work counts,
-    zstd-compressed, and the busy time; `read_service` apportions it (s = busy * work / total).
-    Small integers compress about tenfold where the seconds themselves would not, and this is
-    the largest thing an epoch job carries (one row per event copy)."""
+    zstd-compressed, and the busy time of each repetition (the work counts are the same in every
+    one); `read_service` apportions it (s = busy * work / total). Small integers compress about
+    tenfold where the seconds themselves would not, and this is the largest thing an epoch job
+    carries (one row per event copy)."""
     table = pa.table({"dseq": np.diff(seq, prepend=0), "work": work})
-    table = table.replace_schema_metadata({"busy_s": float(busy_s).hex()})
+    table = table.replace_schema_metadata({"busy_s": ",".join(float(b).hex() for b in busy_s)})
     return to_ipc(table, compression="zstd")
 
 
-def read_service(blob: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """(seq, service seconds) of a `service_block`."""
+def read_service(blob: bytes) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(seq, service seconds) of a `service_block`, per repetition (the seq array shared)."""
     table = from_ipc(blob)
-    busy_s = float.fromhex(table.schema.metadata[b"busy_s"].decode())
+    busy = [float.fromhex(b) for b in table.schema.metadata[b"busy_s"].decode().split(",")]
     seq = np.cumsum(table.column("dseq").to_numpy())
     work = table.column("work").to_numpy()
-    return seq, busy_s * work / max(int(work.sum()), 1)
+    total = max(int(work.sum()), 1)
+    return [(seq, b * work / total) for b in busy]
 
 
 def one_row(schema: pa.Schema, **values) -> pa.RecordBatch:

@@ -1,28 +1,32 @@
 """Where an epoch runs: on Spark (what experiments measure) or in process (tests, quick studies).
 
-Both run the same stages with the same code: the router's routing, a `WorkerSet` per worker, the
-families' mergers bucket by bucket (`merge_bucket`), the migration's `split_bundle` and
-`gather_bundle`. The in-process executor merges each family in one bucket and does not time
-routing; it exists so that the strategy x workers x family matrix runs in seconds.
+Both run the same stages with the same code: the router's routing, a `WorkerEpoch` per worker
+(repetitions included), the families' mergers bucket by bucket (`merge_bucket`), the migration's
+`split_bundle` and `gather_bundle`. The in-process executor merges each family in one bucket and
+does not time routing; it exists so that the strategy x workers x family matrix runs in seconds.
+An epoch returns one EpochResult per repetition (measure.repeat): the same results, each
+repetition's times.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
 
 from harness.core import store
 from harness.core.events import OBJECT, Events, key_hash_sum
-from harness.engine.local_pairs import LocalCount, result_blocks, sole_copies
+from harness.engine.local_pairs import LocalCount, sole_copies
 from harness.engine.merge import merge_bucket, query_rows
 from harness.engine.migration import MigrationResult, gather_bundle, migrate_state, split_bundle, summarise
 from harness.engine.monitor import unit_stats
 from harness.engine.lockstep import Lockstep
 from harness.engine.pipeline import EpochResult, Lane, LaneEpoch
 from harness.engine.setup import FamilySetup
-from harness.engine.worker import WorkerSet, routing_view, stored_queries, with_resent, without_resent
+from harness.engine.worker import routing_view, stored_queries
+from harness.engine.worker_epoch import WorkerEpoch
 from harness.families.base import StateBundle
 
 
@@ -43,19 +47,17 @@ class SparkExecutor:
         self.waited_s = 0.0
 
     def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None, keep_state=True,
-              horizon=None, resend=None) -> EpochResult:
+              horizon=None, resend=None, repeat=1) -> list[EpochResult]:
         nxt = store.join(self.state_root, f"epoch={epoch}")
         pairs = store.join(self.pairs_path, f"epoch={epoch}") if self.keep_pairs and self.pairs_path else None
         lane = Lane(self.setup, self.state, nxt, pairs, collect_service, monitor, keep_state, horizon, resend,
-                    self.ship_events)
+                    self.ship_events, repeat)
         t0 = time.perf_counter()
-        res = self.lockstep.epoch(self.lane, epoch, lo, hi, LaneEpoch(router, lane, feedback or None))
-        self.waited_s += time.perf_counter() - t0 - res.timings["job_s"] * res.timings["job_share"]
-        self.previous, self.state = self.state, nxt
-        return res
-
-    def rewind(self) -> None:
-        self.state = self.previous
+        reps = self.lockstep.epoch(self.lane, epoch, lo, hi, LaneEpoch(router, lane, feedback or None))
+        timings = reps[0].timings
+        self.waited_s += time.perf_counter() - t0 - timings["job_s"] * timings["job_share"]
+        self.state = nxt
+        return reps
 
     def migrate(self, epoch, router, old_router) -> MigrationResult:
         moved = store.join(self.state_root, f"epoch={epoch}-migrated")
@@ -73,12 +75,9 @@ class InProcessExecutor:
         self.states: dict[int, dict[int, StateBundle]] = {w: {} for w in range(n_workers)}
         self.merge_states: dict[int, pa.Table | None] = {}
 
-    def rewind(self) -> None:
-        self.states, self.merge_states = dict(self.previous[0]), dict(self.previous[1])
-
     def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None, keep_state=True,
-              horizon=None, resend=None) -> EpochResult:
-        self.previous = (dict(self.states), dict(self.merge_states))
+              horizon=None, resend=None, repeat=1) -> list[EpochResult]:
+        repeat = max(repeat, 1)
         ev = self.events.take(np.arange(lo, hi))
         rows, workers = router.route(routing_view(ev, self.setup.codes))
         n_obj_copies = int(np.count_nonzero(ev.kind[rows] == OBJECT))
@@ -86,41 +85,38 @@ class InProcessExecutor:
         blobs: dict[int, list[bytes]] = {code: [] for code in self.setup.mergers}
         sole = sole_copies(rows, len(ev)) if self.setup.local_codes else None
         local = LocalCount()
+        stats: list[dict[int, dict]] = [{} for _ in range(repeat)]
         for w in range(self.n_workers):
             mine = np.flatnonzero(workers == w)
             mine = mine[np.argsort(rows[mine], kind="stable")]
-            sub = ev.take(rows[mine])
             start = self.states[w]
-            indexes = WorkerSet.build(self.setup.factories)
-            indexes.restore(start, feedback)
-            pruned = indexes.prune_replicas(router, w, self.setup.codes) if feedback else {}
-            indexes.begin_epoch(lo, hi, horizon)
-            sub, n_resent, sole_w = with_resent(sub, resend, router, w, self.setup.codes,
-                                                None if sole is None else sole[mine])
-            for code, _, blob in result_blocks(indexes, sub, sole_w, self.setup, 1, local):
+            run = WorkerEpoch(self.setup, router, feedback or None, w, ev.take(rows[mine]),
+                              None if sole is None else sole[mine], start, lo, hi, horizon, resend, 1, repeat)
+            for code, _, blob in run.results(local):
                 blobs[code].append(blob)
-            work, counters, busy_s = indexes.totals()
-            sub, work = without_resent(sub, work, n_resent)
-            self.states[w] = indexes.export_state()
-            start_q, end_q = stored_queries(start), stored_queries(self.states[w])
-            res.worker_stats[w] = {**counters, **pruned, "busy_s": busy_s, "restored": len(start_q), "events": len(sub),
-                                   "kept": len(end_q), "resent": n_resent}
+            self.states[w] = run.kept
+            start_q, end_q = stored_queries(start), stored_queries(run.kept)
+            for r, st in enumerate(run.stats):
+                stats[r][w] = {**st, "restored": len(start_q), "kept": len(end_q)}
             if monitor:
                 codes = self.setup.codes
-                res.units.append(unit_stats(router, w, routing_view(sub, codes), work, busy_s,
-                                            routing_view(start_q, codes), routing_view(end_q, codes)))
+                res.units.append(unit_stats(router, w, routing_view(run.events, codes), run.work,
+                                            run.median_busy_s(), routing_view(start_q, codes),
+                                            routing_view(end_q, codes)))
         res.result_count, res.result_hash, res.local_pairs = local.count, local.hash, local.count
+        merge_busy = np.zeros(repeat)
         for code, merger in self.setup.mergers.items():
             queries = ev.take(query_rows(ev, {code})) if merger.needs_queries else None
-            out = merge_bucket(merger, self.merge_states.get(code), blobs[code], queries)
+            out = merge_bucket(merger, self.merge_states.get(code), blobs[code], queries, repeat)
             self.merge_states[code] = out.state
             res.result_count += len(out.keys)
             res.result_hash = (res.result_hash + key_hash_sum(out.keys)) % (1 << 64)
-            res.merge_busy_s += out.busy_s
+            merge_busy += out.busy_s
             if out.feedback is not None and out.feedback.num_rows:
                 res.feedback[code] = out.feedback
-        res.merge_max_s = res.merge_busy_s  # one merge task
-        return res
+        # one merge task: its CPU time is the busiest's
+        return [replace(res, worker_stats=stats[r], merge_busy_s=float(merge_busy[r]), merge_max_s=float(merge_busy[r]))
+                for r in range(repeat)]
 
     def migrate(self, epoch, router, old_router) -> MigrationResult:
         infos = []

@@ -34,7 +34,7 @@ class Lockstep:
         self.cond = threading.Condition()
         self.live: set[int] = set()
         self.asked: dict[int, tuple[tuple[int, int, int], LaneEpoch]] = {}
-        self.answers: dict[int, EpochResult | BaseException] = {}
+        self.answers: dict[int, list[EpochResult] | BaseException] = {}  # per lane, one result per repetition
         self.jobs = 0  # Spark jobs run for epochs, shared or not
 
     def enter(self, lane: int) -> None:
@@ -46,7 +46,7 @@ class Lockstep:
         self.live.discard(lane)
         self._run_when_all_asked()
 
-    def epoch(self, lane: int, epoch: int, lo: int, hi: int, request: LaneEpoch) -> EpochResult:
+    def epoch(self, lane: int, epoch: int, lo: int, hi: int, request: LaneEpoch) -> list[EpochResult]:
         """This run's epoch, once every live run has asked for one; called with the baton held."""
         self.asked[lane] = ((epoch, lo, hi), request)
         self._run_when_all_asked()

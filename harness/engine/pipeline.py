@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -40,11 +40,12 @@ from harness.engine.blocks import (BLOCK_SCHEMA, DISPATCH, FEEDBACK, MERGED, OUT
                                    read_merge_state, read_service, service_block, spark_schema, to_ipc, write_bundle,
                                    write_merge_state)
 from harness.engine.faults import maybe_kill_executor
-from harness.engine.local_pairs import SOLE, LocalCount, result_blocks, sole_copies, with_sole
+from harness.engine.local_pairs import SOLE, LocalCount, sole_copies, with_sole
 from harness.engine.memory import task_peak_bytes
 from harness.engine.merge import merge_bucket, query_rows
 from harness.engine.setup import FamilySetup
-from harness.engine.worker import WorkerSet, routing_view, stored_queries, with_resent, without_resent
+from harness.engine.worker import routing_view, stored_queries
+from harness.engine.worker_epoch import WorkerEpoch
 from harness.families.base import qid_buckets
 
 
@@ -62,6 +63,7 @@ class Lane:
     horizon: int | None = None  # the next epoch's end, for routers that want thresholds (Router.wants_thresholds)
     resend: Events | None = None  # live subscriptions whose routes gained workers (Router.pending_resends)
     ship_events: bool = False  # blocks carry the events themselves, not their seqs (config `ship_events`)
+    repeat: int = 1  # timed repetitions of the routing, the workers' and the mergers' work (worker_epoch.py)
 
 
 def dispatch_batches(batches, routers_bc, lanes: list[Lane], n_buckets: int):
@@ -72,16 +74,25 @@ def dispatch_batches(batches, routers_bc, lanes: list[Lane], n_buckets: int):
             continue
         ev = Events.from_arrow(batch)
         for lane, (spec, (router, _)) in enumerate(zip(lanes, routers)):
-            yield from _route_batch(batch, ev, router, spec.setup, n_buckets, lane, spec.ship_events)
+            yield from _route_batch(batch, ev, router, spec.setup, n_buckets, lane, spec.ship_events, spec.repeat)
 
 
 def _route_batch(batch: pa.RecordBatch, ev: Events, router, setup: FamilySetup, n_buckets: int, lane: int,
-                 ship_events: bool = False):
+                 ship_events: bool = False, repeat: int = 1):
+    """One batch through one lane's router, routed (and timed) `repeat` times: every routing must
+    give the first one's copies."""
     start = time.time()
     view = routing_view(ev, setup.codes)
-    t0 = time.perf_counter_ns()
-    rows, workers = router.route(view)
-    ns = time.perf_counter_ns() - t0
+    ns = []
+    for r in range(max(repeat, 1)):
+        t0 = time.perf_counter_ns()
+        got = router.route(view)
+        ns.append(time.perf_counter_ns() - t0)
+        if r == 0:
+            rows, workers = got
+        elif not (np.array_equal(got[0], rows) and np.array_equal(got[1], workers)):
+            raise RuntimeError(f"routing a batch again gave other copies ({len(got[0])} vs {len(rows)}): "
+                               "the router is not deterministic")
     order = np.lexsort((rows, workers))  # by worker, then stream order within the batch
     if ship_events:  # the events themselves, as the compared systems send them
         routed = batch.take(pa.array(rows[order]))
@@ -175,7 +186,8 @@ def worker_batches(batches, lanes: list[Lane], routers_bc, n_buckets: int, event
 
 def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list[bytes | None], n_buckets: int,
                   local: LocalCount, lane: int, events: EpochEvents):
-    """One worker of one lane for one epoch: restore, process, emit results and statistics, keep state."""
+    """One worker of one lane for one epoch (`WorkerEpoch`: restore, process, `repeat` times): its
+    results, service times, per-repetition statistics (bucket = repetition), and the state it keeps."""
     setup = spec.setup
     blocks = [from_ipc(b) for b in blobs if b is not None]
     routed = pa.concat_tables(blocks) if blocks else None
@@ -190,32 +202,24 @@ def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list
     sole = (routed.column(SOLE).to_numpy(zero_copy_only=False)[order]
             if routed is not None and SOLE in routed.schema.names else None)
     bundles = {code: read_bundle(spec.state_in, w, code) for code in setup.factories}
-    indexes = WorkerSet.build(setup.factories)
-    restore_s = indexes.restore(bundles, feedback)
-    pruned = indexes.prune_replicas(router, w, setup.codes) if feedback is not None else {}
-    indexes.begin_epoch(events.lo, events.hi, spec.horizon)
-    ev, n_resent, sole = with_resent(ev, spec.resend, router, w, setup.codes, sole)
-    for code, bucket, blob in result_blocks(indexes, ev, sole, setup, n_buckets, local):
+    run = WorkerEpoch(setup, router, feedback, w, ev, sole, bundles, events.lo, events.hi, spec.horizon,
+                      spec.resend, n_buckets, spec.repeat)
+    for code, bucket, blob in run.results(local):
         yield out_row(RESULT, w, bucket, blob, family=code, lane=lane)
-    work, counters, busy_s = indexes.totals()
-    size = indexes.size_bytes()
-    ev, work = without_resent(ev, work, n_resent)
-    if spec.collect_service and len(ev):
-        yield out_row(SERVICE, w, payload=service_block(ev.seq, work, busy_s), lane=lane)
-    kept = indexes.export_state()
-    start_q, end_q = stored_queries(bundles), stored_queries(kept)
+    if spec.collect_service and len(run.events):
+        yield out_row(SERVICE, w, payload=service_block(run.events.seq, run.work, run.busy_s), lane=lane)
+    start_q, end_q = stored_queries(bundles), stored_queries(run.kept)
     if spec.monitor:
         from harness.engine.monitor import unit_stats
 
         yield out_row(UNITS, w, payload=to_ipc(unit_stats(
-            router, w, routing_view(ev, setup.codes), work, busy_s,
+            router, w, routing_view(run.events, setup.codes), run.work, run.median_busy_s(),
             routing_view(start_q, setup.codes), routing_view(end_q, setup.codes))), lane=lane)
     if spec.keep_state:
-        for code, bundle in kept.items():
+        for code, bundle in run.kept.items():
             write_bundle(spec.state_out, w, code, bundle)
-    yield out_row(STATS, w, lane=lane, info={**counters, **pruned, "busy_s": busy_s, "restore_s": restore_s,
-                                             "index_bytes": size, "events": len(ev), "restored": len(start_q),
-                                             "kept": len(end_q), "resent": n_resent})
+    for r, st in enumerate(run.stats):
+        yield out_row(STATS, w, r, lane=lane, info={**st, "restored": len(start_q), "kept": len(end_q)})
 
 
 def merge_batches(batches, lanes: list[Lane]):
@@ -249,13 +253,14 @@ def merge_batches(batches, lanes: list[Lane]):
 def _merge_lane(spec: Lane, lane: int, blobs: dict[tuple[int, int], list[bytes]],
                 queries: dict[tuple[int, int], list[pa.Table]]):
     setup = spec.setup
-    kept, count, hashed, busy = [], 0, 0, 0.0
+    kept, count, hashed, busy = [], 0, 0, np.zeros(max(spec.repeat, 1))
     for (code, bucket), parts in sorted(blobs.items()):
         q = queries.get((code, bucket))
         q_ev = Events.from_arrow(pa.concat_tables(q)) if q else None
         if q_ev is not None:
             q_ev = q_ev.take(np.argsort(q_ev.seq, kind="stable"))
-        res = merge_bucket(setup.mergers[code], read_merge_state(spec.state_in, code, bucket), parts, q_ev)
+        res = merge_bucket(setup.mergers[code], read_merge_state(spec.state_in, code, bucket), parts, q_ev,
+                           spec.repeat)
         if code in setup.stateful and spec.keep_state:
             write_merge_state(spec.state_out, code, bucket, res.state)
         busy += res.busy_s
@@ -271,7 +276,7 @@ def _merge_lane(spec: Lane, lane: int, blobs: dict[tuple[int, int], list[bytes]]
         pid = TaskContext.get().partitionId()
         store.write_table(store.join(spec.pairs_dir, f"part-{pid:05d}.parquet"),
                           pa.table({"key": np.concatenate(kept)}))
-    yield out_row(MERGED, -1, lane=lane, info={"count": count, "hash": hashed % (1 << 64), "busy_s": busy})
+    yield out_row(MERGED, -1, lane=lane, info={"count": count, "hash": hashed % (1 << 64), "busy_s": busy.tolist()})
 
 
 @dataclass
@@ -317,10 +322,10 @@ class LaneEpoch:
 
 
 def run_epoch(spark, events_df, events_uri: str, epoch: int, seq_lo: int, seq_hi: int, requests: list[LaneEpoch],
-              n_workers: int) -> list[EpochResult]:
+              n_workers: int) -> list[list[EpochResult]]:
     """One Spark job for the epoch [seq_lo, seq_hi) of every lane in `requests`: the events are
     read and dispatched once per job, worker and merge tasks are keyed by (lane, worker) and
-    (lane, bucket), and each lane's result is collected on its own."""
+    (lane, bucket), and each lane's result is collected on its own, one per repetition."""
     from pyspark.sql import functions as F
 
     sc = spark.sparkContext
@@ -357,26 +362,29 @@ def run_epoch(spark, events_df, events_uri: str, epoch: int, seq_lo: int, seq_hi
     return collect_lanes(epoch, table, lanes, job_s)
 
 
-def collect_lanes(epoch: int, out: pa.Table, lanes: list[Lane], job_s: float) -> list[EpochResult]:
-    """Each lane's EpochResult from a job's rows. The stage spans, the job time and the peak memory
-    are the job's; `job_share` is the lane's part of the job's task time (routing, workers'
-    restore and index work, merging), by which the job time is apportioned to it."""
+def collect_lanes(epoch: int, out: pa.Table, lanes: list[Lane], job_s: float) -> list[list[EpochResult]]:
+    """Each lane's EpochResults (one per repetition) from a job's rows. The stage spans, the job
+    time and the peak memory are the job's; `job_share` is the lane's part of the job's task time
+    (routing, workers' restore and index work, merging, every repetition), by which the job time
+    is apportioned to it."""
     lane_of = out.column("lane").fill_null(-1).to_numpy()
     rtype = out.column("rtype").to_numpy()
     shared = _infos(out, (lane_of < 0) & ((rtype == STATS) | (rtype == MERGED)))
-    results = [collect(epoch, out.filter(pa.array(lane_of == i)), lane.collect_service)
+    results = [collect(epoch, out.filter(pa.array(lane_of == i)), lane.collect_service, lane.repeat)
                for i, lane in enumerate(lanes)]
     spans = {"dispatch_span_s": _span(_infos(out, rtype == DISPATCH)),
              "workers_span_s": _span(_infos(out, (rtype == STATS) & (lane_of < 0))),
              "merge_span_s": _span(_infos(out, (rtype == MERGED) & (lane_of < 0)))}
     timings = {**spans, "job_s": job_s, "spark_overhead_s": max(job_s - sum(spans.values()), 0.0)}
-    task_s = [r.route_ns / 1e9 + r.merge_busy_s + sum(st.get("busy_s", 0.0) + st.get("restore_s", 0.0)
-                                                      for st in r.worker_stats.values()) for r in results]
+    task_s = [sum(r.route_ns / 1e9 + r.merge_busy_s + sum(st.get("busy_s", 0.0) + st.get("restore_s", 0.0)
+                                                          for st in r.worker_stats.values()) for r in reps)
+              for reps in results]
     total = sum(task_s)
     peak = max((i.get("rss_peak", 0) + i.get("jvm_peak", 0) for i in shared), default=0)
-    for r, t in zip(results, task_s):
-        r.timings = {**timings, "job_lanes": len(lanes), "job_share": t / total if total > 0 else 1 / len(lanes)}
-        r.executor_peak_bytes = peak
+    for reps, t in zip(results, task_s):
+        for r in reps:
+            r.timings = {**timings, "job_lanes": len(lanes), "job_share": t / total if total > 0 else 1 / len(lanes)}
+            r.executor_peak_bytes = peak
     return results
 
 
@@ -385,17 +393,20 @@ def _infos(out: pa.Table, mask: np.ndarray) -> list[dict]:
     return [json.loads(info[int(i)].as_py()) for i in np.flatnonzero(mask)]
 
 
-def collect(epoch: int, out: pa.Table, collect_service: bool) -> EpochResult:
-    """One lane's EpochResult from its rows (timings and peak memory: `collect_lanes`)."""
+def collect(epoch: int, out: pa.Table, collect_service: bool, repeat: int = 1) -> list[EpochResult]:
+    """One lane's EpochResult per repetition from its rows (timings and peak memory:
+    `collect_lanes`): the same results and counts, each repetition's routing, worker and merge times."""
+    repeat = max(repeat, 1)
     rtype = out.column("rtype").to_numpy()
     wcol = out.column("worker").to_numpy()
+    rep_of = out.column("bucket").fill_null(0).to_numpy()
     dispatch = _infos(out, rtype == DISPATCH)
     merged = _infos(out, rtype == MERGED)
     local = _infos(out, rtype == LOCAL)
-    res = EpochResult(
+    base = EpochResult(
         epoch=epoch,
         n_events=sum(d["events"] for d in dispatch),
-        route_ns=sum(d["route_ns"] for d in dispatch),
+        route_ns=0,
         routed_pairs=sum(d["object_copies"] + d["query_copies"] for d in dispatch),
         routed_objects=sum(d["object_copies"] for d in dispatch),
         routed_queries=sum(d["query_copies"] for d in dispatch),
@@ -404,19 +415,23 @@ def collect(epoch: int, out: pa.Table, collect_service: bool) -> EpochResult:
         result_count=sum(m["count"] for m in merged + local),
         result_hash=sum(m["hash"] for m in merged + local) % (1 << 64),
         local_pairs=sum(m["count"] for m in local),
-        merge_busy_s=sum(m.get("busy_s", 0.0) for m in merged),
-        merge_max_s=max((m.get("busy_s", 0.0) for m in merged), default=0.0),
     )
-    info = out.column("info")
-    for i in np.flatnonzero((rtype == STATS) & (wcol >= 0)):
-        res.worker_stats[int(wcol[i])] = json.loads(info[int(i)].as_py())
-    payload, fam = out.column("payload"), out.column("family")
-    res.units = [from_ipc(payload[int(i)].as_py()) for i in np.flatnonzero(rtype == UNITS)]
+    payload, fam, info = out.column("payload"), out.column("family"), out.column("info")
+    base.units = [from_ipc(payload[int(i)].as_py()) for i in np.flatnonzero(rtype == UNITS)]
     feedback: dict[int, list[pa.Table]] = {}
     for i in np.flatnonzero(rtype == FEEDBACK):
         feedback.setdefault(int(fam[int(i)].as_py()), []).append(from_ipc(payload[int(i)].as_py()))
-    res.feedback = {code: pa.concat_tables(ts) for code, ts in feedback.items()}
-    if collect_service:
-        for i in np.flatnonzero(rtype == SERVICE):
-            res.service[int(wcol[i])] = read_service(payload[int(i)].as_py())
-    return res
+    base.feedback = {code: pa.concat_tables(ts) for code, ts in feedback.items()}
+    service = ({int(wcol[i]): read_service(payload[int(i)].as_py()) for i in np.flatnonzero(rtype == SERVICE)}
+               if collect_service else {})
+    stats = np.flatnonzero((rtype == STATS) & (wcol >= 0))
+    merge_busy = [m.get("busy_s", [0.0] * repeat) for m in merged]
+    results = []
+    for r in range(repeat):
+        res = replace(base, route_ns=sum(d["route_ns"][r] for d in dispatch),
+                      merge_busy_s=sum(b[r] for b in merge_busy), merge_max_s=max((b[r] for b in merge_busy),
+                                                                                 default=0.0),
+                      worker_stats={int(wcol[i]): json.loads(info[int(i)].as_py()) for i in stats if rep_of[i] == r},
+                      service={w: reps[r] for w, reps in service.items()})
+        results.append(res)
+    return results

@@ -291,7 +291,7 @@ _METRICS = [
            "upkeep, summary) and its share of the epoch jobs, not the time it waited for runs it shares jobs "
            "with", None, "{:.2f}"),
     Metric("work_s", "measured work", "s", "the measured epochs' routing, routing upkeep, workers' index work "
-           "and merging (CPU seconds)", None, "{:.3f}"),
+           "and merging, every repetition (CPU seconds)", None, "{:.3f}"),
     Metric("fixed_s", "fixed cost per run", "s", "everything but the fit and the measured work: wall_s + "
            "logging_s + time_invocation_share_s - build_s - work_s", "lower", "{:.2f}"),
     Metric("time_invocation_share_s", "invocation share", "s", "the invocation's Spark start, data and oracle "

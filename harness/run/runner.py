@@ -263,7 +263,7 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
         executor = SparkExecutor(lockstep, lane, setup, cfg.workers, state_root, cfg.keep_pairs,
                                  _run_location(cfg, run_dir, base["run_id"], "pairs"), cfg.ship_events)
         bounds = epoch_bounds(events, warmup, cfg.epochs.by, cfg.epochs.size)
-        progress.extend(len(bounds) - 2 + (cfg.measure.repeat - 1) * (len(bounds) - 1))
+        progress.extend(len(bounds) - 2)
         with ExecutorWatchdog(spark, base["run_id"], cfg.cluster.lost_executors_timeout_s):
             loop = run_epochs(executor, router, events, setup, bounds, adjuster, cfg.workers, cfg.dispatchers,
                               progress, name, cfg.measure.repeat)
@@ -278,9 +278,11 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
         count = sum(e.result_count for e in epochs)
         digest = format_digest(count, sum(e.result_hash for e in epochs))
         router_info = router.describe()
-        # what the run measures: routing and its upkeep, the workers' index work, merging
-        work_s = sum(e.route_ns / 1e9 + e.observe_s + e.merge_busy_s
-                     + sum(st.get("busy_s", 0.0) for st in e.worker_stats.values()) for e in loop.measured)
+        # what the run measures: routing and its upkeep, the workers' index work, merging (in every
+        # repetition: the epoch's tasks did it that many times)
+        work_s = sum(e.observe_s for e in loop.measured) + sum(
+            e.route_ns / 1e9 + e.merge_busy_s + sum(st.get("busy_s", 0.0) for st in e.worker_stats.values())
+            for reps in loop.repetitions for e in reps)
         row = {
             **base, **metrics, "status": "ok", "error": None, "build_s": build_s, "family": cfg.workload.family,
             "dispatcher_bytes": float(router.size_bytes()), "result_count": count, "result_digest": digest,

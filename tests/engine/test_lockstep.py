@@ -36,8 +36,8 @@ def jobs(monkeypatch):
             raise ClusterGone("no executor")
         if "bad" in routers:
             raise JobFailed("a router raised")
-        return [EpochResult(epoch, hi - lo, 0, 0, 0, 0, result_count=len(str(r.router)),
-                            timings={"job_s": 0.0, "job_share": 0.0}) for r in requests]
+        return [[EpochResult(epoch, hi - lo, 0, 0, 0, 0, result_count=len(str(r.router)),
+                             timings={"job_s": 0.0, "job_share": 0.0})] for r in requests]
 
     monkeypatch.setattr(lockstep_mod, "run_epoch", run_epoch)
     return calls
@@ -60,7 +60,7 @@ def run_lanes(spark, routers: list[str], epochs: int, stop_after: dict | None = 
                     most[0] = max(most[0], inside[0])
                     time.sleep(0.002)  # driver work: another thread would get in here if it could
                     inside[0] -= 1
-                    out[i].append(ls.epoch(i, e, 10 * e, 10 * e + 10, LaneEpoch(routers[i], None)).result_count)
+                    out[i].append(ls.epoch(i, e, 10 * e, 10 * e + 10, LaneEpoch(routers[i], None))[0].result_count)
             except Exception as exc:  # noqa: BLE001
                 out[i].append(exc)
             finally:

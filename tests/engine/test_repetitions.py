@@ -1,22 +1,29 @@
-"""Each measured epoch run `repeat` times from the same state (measure.repeat): the executors rewind,
-every repetition gives the same result, and a repetition that does not is an error."""
+"""Each measured epoch's work timed `repeat` times from the same state (measure.repeat), inside the
+epoch's tasks (harness/engine/worker_epoch.py): every repetition gives the same results, the first
+one's go on, and a worker or merger whose repetition differs stops the run."""
 
 from __future__ import annotations
 
-import pytest
+from dataclasses import replace
 
 import numpy as np
+import pytest
 
 from harness.core.events import INSERT
 from harness.engine import executors
+from harness.engine.merge import merge_bucket
+from harness.engine.setup import family_setup
 from harness.engine.simulate import default_context, simulate
+from harness.families.base import IndexContext
+from harness.families.range.merge import RangeMerger
+from strategies import registry
 from tests.engine.test_migration import RandomMoves
 from tests.streams import random_knn_stream, random_stream, random_topk_stream
 
 
 @pytest.mark.parametrize("make, strategy", [(random_stream, "kdtree"), (random_knn_stream, "dkmsks"),
                                             (random_topk_stream, "dskype_prefix")])
-def test_repeated_epochs_rewind_and_stay_exact(make, strategy):
+def test_repeated_epochs_stay_exact(make, strategy):
     events = make(3)
     once = simulate(events, 20, strategy, 3, epoch_events=20)
     thrice = simulate(events, 20, strategy, 3, epoch_events=20, repeat=3)
@@ -34,17 +41,76 @@ def test_repeated_epochs_with_migrations_stay_exact():
     assert res.plans and res.exact and res.repetitions == [2] * len(res.repetitions)
 
 
-def test_a_repetition_with_another_result_stops_the_run(monkeypatch):
+def test_each_repetition_has_its_own_times_and_the_same_counts(monkeypatch):
+    """The executor returns one result per repetition: counters equal, busy times each its own."""
+    seen = []
     real = executors.InProcessExecutor.epoch
+
+    def keep(self, *args, **kwargs):
+        reps = real(self, *args, **kwargs)
+        seen.append(reps)
+        return reps
+
+    monkeypatch.setattr(executors.InProcessExecutor, "epoch", keep)
+    simulate(random_stream(2), 20, "grid", 3, epoch_events=40, repeat=4)
+    measured = [reps for reps in seen if reps[0].epoch > 0]
+    assert measured and all(len(reps) == 4 for reps in measured)
+    assert all(len(reps) == 1 for reps in seen if reps[0].epoch == 0)  # the warm-up runs once
+    for reps in measured:
+        first = reps[0]
+        for r in reps[1:]:
+            assert (r.result_count, r.result_hash) == (first.result_count, first.result_hash)
+            assert r.worker_stats is not first.worker_stats
+            for w, st in r.worker_stats.items():
+                assert {k: v for k, v in st.items() if not k.endswith("_s")} == \
+                    {k: v for k, v in first.worker_stats[w].items() if not k.endswith("_s")}
+    busy = [[st["busy_s"] for st in r.worker_stats.values()] for reps in measured for r in reps]
+    assert len({tuple(b) for b in busy}) > 1  # timed again, not copied
+
+
+class Drifting:
+    """A real range index that, every second time it is built, reports one more pair: an index that
+    is not deterministic."""
+    built = 0
+
+    def __init__(self, make):
+        self.inner = make()
+        Drifting.built += 1
+        self.drift = Drifting.built % 2 == 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def process(self, ev):
+        out = self.inner.process(ev)
+        if self.drift and len(out.results):
+            return replace(out, results=np.concatenate([out.results, out.results[:1] + 1]))
+        return out
+
+
+def test_a_worker_whose_repetition_differs_stops_the_run():
+    ev = random_stream(1)
+    ctx = default_context(ev)
+    setup = family_setup(["range"], registry.get("grid").families, IndexContext(ctx.extent, ctx.vocab_size),
+                         {"range": {"cells_per_side": 16}})
+    code, make = next(iter(setup.factories.items()))
+    setup.factories[code] = lambda: Drifting(make)
+    Drifting.built = 0
+    with pytest.raises(RuntimeError, match="not deterministic"):
+        simulate(ev, 20, "grid", 2, setup=setup, repeat=2)
+
+
+def test_a_merge_whose_repetition_differs_stops_the_run():
     calls = {"n": 0}
 
-    def drifting(self, *args, **kwargs):  # the real epoch, its result hash moved on every second call
-        res = real(self, *args, **kwargs)
-        calls["n"] += 1
-        if calls["n"] % 2 == 0:
-            res.result_hash += 1
-        return res
+    class Flaky(RangeMerger):
+        def merge(self, blobs, queries):
+            out = super().merge(blobs, queries)
+            calls["n"] += 1
+            return replace(out, keys=out.keys[:-1]) if calls["n"] == 2 else out
 
-    monkeypatch.setattr(executors.InProcessExecutor, "epoch", drifting)
+    blobs = [blob for _, blob in RangeMerger.blocks(np.arange(5, dtype=np.int64), 1)]
+    res = merge_bucket(RangeMerger, None, blobs, None, repeat=3)
+    assert len(res.keys) == 5 and len(res.busy_s) == 3
     with pytest.raises(RuntimeError, match="not deterministic"):
-        simulate(random_stream(1), 20, "grid", 2, repeat=2)
+        merge_bucket(Flaky, None, blobs, None, repeat=2)

@@ -23,7 +23,7 @@ STATS = {0: {"events": 5, "objects": 3, "inserts": 2, "candidates": 4, "results"
              "index_bytes": 100, "restored": 1},
          1: {"events": 2, "objects": 1, "inserts": 1, "busy_s": 0.1, "index_bytes": 50}}
 # the pipeline's result of an (empty) epoch job shared by two runs
-EPOCH = collect_lanes(1, OUT_SCHEMA.empty_table(), [Lane(None, None, "", collect_service=False)] * 2, 1.0)[0]
+EPOCH = collect_lanes(1, OUT_SCHEMA.empty_table(), [Lane(None, None, "", collect_service=False)] * 2, 1.0)[0][0]
 TIMINGS = EPOCH.timings  # its per-epoch stage timings
 
 

@@ -1,6 +1,7 @@
-"""Repetitions on a real SparkSession: the strategy that runs first is not slower than when it runs
-last (two strategies in both orders, each order after a fresh dataset preparation), the runs
-table keeps every counted repetition, and the network model's columns are filled."""
+"""Repetitions on a real SparkSession: one Spark job per epoch however many repetitions (they run
+inside its tasks), the strategy that runs first is not slower than when it runs last (two
+strategies in both orders, each order after a fresh dataset preparation), the runs table keeps
+every counted repetition, and the network model's columns are filled."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
+from harness.engine import lockstep as lockstep_mod
 from harness.report.results import PROJECT_ROOT
 from harness.run.config import register_configs
 from harness.run.runner import run_experiment
@@ -29,9 +31,27 @@ def rows_in_order(results_dir, first: str, last: str) -> dict[str, dict]:
     return {r["strategy"]: r for r in rows}
 
 
-def test_the_first_strategy_is_not_slower_than_when_it_runs_last(spark, tmp_path):
+@pytest.fixture
+def epoch_jobs(monkeypatch):
+    """The repetitions of every epoch job the real pipeline ran (a spy: the job itself runs)."""
+    real, seen = lockstep_mod.run_epoch, []
+
+    def spy(*args, **kwargs):
+        answers = real(*args, **kwargs)
+        seen.append([len(reps) for reps in answers])
+        return answers
+
+    monkeypatch.setattr(lockstep_mod, "run_epoch", spy)
+    return seen
+
+
+def test_the_first_strategy_is_not_slower_than_when_it_runs_last(spark, tmp_path, epoch_jobs):
     a = rows_in_order(tmp_path / "a", "grid", "kdtree")  # each on a fresh cache: the dataset prepared anew
     b = rows_in_order(tmp_path / "b", "kdtree", "grid")
+    # one Spark job per epoch however many repetitions: the warm-up once, each measured epoch's
+    # job returns its four repetitions, for both lanes
+    epochs = a["grid"]["epochs"] + 1
+    assert epoch_jobs == 2 * ([[1, 1]] + [[4, 4]] * (epochs - 1))
     for row in [*a.values(), *b.values()]:
         assert row["status"] == "ok" and row["oracle_ok"], row.get("error")
         assert row["repetitions"] == 3 and row["repetitions_discarded"] == 1

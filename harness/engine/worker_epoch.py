@@ -1,0 +1,88 @@
+"""One worker's epoch, timed `repeat` times from the same start: what both executors run per worker.
+
+Repetitions (measure.repeat) happen here, inside the worker's task, not as repeated epoch jobs: a
+Spark job costs about a second of fixed time on this machine for milliseconds of measured index
+work, so a job per repetition multiplied a sweep's wall time by the repetitions and measured
+nothing more (issue 19, docs/decisions.md). Each repetition builds the worker's indexes afresh,
+restores the same state with the same feedback, takes the same events and does the same work;
+the first one's results go on to the merge and its state is the one kept, every later one's
+results are checked against it: a repetition whose results differ means the index is not
+deterministic, an error.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from harness.core.events import Events
+from harness.engine.local_pairs import LocalCount, result_blocks
+from harness.engine.setup import FamilySetup
+from harness.engine.worker import WorkerSet, with_resent, without_resent
+from harness.families.base import StateBundle
+
+
+@dataclass
+class WorkerEpoch:
+    """The inputs of one worker's epoch; `results` runs it, after which the outputs are set."""
+    setup: FamilySetup
+    router: object
+    feedback: dict | None  # the mergers' feedback of the previous epoch (None: none)
+    worker: int
+    ev: Events  # the worker's events of the epoch, in seq order
+    sole: np.ndarray | None  # per event, whether it is its event's only copy (local pairs)
+    bundles: dict[int, StateBundle]  # the state it kept last epoch, per family
+    lo: int
+    hi: int
+    horizon: int | None = None
+    resend: Events | None = None
+    n_buckets: int = 1
+    repeat: int = 1
+    # outputs (after `results`): the epoch's own events and their work counts, the state kept, the
+    # index size, and per repetition the statistics (counters, busy and restore time, ...)
+    events: Events | None = None
+    work: np.ndarray | None = None
+    kept: dict[int, StateBundle] = field(default_factory=dict)
+    stats: list[dict] = field(default_factory=list)
+
+    def results(self, local: LocalCount):
+        """Run the repetitions; yield the first one's result blocks (family code, bucket, block) and
+        add the pairs it finished itself to `local`."""
+        first = None
+        for r in range(max(self.repeat, 1)):
+            indexes = WorkerSet.build(self.setup.factories)
+            restore_s = indexes.restore(self.bundles, self.feedback)
+            pruned = (indexes.prune_replicas(self.router, self.worker, self.setup.codes)
+                      if self.feedback is not None else {})
+            indexes.begin_epoch(self.lo, self.hi, self.horizon)
+            ev, n_resent, sole = with_resent(self.ev, self.resend, self.router, self.worker, self.setup.codes,
+                                             self.sole)
+            mine, digest = LocalCount(), 0
+            for code, bucket, blob in result_blocks(indexes, ev, sole, self.setup, self.n_buckets, mine):
+                digest = zlib.crc32(blob, zlib.crc32(bytes((code, bucket % 256)), digest))
+                if r == 0:
+                    yield code, bucket, blob
+            work, counters, busy_s = indexes.totals()
+            own, work = without_resent(ev, work, n_resent)
+            if r == 0:
+                first = (digest, mine.count, mine.hash)
+                local.count += mine.count
+                local.hash = (local.hash + mine.hash) % (1 << 64)
+                self.events, self.work, self.kept = own, work, indexes.export_state()
+                size = indexes.size_bytes()
+            elif (digest, mine.count, mine.hash) != first:
+                raise RuntimeError(f"worker {self.worker}: repetition {r + 1} of epoch [{self.lo}, {self.hi}) gave "
+                                   f"other results than the first (digest {digest:x} vs {first[0]:x}, "
+                                   f"{mine.count} vs {first[1]} pairs counted in place): the run is not deterministic")
+            self.stats.append({**counters, **pruned, "busy_s": busy_s, "restore_s": restore_s, "index_bytes": size,
+                               "events": len(own), "resent": n_resent})
+
+    @property
+    def busy_s(self) -> list[float]:
+        return [st["busy_s"] for st in self.stats]
+
+    def median_busy_s(self) -> float:
+        """The busy time the monitor apportions to units: the median of the repetitions'."""
+        return float(np.median(self.busy_s)) if self.stats else 0.0
