@@ -165,20 +165,40 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
 REPEATED = ("throughput_eps", "throughput_compute_eps", "throughput_network_eps", "worker_busy_max_s")
 
 
+def repeated_figures(measured, copies: Copies, n_obj: int, n_q: int, n_workers: int, n_dispatchers: int,
+                     profile: NetworkProfile) -> dict:
+    """The REPEATED figures of one repetition, as `summarise_run` computes them (the same
+    functions), without the latency model and the rest: a repetition differs from another only in
+    its times. `copies`: the run's copies (the same in every repetition; their service times are
+    not read here)."""
+    workers = worker_table([e.worker_stats for e in measured], n_workers)
+    metrics = run_metrics(measured, workers, n_dispatchers, n_obj, n_q)
+    metrics.update(network_metrics(replace(profile, sweep_bandwidths_bps=()), copies, metrics, workers,
+                                   n_dispatchers, sum(e.merge_max_s for e in measured)))
+    return {k: metrics[k] for k in REPEATED}
+
+
 def summarise_repetitions(repetitions: list[list], series: list[dict], events: Events, warmup: int, n_workers: int,
                           n_dispatchers: int, latency_cfg, profile: NetworkProfile, measure) -> RunSummary:
     """The run's summary over its repetitions (harness/report/repetitions.py): the repetition whose
-    throughput is the median's gives the figures, the throughputs themselves are the medians with
-    their intervals, and every counted repetition's throughputs are kept (`reps_*`, JSON lists)."""
+    throughput is the median's gives the figures (its whole summary, the latency model's included,
+    is computed for it alone), the throughputs themselves are the medians with their intervals, and
+    every counted repetition's throughputs are kept (`reps_*`, JSON lists)."""
     n_reps = len(repetitions[0]) if repetitions else 1
-    summaries = [summarise_run([reps[r] for reps in repetitions], series, events, warmup, n_workers, n_dispatchers,
-                               latency_cfg, profile) for r in kept(n_reps, measure.discard)]
-    values = {k: [s.metrics[k] for s in summaries] for k in REPEATED}
-    pick = summaries[int(np.argsort(values["throughput_eps"], kind="stable")[(len(summaries) - 1) // 2])]
-    metrics = pick.metrics
+    counted = list(kept(n_reps, measure.discard))
+    runs = {r: [reps[r] for reps in repetitions] for r in counted}
+    kinds = events.kind[warmup:]
+    n_obj, n_q = int((kinds == OBJECT).sum()), int(((kinds == INSERT) | (kinds == DELETE)).sum())
+    copies = Copies.of(events.seq[warmup:], row_bytes(events)[warmup:], merged_service(runs[counted[0]]),
+                       n_dispatchers)
+    figures = [repeated_figures(runs[r], copies, n_obj, n_q, n_workers, n_dispatchers, profile) for r in counted]
+    values = {k: [f[k] for f in figures] for k in REPEATED}
+    pick = counted[int(np.argsort(values["throughput_eps"], kind="stable")[(len(counted) - 1) // 2])]
+    summary = summarise_run(runs[pick], series, events, warmup, n_workers, n_dispatchers, latency_cfg, profile)
+    metrics = summary.metrics
     for k, vs in values.items():
         med, lo, hi, coverage = median_interval(vs)
         metrics.update({k: med, f"{k}_ci_lo": lo, f"{k}_ci_hi": hi, f"reps_{k}": json.dumps(vs)})
-    metrics.update(repetitions=float(len(summaries)), repetitions_discarded=float(n_reps - len(summaries)),
+    metrics.update(repetitions=float(len(counted)), repetitions_discarded=float(n_reps - len(counted)),
                    ci_coverage=coverage, too_short=float(metrics["bottleneck_s"] < measure.min_bottleneck_s))
-    return RunSummary(metrics, pick.workers, pick.latency_sample, pick.epochs, pick.timeline)
+    return summary
