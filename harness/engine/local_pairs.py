@@ -50,12 +50,16 @@ def split_pairs(keys: np.ndarray, sole_ids: np.ndarray | None) -> tuple[np.ndarr
     return sorted_unique(keys[here]), keys[~here]
 
 
-def result_blocks(indexes, ev: Events, sole: np.ndarray | None, setup, n_buckets: int, local: "LocalCount"):
+def result_blocks(indexes, ev: Events, sole: np.ndarray | None, setup, n_buckets: int, local: "LocalCount",
+                  seen=None):
     """A worker's epoch through its indexes slice by slice (`WorkerSet.process_chunks`): the pairs
     of sole objects added to `local`, every other result yielded as (family code, bucket, block)
-    for the merge. Both executors run this; `indexes.totals()` gives the work afterwards."""
+    for the merge; `seen(outputs)` sees each slice's outputs first. Both executors run this;
+    `indexes.totals()` gives the work afterwards."""
     sole_ids = sole_objects(ev, sole) if setup.local_codes else None  # a slice's pairs are its own objects'
     for _, outs in indexes.process_chunks(ev, setup.chunk_events):
+        if seen is not None:
+            seen(outs)
         for code, out in outs.items():
             results = out.results
             if code in setup.local_codes:

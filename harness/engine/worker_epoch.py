@@ -13,7 +13,7 @@ deterministic, an error.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 
 import numpy as np
 
@@ -49,7 +49,9 @@ class WorkerEpoch:
 
     def results(self, local: LocalCount):
         """Run the repetitions; yield the first one's result blocks (family code, bucket, block) and
-        add the pairs it finished itself to `local`."""
+        add the pairs it finished itself to `local`. Later repetitions only process and digest
+        their outputs (splitting and packing results is not measured work, and it was half of a
+        repetition's time)."""
         first = None
         for r in range(max(self.repeat, 1)):
             indexes = WorkerSet.build(self.setup.factories)
@@ -59,23 +61,22 @@ class WorkerEpoch:
             indexes.begin_epoch(self.lo, self.hi, self.horizon)
             ev, n_resent, sole = with_resent(self.ev, self.resend, self.router, self.worker, self.setup.codes,
                                              self.sole)
-            mine, digest = LocalCount(), 0
-            for code, bucket, blob in result_blocks(indexes, ev, sole, self.setup, self.n_buckets, mine):
-                digest = zlib.crc32(blob, zlib.crc32(bytes((code, bucket % 256)), digest))
-                if r == 0:
-                    yield code, bucket, blob
+            digest = Digest()
+            if r == 0:
+                yield from result_blocks(indexes, ev, sole, self.setup, self.n_buckets, local, digest.add)
+            else:
+                for _, outs in indexes.process_chunks(ev, self.setup.chunk_events):
+                    digest.add(outs)
             work, counters, busy_s = indexes.totals()
             own, work = without_resent(ev, work, n_resent)
             if r == 0:
-                first = (digest, mine.count, mine.hash)
-                local.count += mine.count
-                local.hash = (local.hash + mine.hash) % (1 << 64)
+                first = digest.crc
                 self.events, self.work, self.kept = own, work, indexes.export_state()
                 size = indexes.size_bytes()
-            elif (digest, mine.count, mine.hash) != first:
+            elif digest.crc != first:
                 raise RuntimeError(f"worker {self.worker}: repetition {r + 1} of epoch [{self.lo}, {self.hi}) gave "
-                                   f"other results than the first (digest {digest:x} vs {first[0]:x}, "
-                                   f"{mine.count} vs {first[1]} pairs counted in place): the run is not deterministic")
+                                   f"other results than the first (CRC {digest.crc:08x} vs {first:08x}): the run "
+                                   "is not deterministic")
             self.stats.append({**counters, **pruned, "busy_s": busy_s, "restore_s": restore_s, "index_bytes": size,
                                "events": len(own), "resent": n_resent})
 
@@ -86,3 +87,36 @@ class WorkerEpoch:
     def median_busy_s(self) -> float:
         """The busy time the monitor apportions to units: the median of the repetitions'."""
         return float(np.median(self.busy_s)) if self.stats else 0.0
+
+
+class Digest:
+    """A CRC-32 over a worker's outputs, slice by slice: each family's results and work counts (a
+    family's results are an array, or a dataclass, dict or tuple of arrays)."""
+
+    def __init__(self):
+        self.crc = 0
+
+    def add(self, outs: dict) -> None:
+        for code, out in sorted(outs.items()):
+            self.crc = zlib.crc32(code.to_bytes(2, "little", signed=True), self.crc)
+            self._value(out.results)
+            self._value(out.work)
+
+    def _value(self, value) -> None:
+        if isinstance(value, np.ndarray):
+            self.crc = zlib.crc32(np.ascontiguousarray(value).view(np.uint8).reshape(-1), self.crc)
+        elif is_dataclass(value):
+            for f in fields(value):
+                self._value(getattr(value, f.name))
+        elif isinstance(value, dict):
+            for key in sorted(value):
+                self.crc = zlib.crc32(str(key).encode(), self.crc)
+                self._value(value[key])
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                self._value(item)
+        elif value is None or isinstance(value, (int, float, str, bool, np.generic)):
+            self.crc = zlib.crc32(repr(value).encode(), self.crc)
+        else:
+            raise TypeError(f"a worker output's results hold a {type(value).__name__}; repetitions compare arrays, "
+                            "dataclasses, dicts, tuples and scalars of them")

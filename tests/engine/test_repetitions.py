@@ -114,3 +114,28 @@ def test_a_merge_whose_repetition_differs_stops_the_run():
     assert len(res.keys) == 5 and len(res.busy_s) == 3
     with pytest.raises(RuntimeError, match="not deterministic"):
         merge_bucket(Flaky, None, blobs, None, repeat=2)
+
+
+def test_the_repetition_digest_sees_every_array_of_every_family():
+    from harness.engine.worker_epoch import Digest
+    from harness.families.base import WorkerOutput
+    from harness.families.knn.index import Candidates
+
+    def crc(outs):
+        d = Digest()
+        d.add(outs)
+        return d.crc
+
+    ids, d2 = np.arange(6, dtype=np.int64).reshape(3, 2), np.array([0.5, 1.0, 2.0])
+    outs = {0: WorkerOutput(np.arange(5, dtype=np.int64), np.ones(5, np.int64)),
+            1: WorkerOutput(Candidates(ids, d2), np.ones(3, np.int64)),
+            2: WorkerOutput({"qid": np.arange(2), "score": np.array([0.1, 0.2])}, np.ones(2, np.int64))}
+    base = crc(outs)
+    assert crc({k: replace(v) for k, v in outs.items()}) == base
+    changed = [replace(outs[0], results=np.array([0, 1, 2, 3, 5])), replace(outs[0], work=np.array([1, 1, 1, 1, 2])),
+               replace(outs[1], results=Candidates(ids, np.array([0.5, 1.0, 2.5])))]
+    for code, out in zip([0, 0, 1], changed):
+        assert crc({**outs, code: out}) != base
+    assert crc({**outs, 2: replace(outs[2], results={"qid": np.arange(2), "score": np.array([0.1, 0.3])})}) != base
+    with pytest.raises(TypeError, match="set"):
+        crc({0: WorkerOutput({1, 2}, np.ones(2, np.int64))})
