@@ -39,12 +39,14 @@ SWEEP = SweepState()
 
 
 def count_jobs(overrides: list[str], sweeper_params: dict | None) -> int:
-    """Jobs a Hydra multirun makes of its command-line overrides and its sweeper's params."""
+    """Jobs a Hydra multirun makes of its command-line overrides and its sweeper's params (a key on
+    the command line replaces the sweeper's, as Hydra's basic sweeper does)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    texts = list(overrides) + [f"{k}={v}" for k, v in (sweeper_params or {}).items()]
+    texts = [f"{k}={v}" for k, v in (sweeper_params or {}).items()] + list(overrides)
+    by_key = {o.key_or_group: o for o in OverridesParser.create().parse_overrides(texts)}
     n = 1
-    for o in OverridesParser.create().parse_overrides(texts):
+    for o in by_key.values():
         if o.is_sweep_override():
             n *= len(list(o.sweep_string_iterator()))
     return n

@@ -9,6 +9,11 @@ def test_jobs_are_the_product_of_the_swept_values_from_the_command_line_and_the_
     assert count_jobs(["workers=2,4", "strategy=all", "strategy.include=[a,b,c]"], None) == 2
     assert count_jobs(["workers=2,4", "seed=range(1,4)"], {"+scenario": "a,b,c", "tag": "x"}) == 18
     assert count_jobs(["workers=8"], {}) == 1
+    # a key given on the command line replaces the preset's (Hydra's basic sweeper does)
+    preset = {"+scenario": "a,b,c,d", "workers": "4,8,16,32"}
+    assert count_jobs(["+scenario=a"], preset) == 4
+    assert count_jobs(["+scenario=a", "workers=8"], preset) == 1
+    assert count_jobs(["workers=2,4"], preset) == 8
 
 
 def test_the_line_counts_jobs_and_runs_and_estimates_the_time_left():
