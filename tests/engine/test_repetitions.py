@@ -139,3 +139,31 @@ def test_the_repetition_digest_sees_every_array_of_every_family():
     assert crc({**outs, 2: replace(outs[2], results={"qid": np.arange(2), "score": np.array([0.1, 0.3])})}) != base
     with pytest.raises(TypeError, match="set"):
         crc({0: WorkerOutput({1, 2}, np.ones(2, np.int64))})
+
+
+@pytest.mark.parametrize("strategy", ["kop", "kdt", "agrid", "grid"])
+def test_the_routers_upkeep_is_timed_per_repetition_and_applied_once(strategy):
+    """Repeated upkeep leaves the router as one upkeep does (the repetitions before the last run on
+    copies), and gives a time per repetition."""
+    from harness.engine.loop import timed_upkeep
+    from harness.engine.worker import routing_view
+
+    ev = random_stream(8, n_objects=300, n_queries=150)
+    ctx = default_context(ev)
+    cls = registry.get(strategy)
+    setup = family_setup(["range"], cls.families, IndexContext(ctx.extent, ctx.vocab_size),
+                         {"range": {"cells_per_side": 16}})
+    warm = 150
+    sample = setup.fit_sample(ev, warm, IndexContext(ctx.extent, ctx.vocab_size))
+    view = routing_view(ev, setup.codes)
+    rows = warm + np.flatnonzero(view.kind[warm:] == INSERT)
+    once, thrice = (cls().fit(sample, 4, cls.make_params({}), ctx) for _ in range(2))
+    timed_upkeep(once, view, rows, 1)
+    times = timed_upkeep(thrice, view, rows, 3)
+    assert len(times) == 3 and all(t >= 0 for t in times)
+    for a, b in zip(once.route(view), thrice.route(view)):
+        np.testing.assert_array_equal(a, b)
+    assert once.describe() == thrice.describe()
+    if strategy in ("kop", "kdt"):  # upkeep changes what these route here: the router itself got it
+        fresh = cls().fit(sample, 4, cls.make_params({}), ctx)
+        assert any(not np.array_equal(a, b) for a, b in zip(fresh.route(view), thrice.route(view)))
