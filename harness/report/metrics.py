@@ -298,8 +298,10 @@ _METRICS = [
            "time divided by its runs", None, "{:.2f}"),
     Metric("task_failures", "failed tasks", "tasks", "failures Spark recovered from in the run: failed task "
            "attempts plus resubmitted stage attempts (an executor lost, a Python worker crashed)", None, _COUNT),
-    Metric("logging_s", "logging time", "s", "time writing the run's folder, table row and MLflow run", None,
+    Metric("logging_s", "logging time", "s", "time writing the run's folder (config, metrics, tables, plots)", None,
            "{:.1f}"),
+    Metric("mlflow_s", "MLflow time", "s", "time logging the run to MLflow, in a background thread while the "
+           "invocation's next runs go on (not in fixed_s)", None, "{:.2f}"),
     Metric("time_spark_start_s", "Spark start", "s", "the invocation's Spark start time (shared by its runs)", None,
            "{:.1f}"),
     Metric("time_data_s", "data preparation", "s", "the invocation's dataset and workload preparation time", None,

@@ -34,7 +34,7 @@ RUNS_TABLE_COLUMNS = [
     "repetitions_discarded", "ci_coverage", "too_short", "throughput_wall_eps", "latency_mean_ms", "latency_p50_ms",
     "latency_p95_ms", "latency_p99_ms", "load_max_min", "load_max_mean", "load_sum", "obj_replication",
     "query_replication", "messages_routed", "dispatcher_bytes", "worker_index_bytes_max", "build_s", "wall_s", "work_s", "fixed_s",
-    "logging_s", "task_failures",
+    "logging_s", "mlflow_s", "task_failures",
     "result_count", "result_digest", "oracle_ok", "oracle_method", "partitions_actual", "epochs", "adjust", "adjustments",
     "migrated_queries", "migrated_bytes", "select_s", "select_cells_s", "migration_s", "latency_share_lt_100ms",
     "latency_share_100ms_1s", "latency_share_gt_1s", "observe_s", "merge_s", "feedback_rows", "family", "run_dir",
@@ -148,12 +148,18 @@ def _check_store(db: Path) -> None:
 
 
 class MlflowLogger:
-    """Thin wrapper: one tracking store under results/, parent and child runs, never fatal."""
+    """Thin wrapper: one tracking store under results/, parent and child runs, never fatal.
+
+    A child run is logged in a background thread (one, so runs are logged in order), while the
+    next runs of the invocation go on: logging a run costs MLflow's sqlite store about 0.15-0.2 s,
+    which the driver would otherwise spend between Spark jobs for every run of a sweep. `wait`
+    returns when every submitted run is logged; the runner calls it before it writes the rows."""
 
     def __init__(self, root: Path, experiment: str, enabled: bool = True):
         self.enabled = enabled
         self.error: str | None = None
-        self.last_run_id: str | None = None  # the run log_run logged last (for log_final)
+        self._pending: list = []
+        self._pool = None
         if not enabled:
             return
         try:
@@ -161,11 +167,16 @@ class MlflowLogger:
             import mlflow
 
             mlflow.set_tracking_uri(tracking_uri(root))
-            if mlflow.get_experiment_by_name(experiment) is None:
+            found = mlflow.get_experiment_by_name(experiment)
+            if found is None:
                 # artifacts beside the store, never in ./mlruns of whatever directory we run from
-                mlflow.create_experiment(experiment, artifact_location=(root / "mlartifacts").resolve().as_uri())
+                self.experiment_id = mlflow.create_experiment(
+                    experiment, artifact_location=(root / "mlartifacts").resolve().as_uri())
+            else:
+                self.experiment_id = found.experiment_id
             mlflow.set_experiment(experiment)
             self.mlflow = mlflow
+            self.client = mlflow.MlflowClient(tracking_uri(root))
         except Exception as exc:  # noqa: BLE001 - MLflow must never lose a run
             self.enabled = False
             self.error = f"{type(exc).__name__}: {exc}"
@@ -185,44 +196,54 @@ class MlflowLogger:
             return None
 
     def log_run(self, name: str, params: dict, metrics: dict, run_dir: Path, parent_id: str | None,
-                steps: list[dict] | None = None) -> str | None:
-        """One run with params, its registered finite metrics, per-epoch ones (`epoch_<name>`, step = epoch),
-        their units and descriptions (metric_units.json) and the folder."""
+                steps: list[dict] | None = None, done=None) -> None:
+        """Submit one run: params, its registered finite metrics, per-epoch ones (`epoch_<name>`,
+        step = epoch), their units and descriptions (metric_units.json) and the folder. `done(error,
+        seconds)` is called when it is logged (error None) or failed, in the logging thread."""
         if not self.enabled:
-            return self.error
-        mlflow = self.mlflow
-        try:
-            tags = {"mlflow.parentRunId": parent_id} if parent_id else None
-            with mlflow.start_run(run_name=name, tags=tags) as run:
-                self.last_run_id = run.info.run_id
-                mlflow.log_params({k: str(v)[:500] for k, v in params.items()})
-                logged = metrics_mod.numeric(metrics)
-                mlflow.log_metrics(logged)
-                for step in steps or []:
-                    per_epoch = metrics_mod.numeric(step)
-                    logged.update(per_epoch)
-                    # prefixed: the run-level figure of the same name stays the run's summary
-                    mlflow.log_metrics({f"epoch_{k}": v for k, v in per_epoch.items()}, step=int(step["epoch"]))
-                mlflow.log_dict(metrics_mod.describe(sorted(logged)), "metric_units.json")
-                mlflow.log_artifacts(str(run_dir))
-            return None
-        except Exception as exc:  # noqa: BLE001
-            self.error = f"{type(exc).__name__}: {exc}"
-            return self.error
-
-
-    def log_final(self, row: dict, names: tuple[str, ...]) -> None:
-        """Metrics known only after the run was logged (its logging time), added to its MLflow run."""
-        if not self.enabled or self.last_run_id is None:
+            if done is not None and self.error:
+                done(self.error, 0.0)
             return
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mlflow")
+        self._pending.append(self._pool.submit(self._log, name, dict(params), dict(metrics), run_dir, parent_id,
+                                               list(steps or []), done))
+
+    def _log(self, name, params, metrics, run_dir, parent_id, steps, done) -> None:
+        import time
+
+        from mlflow.entities import Metric, Param
+
+        t0 = time.perf_counter()
+        error = None
         try:
-            client = self.mlflow.MlflowClient()
-            for name, value in metrics_mod.numeric({k: row[k] for k in names if k in row}).items():
-                client.log_metric(self.last_run_id, name, value)
+            client = self.client
+            tags = {"mlflow.parentRunId": parent_id} if parent_id else None
+            run_id = client.create_run(self.experiment_id, run_name=name, tags=tags).info.run_id
+            now = int(time.time() * 1000)
+            logged = metrics_mod.numeric(metrics)
+            batch = [Metric(k, v, now, 0) for k, v in logged.items()]
+            for step in steps:
+                per_epoch = metrics_mod.numeric(step)
+                logged.update(per_epoch)
+                # prefixed: the run-level figure of the same name stays the run's summary
+                batch += [Metric(f"epoch_{k}", v, now, int(step["epoch"])) for k, v in per_epoch.items()]
+            client.log_batch(run_id, metrics=batch, params=[Param(k, str(v)[:500]) for k, v in params.items()])
+            client.log_dict(run_id, metrics_mod.describe(sorted(logged)), "metric_units.json")
+            client.log_artifacts(run_id, str(run_dir))
+            client.set_terminated(run_id)
         except Exception as exc:  # noqa: BLE001
-            self.error = f"{type(exc).__name__}: {exc}"
-        finally:
-            self.last_run_id = None
+            error = self.error = f"{type(exc).__name__}: {exc}"
+        if done is not None:
+            done(error, time.perf_counter() - t0)
+
+    def wait(self) -> None:
+        """Until every submitted run is logged."""
+        pending, self._pending = self._pending, []
+        for future in pending:
+            future.result()
 
 
 SWEEP_PARENT_ENV = "STPS_MLFLOW_PARENT_RUN"

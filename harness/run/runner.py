@@ -346,6 +346,8 @@ def run_lanes(spark, cfg, runs: list[RunSpec], events_path: str, **shared) -> li
         spark.sparkContext.cancelAllJobs()
         raise
     finally:  # the rows of the runs that ended, each in its folder already
+        logger = shared["logger"]
+        logger.wait()
         done = [row for row in out if isinstance(row, dict)]
         if done:
             results.append_runs_table(root, done)
@@ -397,26 +399,35 @@ def record_failed_preparation(cfg, runs: list[RunSpec], exc: BaseException, inpu
 def record_run(root: Path, run_dir: Path, row: dict, run_cfg: dict, config_yaml: str, workers_df, router_info,
                lat_sample, epochs_df, series: list[dict], logger: results.MlflowLogger, parent_id: str | None,
                progress: Progress, mlflow_name: str, draw_plots: bool = True, append: bool = True) -> None:
-    """The run's folder (config, metrics, tables, plots), MLflow, then its runs-table row with the
-    time all this took (`logging_s`, also in `fixed_s`); the folder first, so an MLflow failure
-    loses nothing (the row says why in `mlflow_error`). append=False: the caller appends the row
-    with the others of its invocation (one rewrite of the table per invocation, not per run)."""
+    """The run's folder (config, metrics, tables, plots) with the time it took (`logging_s`, also
+    in `fixed_s`), then its MLflow run, logged in the logger's background thread while the next
+    runs go on (`mlflow_s`, not in `fixed_s`; metrics.json is written again with it); the folder
+    first, so an MLflow failure loses nothing (the row says why in `mlflow_error`). append=False:
+    the caller waits for the logger and appends the row with the others of its invocation (one
+    rewrite of the table per invocation, not per run)."""
     t0 = time.perf_counter()
     results.write_run_folder(run_dir, config_yaml, row, workers_df, router_info, lat_sample, epochs_df)
     if workers_df is not None and draw_plots:
         from harness.report import plots
 
         plots.run_plots(run_dir, workers_df, lat_sample, epochs_df)
-    err = logger.log_run(mlflow_name, results.flatten(run_cfg), row, run_dir, parent_id, series)
-    if err:
-        row["mlflow_error"] = err
-        progress.warn(f"MLflow logging failed ({err}); the run is kept in {run_dir} and results/runs.parquet")
     row["logging_s"] = time.perf_counter() - t0
     if "fixed_s" in row:
         row["fixed_s"] += row["logging_s"]
-    logger.log_final(row, ("logging_s", "fixed_s"))
-    (run_dir / "metrics.json").write_text(json.dumps({k: results._jsonable(v) for k, v in row.items()}, indent=2))
+    write_metrics = (lambda: (run_dir / "metrics.json").write_text(
+        json.dumps({k: results._jsonable(v) for k, v in row.items()}, indent=2)))
+    write_metrics()
+
+    def logged(err: str | None, seconds: float) -> None:
+        row["mlflow_s"] = seconds
+        if err:
+            row["mlflow_error"] = err
+            progress.warn(f"MLflow logging failed ({err}); the run is kept in {run_dir} and results/runs.parquet")
+        write_metrics()
+
+    logger.log_run(mlflow_name, results.flatten(run_cfg), row, run_dir, parent_id, series, done=logged)
     if append:
+        logger.wait()
         results.append_runs_table(root, [row])
 
 

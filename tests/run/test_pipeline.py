@@ -76,6 +76,9 @@ def test_runs_table_folders_and_mlflow(spark, shared_results):
     assert {r.data.tags["mlflow.parentRunId"] for r in children} <= parents
     child = children[0]
     assert "throughput_eps" in child.data.metrics and "workers" in child.data.params
+    # logged in the background after the folder: its own time in the row, the folder's in MLflow too
+    assert (table["mlflow_s"] > 0).all() and ("mlflow_error" not in table or table["mlflow_error"].isna().all())
+    assert sorted(r.data.metrics["fixed_s"] for r in children) == pytest.approx(sorted(table["fixed_s"]))
     artifacts = {a.path for a in client.list_artifacts(child.info.run_id)}
     assert {"config.yaml", "metrics.json", "workers.parquet", "plots"} <= artifacts
 
