@@ -18,7 +18,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from harness.core.events import sorted_runs
 from harness.report.network import Copies, NetworkProfile, copy_costs
 
 NONE = NetworkProfile()
@@ -36,14 +35,25 @@ def _fifo(arrival, service):
     return out
 
 
-def _queue(ready: np.ndarray, service: np.ndarray, server: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """Departures of the copies from their servers, each server taking its copies in `order`."""
+@njit(cache=True)
+def _queue_kernel(ready, service, server, order, n_servers):
     out = np.empty(len(ready))
-    order = order[np.argsort(server[order], kind="stable")]
-    for lo, hi in sorted_runs(server[order]):
-        idx = order[lo:hi]
-        out[idx] = _fifo(ready[idx], service[idx])
+    free = np.full(n_servers, -np.inf)
+    for i in order:
+        s = server[i]
+        start = ready[i] if ready[i] > free[s] else free[s]
+        free[s] = start + service[i]
+        out[i] = free[s]
     return out
+
+
+def _queue(ready: np.ndarray, service: np.ndarray, server: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Departures of the copies from their servers, each server taking its copies in `order`
+    (Lindley's recursion per server, every server in one pass over `order`)."""
+    if len(ready) == 0:
+        return np.empty(0)
+    return _queue_kernel(np.asarray(ready, np.float64), np.asarray(service, np.float64), np.asarray(server, np.int64),
+                         np.asarray(order, np.int64), int(server.max()) + 1)
 
 
 def event_latencies(copies: Copies, n: int, dispatch_service_s: float, n_dispatchers: int, rate_eps: float,
