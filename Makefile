@@ -47,10 +47,9 @@ cluster-status: $(STAMP)  ## the processes cluster-up started and the master's v
 cluster-down: $(STAMP)  ## stop only what cluster-up started, by the pids it recorded
 	$(PY) -m harness.run.cluster down
 
-sweep: $(STAMP)  ## strategy x workers x workload (a job per workers x workload, its strategies sharing Spark jobs), one MLflow parent run, then the plots (resumes: runs already ok are skipped)
+sweep: $(STAMP)  ## strategy x workers x workload (a job per workers x workload, its strategies sharing Spark jobs), one MLflow parent run, then the plots of its results folder (drawn when the multirun ends; resumes: runs already ok are skipped)
 	$(PY) -m harness -m strategy=all 'strategy.include=[$(STRATEGIES)]' workers=$(SWEEP_WORKERS) workload=$(SWEEP_WORKLOADS) \
 	    workload.queries=5000 workload.updates=4000 dataset.size=100000 tag=sweep resume=true $(ARGS)
-	$(PY) -m harness.report.plots
 
 experiment: $(STAMP)  ## a published experiment as a preset: make experiment NAME=<conf/experiment/*.yaml> [ARGS=scale=paper]
 	@test -n "$(NAME)" || { echo "usage: make experiment NAME=<name>; presets: $$(ls conf/experiment | sed 's/.yaml//' | tr '\n' ' ')"; exit 2; }

@@ -131,24 +131,26 @@ def _query_blocks(batch: pa.RecordBatch, ev: Events, codes: set[int], n_buckets:
 
 class EpochEvents:
     """The epoch's events as a worker task reads them from the events table (once per task, when
-    its first worker needs them), and the rows of a worker's events by their seq."""
+    its first worker needs them, converted to `Events` once: each of the task's (lane, worker)
+    units then takes its rows with numpy, not an Arrow take and conversion of its own), and the
+    rows of a worker's events by their seq."""
 
     def __init__(self, events_uri: str, seq_lo: int, seq_hi: int):
         self.uri, self.lo, self.hi = events_uri, seq_lo, seq_hi
-        self._table: pa.Table | None = None
+        self._events: Events | None = None
 
-    def take(self, seq: np.ndarray) -> pa.Table:
-        if self._table is None:
+    def take(self, seq: np.ndarray) -> Events:
+        if self._events is None:
             table = store.read_range(self.uri, "seq", self.lo, self.hi)
-            self._seq = table.column("seq").to_numpy()
-            if len(self._seq) > 1 and (np.diff(self._seq) < 0).any():
-                order = np.argsort(self._seq, kind="stable")
-                table, self._seq = table.take(pa.array(order)), self._seq[order]
-            self._table = table
-        pos = np.searchsorted(self._seq, seq)
-        if len(seq) and (pos.max() >= len(self._seq) or (self._seq[pos] != seq).any()):
+            events = Events.from_arrow(table)
+            if len(events) > 1 and (np.diff(events.seq) < 0).any():
+                events = events.take(np.argsort(events.seq, kind="stable"))
+            self._events = events
+        known = self._events.seq
+        pos = np.searchsorted(known, seq)
+        if len(seq) and (pos.max() >= len(known) or (known[pos] != seq).any()):
             raise ValueError(f"the events table at {self.uri} lacks seq values the dispatcher routed")
-        return self._table.take(pa.array(pos))
+        return self._events.take(pos)
 
 
 def worker_batches(batches, lanes: list[Lane], routers_bc, n_buckets: int, events: EpochEvents):
@@ -198,7 +200,7 @@ def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list
     elif "terms" in routed.schema.names:  # the dispatcher shipped the events (ship_events)
         ev = Events.from_arrow(routed.take(pa.array(order)))
     else:
-        ev = Events.from_arrow(events.take(seq[order]))
+        ev = events.take(seq[order])
     sole = (routed.column(SOLE).to_numpy(zero_copy_only=False)[order]
             if routed is not None and SOLE in routed.schema.names else None)
     bundles = {code: read_bundle(spec.state_in, w, code) for code in setup.factories}
