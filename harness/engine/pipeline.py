@@ -5,20 +5,21 @@ runs of the same events, a lane each (harness/engine/lockstep.py); every row car
    router sees it: `routing_view`) and emits, per (lane, worker) it reaches, one row holding the
    seq of that worker's events of the batch as an Arrow IPC block (the worker reads the events
    themselves from the events table: a copy costs Spark 8 bytes, not the event), plus one
-   statistics row per lane (worker = -1, `info` JSON) with its routing time; for a family whose
-   merger reads the epoch's query events, the batch's query events go straight to their merge
-   buckets (worker = -1 with a bucket).
+   statistics row per lane (worker = -1, `info` JSON) with its routing time in each repetition;
+   for a family whose merger reads the epoch's query events, the batch's query events go
+   straight to their merge buckets (worker = -1 with a bucket).
 2. workers: the blocks are repartitioned by (lane, worker) (a small row per worker joins in, so a
    worker whose epoch is empty still carries its state on); `mapInArrow` reads the epoch's events
-   once per task and runs one index per family per (lane, worker) (`WorkerSet`): read the state
-   it kept (the previous epoch's Arrow files), take its events in seq order, process them, emit
-   its partial results split into merge buckets by query id (the family's `Merger.blocks`), its
-   per-event service times, one statistics row, and write the state it keeps for the next epoch.
+   once per task and runs one index per family per (lane, worker) (`WorkerEpoch`): read the state
+   it kept (the previous epoch's Arrow files), take its events in seq order, process them
+   (`repeat` times from that state: measure.repeat), emit its partial results split into merge
+   buckets by query id (the family's `Merger.blocks`), its per-event service times, a statistics
+   row per repetition, and write the state it keeps for the next epoch.
 3. merge: the result blocks are shuffled by (lane, bucket); each bucket of each family of each
    lane is merged by the family's merger (with its state of the previous epoch when it keeps one:
-   a tick row per bucket makes every bucket run); each partition returns per lane its result
-   count and hash sum (and writes its keys when pairs are kept) and the mergers' feedback; every
-   other row passes through to the driver.
+   a tick row per bucket makes every bucket run; `repeat` times, each timed); each partition
+   returns per lane its result count and hash sum (and writes its keys when pairs are kept) and
+   the mergers' feedback; every other row passes through to the driver.
 
 One action per epoch; every stage records its start and end, which gives the per-stage time
 split. No per-row Python.
