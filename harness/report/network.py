@@ -21,7 +21,7 @@ links unlimited and the merge stage left out, which gives the compute-only figur
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -88,19 +88,30 @@ class Copies:
     service_s: np.ndarray  # the worker's index time for the copy (the latency model's)
     _blocks: dict = field(default_factory=dict, repr=False)  # blocks() by (block_events, dispatchers)
 
+    _kept: dict = field(default_factory=dict, repr=False)  # worker -> which of its seqs are copies here
+
     @classmethod
     def of(cls, seqs: np.ndarray, sizes: np.ndarray, worker_service: dict[int, tuple[np.ndarray, np.ndarray]],
-           n_dispatchers: int) -> "Copies":
-        pos, wk, svc = [], [], []
+           n_dispatchers: int, like: "Copies | None" = None) -> "Copies":
+        """The copies of `worker_service` (worker -> (seqs, service seconds)). `like`: copies built
+        from the same seqs per worker (another repetition of the same run, or the run of a
+        one-epoch series): only the service times are taken anew, and the blocks are shared."""
+        cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
+        if like is not None and like._kept and sorted(worker_service) == sorted(like._kept) and all(
+                len(worker_service[w][0]) == len(ok) for w, ok in like._kept.items()):
+            svc = [np.asarray(s, np.float64)[like._kept[w]] for w, (_, s) in sorted(worker_service.items())]
+            return replace(like, service_s=cat(svc, np.float64))
+        pos, wk, svc, kept = [], [], [], {}
         for w, (w_seq, w_svc) in sorted(worker_service.items()):
             p = np.searchsorted(seqs, w_seq)
             ok = (p < len(seqs)) & (seqs[np.minimum(p, len(seqs) - 1)] == w_seq)
             pos.append(p[ok])
             wk.append(np.full(int(ok.sum()), w, np.int64))
             svc.append(np.asarray(w_svc, np.float64)[ok])
-        cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
+            kept[w] = ok
         p = cat(pos, np.int64)
-        return cls(p, cat(wk, np.int64), sizes[p].astype(np.int64), p % max(n_dispatchers, 1), cat(svc, np.float64))
+        return cls(p, cat(wk, np.int64), sizes[p].astype(np.int64), p % max(n_dispatchers, 1), cat(svc, np.float64),
+                   _kept=kept)
 
     def blocks(self, block_events: int, n_dispatchers: int) -> tuple[np.ndarray, np.ndarray]:
         """(dispatcher, worker) of every block: a dispatcher's batch of `block_events` of its

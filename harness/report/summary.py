@@ -95,7 +95,7 @@ def network_metrics(profile: NetworkProfile, copies: Copies, metrics: dict, work
 
 
 def epoch_series(series: list[dict], measured, sizes: np.ndarray, seqs: np.ndarray, profile: NetworkProfile,
-                 n_workers: int, n_dispatchers: int) -> pd.DataFrame:
+                 n_workers: int, n_dispatchers: int, run_copies: Copies | None = None) -> pd.DataFrame:
     """The per-epoch series with each epoch's throughput under the network model too: the loop's
     `throughput_eps` (compute-only) becomes `throughput_compute_eps`, and `throughput_eps` follows
     the profile's headline, as the run's does."""
@@ -104,7 +104,8 @@ def epoch_series(series: list[dict], measured, sizes: np.ndarray, seqs: np.ndarr
         return frame
     network = []
     for e in measured:
-        res = _resources(profile, Copies.of(seqs, sizes, e.service, n_dispatchers),
+        res = _resources(profile, Copies.of(seqs, sizes, e.service, n_dispatchers,
+                                            like=run_copies if len(measured) == 1 else None),
                          worker_table([e.worker_stats], n_workers), n_dispatchers,
                          e.route_ns / 1e9 / n_dispatchers + e.observe_s, e.merge_max_s)
         network.append(e.n_events / max(res.bottleneck[1], 1e-12))
@@ -127,7 +128,9 @@ def balance_metrics(workers: pd.DataFrame) -> dict:
 
 
 def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_workers: int, n_dispatchers: int,
-                  latency_cfg, profile: NetworkProfile | None = None) -> RunSummary:
+                  latency_cfg, profile: NetworkProfile | None = None, like: Copies | None = None) -> RunSummary:
+    """The run's figures from its measured epochs (`like`: copies of another repetition of the
+    same run, whose positions and blocks are reused: `Copies.of`)."""
     profile = profile or NetworkProfile()
     workers = worker_table([e.worker_stats for e in measured], n_workers)
     kinds = events.kind[warmup:]
@@ -135,7 +138,7 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     n_q = int(((kinds == INSERT) | (kinds == DELETE)).sum())
     metrics = run_metrics(measured, workers, n_dispatchers, n_obj, n_q)
     seqs, sizes, service = events.seq[warmup:], row_bytes(events)[warmup:], merged_service(measured)
-    copies = Copies.of(seqs, sizes, service, n_dispatchers)
+    copies = Copies.of(seqs, sizes, service, n_dispatchers, like=like)
     metrics.update(network_metrics(profile, copies, metrics, workers, n_dispatchers,
                                    sum(e.merge_max_s for e in measured)))
     metrics.update(balance_metrics(workers))
@@ -158,7 +161,7 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     metrics["adjustments"] = float(sum(1 for r in series if "operation" in r))
     sample = pd.DataFrame({"latency_ms": np.sort(lat)[:: max(1, len(lat) // 20000)] * 1000.0})
     return RunSummary(metrics, workers, sample,
-                      epoch_series(series, measured, sizes, seqs, profile, n_workers, n_dispatchers),
+                      epoch_series(series, measured, sizes, seqs, profile, n_workers, n_dispatchers, copies),
                       pd.DataFrame(timestamp_series(measured, events, n_workers)))
 
 
@@ -194,7 +197,8 @@ def summarise_repetitions(repetitions: list[list], series: list[dict], events: E
     figures = [repeated_figures(runs[r], copies, n_obj, n_q, n_workers, n_dispatchers, profile) for r in counted]
     values = {k: [f[k] for f in figures] for k in REPEATED}
     pick = counted[int(np.argsort(values["throughput_eps"], kind="stable")[(len(counted) - 1) // 2])]
-    summary = summarise_run(runs[pick], series, events, warmup, n_workers, n_dispatchers, latency_cfg, profile)
+    summary = summarise_run(runs[pick], series, events, warmup, n_workers, n_dispatchers, latency_cfg, profile,
+                            like=copies)
     metrics = summary.metrics
     for k, vs in values.items():
         med, lo, hi, coverage = median_interval(vs)

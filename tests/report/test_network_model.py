@@ -140,3 +140,24 @@ def test_median_interval_by_order_statistics():
     assert (lo, hi) == (1.0, 4.0) and cov == pytest.approx(0.875)
     assert list(kept(7, 1)) == [1, 2, 3, 4, 5, 6] and list(kept(1, 1)) == [0]
 
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10**6), st.integers(1, 5), st.integers(1, 4))
+def test_copies_like_another_repetition_equal_copies_built_anew(seed, n_workers, n_dispatchers):
+    """Copies of another repetition (the same seqs per worker, other service times) reuse the
+    positions and blocks and equal the copies built from scratch, field by field."""
+    rng = np.random.default_rng(seed)
+    seqs = np.sort(rng.choice(10**4, 300, replace=False))
+    sizes = rng.integers(100, 300, len(seqs))
+    routed = {w: np.sort(rng.choice(seqs, rng.integers(0, 120), replace=False)) for w in range(n_workers)}
+    routed[0] = np.append(routed[0], 10**5)  # a seq outside the measured part is not a copy
+    first = Copies.of(seqs, sizes, {w: (s, rng.random(len(s))) for w, s in routed.items()}, n_dispatchers)
+    first.blocks(7, n_dispatchers)
+    other = {w: (s, rng.random(len(s))) for w, s in routed.items()}
+    got, want = Copies.of(seqs, sizes, other, n_dispatchers, like=first), Copies.of(seqs, sizes, other, n_dispatchers)
+    for name in ("pos", "worker", "nbytes", "dispatcher", "service_s"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+    for a, b in zip(got.blocks(7, n_dispatchers), want.blocks(7, n_dispatchers)):
+        np.testing.assert_array_equal(a, b)
+    assert got._blocks is first._blocks  # shared: the blocks do not depend on the service times
