@@ -12,12 +12,15 @@ deterministic, an error.
 
 from __future__ import annotations
 
+import pickle
 import zlib
 from dataclasses import dataclass, field, fields, is_dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from harness.core.events import Events
+from harness.engine.blocks import to_ipc
 from harness.engine.local_pairs import LocalCount, result_blocks
 from harness.engine.setup import FamilySetup
 from harness.engine.worker import WorkerSet, with_resent, without_resent
@@ -62,8 +65,9 @@ class WorkerEpoch:
             ev, n_resent, sole = with_resent(self.ev, self.resend, self.router, self.worker, self.setup.codes,
                                              self.sole)
             digest = Digest()
-            if r == 0:
-                yield from result_blocks(indexes, ev, sole, self.setup, self.n_buckets, local, digest.add)
+            if r == 0:  # digested only when a later repetition will be compared with it
+                yield from result_blocks(indexes, ev, sole, self.setup, self.n_buckets, local,
+                                         digest.add if self.repeat > 1 else None)
             else:
                 for _, outs in indexes.process_chunks(ev, self.setup.chunk_events):
                     digest.add(outs)
@@ -91,7 +95,8 @@ class WorkerEpoch:
 
 class Digest:
     """A CRC-32 over a worker's outputs, slice by slice: each family's results and work counts (a
-    family's results are an array, or a dataclass, dict or tuple of arrays)."""
+    family's results are an array, a dataclass, dict or tuple of arrays, an Arrow table, or a
+    plugin's own type, digested by its pickle)."""
 
     def __init__(self):
         self.crc = 0
@@ -115,8 +120,11 @@ class Digest:
         elif isinstance(value, (list, tuple)):
             for item in value:
                 self._value(item)
+        elif isinstance(value, (pa.Table, pa.RecordBatch)):
+            self.crc = zlib.crc32(to_ipc(value), self.crc)
+        elif isinstance(value, (pa.Array, pa.ChunkedArray)):
+            self.crc = zlib.crc32(to_ipc(pa.table({"v": value})), self.crc)
         elif value is None or isinstance(value, (int, float, str, bool, np.generic)):
             self.crc = zlib.crc32(repr(value).encode(), self.crc)
-        else:
-            raise TypeError(f"a worker output's results hold a {type(value).__name__}; repetitions compare arrays, "
-                            "dataclasses, dicts, tuples and scalars of them")
+        else:  # a plugin family's own type: its pickle (deterministic for equal plain data)
+            self.crc = zlib.crc32(pickle.dumps(value, protocol=5), self.crc)

@@ -137,8 +137,12 @@ def test_the_repetition_digest_sees_every_array_of_every_family():
     for code, out in zip([0, 0, 1], changed):
         assert crc({**outs, code: out}) != base
     assert crc({**outs, 2: replace(outs[2], results={"qid": np.arange(2), "score": np.array([0.1, 0.3])})}) != base
-    with pytest.raises(TypeError, match="set"):
-        crc({0: WorkerOutput({1, 2}, np.ones(2, np.int64))})
+    import pyarrow as pa
+
+    table = {3: WorkerOutput(pa.table({"qid": [1, 2], "tag": ["a", "b"]}), np.ones(2, np.int64))}
+    assert crc(table) == crc({3: WorkerOutput(pa.table({"qid": [1, 2], "tag": ["a", "b"]}), np.ones(2, np.int64))})
+    assert crc(table) != crc({3: WorkerOutput(pa.table({"qid": [1, 2], "tag": ["a", "c"]}), np.ones(2, np.int64))})
+    assert crc({4: WorkerOutput(frozenset({1, 2}), np.ones(2))}) != crc({4: WorkerOutput(frozenset({1, 3}), np.ones(2))})
 
 
 @pytest.mark.parametrize("strategy", ["kop", "kdt", "agrid", "grid"])

@@ -68,6 +68,8 @@ def test_every_strategy_in_process(plugin):
         expected = expected or res.digest
         assert res.digest == expected
         assert res.feedback_rows > 0  # some subscriptions filled up, and the router heard it
+    # repeated: the plugin's own result type (an Arrow table) is compared between repetitions
+    assert simulate(ev, 200, name, 4, epoch_events=250, repeat=2).digest == expected
     capped = int(np.unique(fam.oracle(ev) >> 32, return_counts=True)[1].max())
     assert capped <= 3  # k is at most 3: the cap is real, the results are not range's
 
