@@ -77,7 +77,6 @@ class InProcessExecutor:
 
     def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None, keep_state=True,
               horizon=None, resend=None, repeat=1) -> list[EpochResult]:
-        repeat = max(repeat, 1)
         ev = self.events.take(np.arange(lo, hi))
         rows, workers = router.route(routing_view(ev, self.setup.codes))
         n_obj_copies = int(np.count_nonzero(ev.kind[rows] == OBJECT))

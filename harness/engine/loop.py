@@ -71,7 +71,7 @@ def timed_upkeep(router, view: Events, rows: np.ndarray, repeat: int) -> list[fl
     if type(router).observe_inserts is Router.observe_inserts or len(rows) == 0 or repeat <= 1:
         t0 = time.perf_counter()
         router.observe_inserts(view, rows)
-        return [time.perf_counter() - t0] * max(repeat, 1)
+        return [time.perf_counter() - t0] * repeat
     times = []
     for _ in range(repeat - 1):
         trial = copy.deepcopy(router)
@@ -88,6 +88,8 @@ def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, b
                repeat: int = 1) -> LoopResult:
     """The run's epochs; each measured one's work is timed `repeat` times from the same state
     (timings vary, results may not: the executor's tasks stop on a repetition whose result differs)."""
+    if repeat < 1:
+        raise ValueError(f"repeat={repeat!r} is invalid; allowed: an integer >= 1 (measure.repeat)")
     view = routing_view(events, setup.codes)
     last = bounds[-1][0]
     out = LoopResult([], [], router)

@@ -31,7 +31,7 @@ def merge_bucket(merger_cls: type[Merger], state: pa.Table | None, blobs: list[b
     """The first repetition's merge; every later one must give the same keys (else: not deterministic)."""
     queries = queries if queries is not None else Events.empty()
     first, busy = None, []
-    for r in range(max(repeat, 1)):
+    for r in range(repeat):
         t0 = time.process_time()
         merger = merger_cls()
         if merger_cls.stateful:

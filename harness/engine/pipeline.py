@@ -85,7 +85,7 @@ def _route_batch(batch: pa.RecordBatch, ev: Events, router, setup: FamilySetup, 
     start = time.time()
     view = routing_view(ev, setup.codes)
     ns = []
-    for r in range(max(repeat, 1)):
+    for r in range(repeat):
         t0 = time.perf_counter_ns()
         got = router.route(view)
         ns.append(time.perf_counter_ns() - t0)
@@ -256,7 +256,7 @@ def merge_batches(batches, lanes: list[Lane]):
 def _merge_lane(spec: Lane, lane: int, blobs: dict[tuple[int, int], list[bytes]],
                 queries: dict[tuple[int, int], list[pa.Table]]):
     setup = spec.setup
-    kept, count, hashed, busy = [], 0, 0, np.zeros(max(spec.repeat, 1))
+    kept, count, hashed, busy = [], 0, 0, np.zeros(spec.repeat)
     for (code, bucket), parts in sorted(blobs.items()):
         q = queries.get((code, bucket))
         q_ev = Events.from_arrow(pa.concat_tables(q)) if q else None
@@ -399,7 +399,6 @@ def _infos(out: pa.Table, mask: np.ndarray) -> list[dict]:
 def collect(epoch: int, out: pa.Table, collect_service: bool, repeat: int = 1) -> list[EpochResult]:
     """One lane's EpochResult per repetition from its rows (timings and peak memory:
     `collect_lanes`): the same results and counts, each repetition's routing, worker and merge times."""
-    repeat = max(repeat, 1)
     rtype = out.column("rtype").to_numpy()
     wcol = out.column("worker").to_numpy()
     rep_of = out.column("bucket").fill_null(0).to_numpy()
@@ -428,7 +427,7 @@ def collect(epoch: int, out: pa.Table, collect_service: bool, repeat: int = 1) -
     service = ({int(wcol[i]): read_service(payload[int(i)].as_py()) for i in np.flatnonzero(rtype == SERVICE)}
                if collect_service else {})
     stats = np.flatnonzero((rtype == STATS) & (wcol >= 0))
-    merge_busy = [m.get("busy_s", [0.0] * repeat) for m in merged]
+    merge_busy = [m["busy_s"] for m in merged]
     results = []
     for r in range(repeat):
         res = replace(base, route_ns=sum(d["route_ns"][r] for d in dispatch),

@@ -56,7 +56,7 @@ class WorkerEpoch:
         their outputs (splitting and packing results is not measured work, and it was half of a
         repetition's time)."""
         first = None
-        for r in range(max(self.repeat, 1)):
+        for r in range(self.repeat):
             indexes = WorkerSet.build(self.setup.factories)
             restore_s = indexes.restore(self.bundles, self.feedback)
             pruned = (indexes.prune_replicas(self.router, self.worker, self.setup.codes)

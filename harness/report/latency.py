@@ -24,19 +24,8 @@ NONE = NetworkProfile()
 
 
 @njit(cache=True)
-def _fifo(arrival, service):
-    """Departure times of a FIFO single server (Lindley's recursion), customers in the given order."""
-    out = np.empty(len(arrival))
-    free = -np.inf
-    for i in range(len(arrival)):
-        start = arrival[i] if arrival[i] > free else free
-        free = start + service[i]
-        out[i] = free
-    return out
-
-
-@njit(cache=True)
 def _queue_kernel(ready, service, server, order, n_servers):
+    """FIFO servers (Lindley's recursion), each taking its customers in `order`."""
     out = np.empty(len(ready))
     free = np.full(n_servers, -np.inf)
     for i in order:
@@ -62,10 +51,8 @@ def event_latencies(copies: Copies, n: int, dispatch_service_s: float, n_dispatc
     (`Copies.of`: each copy's worker, bytes and index service time)."""
     send, recv = copy_costs(profile, copies, n_dispatchers, n)
     arrival = np.arange(n, dtype=np.float64) / rate_eps
-    leave_dispatch = np.empty(n)
-    for d in range(n_dispatchers):
-        idx = np.arange(d, n, n_dispatchers)
-        leave_dispatch[idx] = _fifo(arrival[idx], dispatch_service_s + send[idx])
+    events = np.arange(n, dtype=np.int64)  # round-robin over the dispatchers, each in seq order
+    leave_dispatch = _queue(arrival, dispatch_service_s + send, events % max(n_dispatchers, 1), events)
     if len(copies.pos) == 0:
         return leave_dispatch - arrival
     ready = leave_dispatch[copies.pos]

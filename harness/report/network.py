@@ -87,7 +87,6 @@ class Copies:
     dispatcher: np.ndarray
     service_s: np.ndarray  # the worker's index time for the copy (the latency model's)
     _blocks: dict = field(default_factory=dict, repr=False)  # blocks() by (block_events, dispatchers)
-
     _kept: dict = field(default_factory=dict, repr=False)  # worker -> which of its seqs are copies here
 
     @classmethod

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -212,8 +213,6 @@ class MlflowLogger:
                                                list(steps or []), done))
 
     def _log(self, name, params, metrics, run_dir, parent_id, steps, done) -> None:
-        import time
-
         from mlflow.entities import Metric, Param
 
         t0 = time.perf_counter()

@@ -127,16 +127,19 @@ def balance_metrics(workers: pd.DataFrame) -> dict:
     return out
 
 
+def measured_inputs(events: Events, warmup: int) -> tuple[int, int]:
+    """(objects, subscription inserts and deletes) of the measured part of the stream."""
+    kinds = events.kind[warmup:]
+    return int((kinds == OBJECT).sum()), int(((kinds == INSERT) | (kinds == DELETE)).sum())
+
+
 def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_workers: int, n_dispatchers: int,
                   latency_cfg, profile: NetworkProfile | None = None, like: Copies | None = None) -> RunSummary:
     """The run's figures from its measured epochs (`like`: copies of another repetition of the
     same run, whose positions and blocks are reused: `Copies.of`)."""
     profile = profile or NetworkProfile()
     workers = worker_table([e.worker_stats for e in measured], n_workers)
-    kinds = events.kind[warmup:]
-    n_obj = int((kinds == OBJECT).sum())
-    n_q = int(((kinds == INSERT) | (kinds == DELETE)).sum())
-    metrics = run_metrics(measured, workers, n_dispatchers, n_obj, n_q)
+    metrics = run_metrics(measured, workers, n_dispatchers, *measured_inputs(events, warmup))
     seqs, sizes, service = events.seq[warmup:], row_bytes(events)[warmup:], merged_service(measured)
     copies = Copies.of(seqs, sizes, service, n_dispatchers, like=like)
     metrics.update(network_metrics(profile, copies, metrics, workers, n_dispatchers,
@@ -190,8 +193,7 @@ def summarise_repetitions(repetitions: list[list], series: list[dict], events: E
     n_reps = len(repetitions[0]) if repetitions else 1
     counted = list(kept(n_reps, measure.discard))
     runs = {r: [reps[r] for reps in repetitions] for r in counted}
-    kinds = events.kind[warmup:]
-    n_obj, n_q = int((kinds == OBJECT).sum()), int(((kinds == INSERT) | (kinds == DELETE)).sum())
+    n_obj, n_q = measured_inputs(events, warmup)
     copies = Copies.of(events.seq[warmup:], row_bytes(events)[warmup:], merged_service(runs[counted[0]]),
                        n_dispatchers)
     figures = [repeated_figures(runs[r], copies, n_obj, n_q, n_workers, n_dispatchers, profile) for r in counted]

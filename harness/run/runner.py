@@ -346,11 +346,12 @@ def run_lanes(spark, cfg, runs: list[RunSpec], events_path: str, **shared) -> li
         spark.sparkContext.cancelAllJobs()
         raise
     finally:  # the rows of the runs that ended, each in its folder already
-        logger = shared["logger"]
-        logger.wait()
-        done = [row for row in out if isinstance(row, dict)]
-        if done:
-            results.append_runs_table(root, done)
+        try:
+            shared["logger"].wait()  # their MLflow runs (mlflow_s, mlflow_error in the rows)
+        finally:
+            done = [row for row in out if isinstance(row, dict)]
+            if done:
+                results.append_runs_table(root, done)
     for row in out:
         if isinstance(row, BaseException):
             raise row

@@ -171,3 +171,8 @@ def test_the_routers_upkeep_is_timed_per_repetition_and_applied_once(strategy):
     if strategy in ("kop", "kdt"):  # upkeep changes what these route here: the router itself got it
         fresh = cls().fit(sample, 4, cls.make_params({}), ctx)
         assert any(not np.array_equal(a, b) for a, b in zip(fresh.route(view), thrice.route(view)))
+
+
+def test_fewer_than_one_repetition_is_refused():
+    with pytest.raises(ValueError, match="repeat=0 is invalid"):
+        simulate(random_stream(1), 20, "grid", 2, repeat=0)
