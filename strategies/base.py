@@ -117,6 +117,24 @@ class Router(ABC):
     @abstractmethod
     def route_objects(self, ev: Events, rows: np.ndarray) -> Pairs: ...
 
+    def store_objects(self, ev: Events, rows: np.ndarray) -> Pairs:
+        """The workers that keep each object for snapshot queries: every snapshot query an object
+        satisfies must reach one of them, whichever arrives first. Default: where `route_objects`
+        sends it, right for a router whose object routing does not depend on the subscriptions it
+        has seen; a router that may send an object nowhere (`Strategy.filters_objects`) overrides it
+        with its rule before filtering, or its strategy sets `stores_objects = False`."""
+        return self.route_objects(ev, rows)
+
+    def storing_copies(self, ev: Events) -> Pairs:
+        """`route`, with objects sent where `store_objects` keeps them (a workload with snapshot
+        queries): the router's own `route` when it keeps them where it routes them."""
+        if type(self).store_objects is Router.store_objects:
+            return self.route(ev)
+        is_obj = ev.kind == OBJECT
+        ro, wo = self.store_objects(ev, np.flatnonzero(is_obj))
+        rq, wq = self.route_queries(ev, np.flatnonzero(~is_obj))
+        return np.concatenate([ro, rq]), np.concatenate([wo, wq])
+
     def route_queries(self, ev: Events, rows: np.ndarray) -> Pairs:
         if len(rows) == 0:
             return empty_pairs()
@@ -202,6 +220,9 @@ class Strategy(ParamsMixin, ABC):
     paper_index: ClassVar[dict[str, dict]] = {}
     # True when the router has migration units (Router.units / unit_owner), so adjusters can move them
     unit_router: ClassVar[bool] = False
+    # False when snapshot queries cannot be answered exactly under this strategy: its router may send
+    # an object nowhere and has no rule to keep it anyway (Router.store_objects)
+    stores_objects: ClassVar[bool] = True
 
     @abstractmethod
     def fit(self, sample: Events, n_workers: int, params: Any, context: FitContext) -> Router: ...

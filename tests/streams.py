@@ -157,3 +157,48 @@ def random_topk_stream(seed: int, n_objects: int = 80, n_queries: int = 20, wind
             "win": win}
     values = np.array([t for r in rows for t in r[4]], np.int32)
     return Events(cols, offsets, values)
+
+
+def random_snapshot_stream(seed: int, family: int = RANGE, n_objects: int = 80, n_queries: int = 25, vocab: int = 8,
+                           extent: float = 20.0, k_max: int = 4, with_subscriptions: bool = False) -> Events:
+    """Objects and snapshot queries (range or kNN) in one seq order, on an integer lattice (equal
+    distances are common), with repeated timestamps (a look-back edge falls on several objects)
+    and look-backs from a moment to the whole stream; `with_subscriptions` keeps `random_stream`'s
+    subscriptions (inserts and deletes) beside them, made of the same family."""
+    from harness.core.events import KNN, SNAPSHOT
+
+    base = random_stream(seed, n_objects, n_queries, vocab, extent)
+    rng = np.random.default_rng(seed + 1)
+    n = len(base)
+    cols = {k: v.copy() for k, v in base.cols.items()}
+    q = base.kind != OBJECT
+    inserts = np.flatnonzero(base.kind == INSERT)
+    snap = np.zeros(n, np.bool_)
+    chosen = inserts if not with_subscriptions else inserts[rng.random(len(inserts)) < 0.5]
+    snap[chosen] = True
+    if not with_subscriptions:  # the subscriptions' deletes go with them
+        keep = ~(q & ~snap)
+        cols = {k: v[keep] for k, v in cols.items()}
+        offsets, values = _kept_terms(base, keep)
+        snap, q = snap[keep], q[keep]
+        n = int(keep.sum())
+    else:
+        offsets, values = base.offsets, base.values
+        # a subscription id stays a subscription: the snapshot ones get ids of their own
+        cols["id"] = np.where(snap, cols["id"] + 10_000, cols["id"])
+    cols["seq"] = np.arange(n, dtype=np.int64)
+    cols["ts"] = np.floor(np.arange(n) / 3.0)  # three events per instant
+    cols["kind"] = np.where(snap, SNAPSHOT, cols["kind"]).astype(np.int8)
+    cols["x"], cols["y"] = np.round(cols["x"]), np.round(cols["y"])
+    cols["tau"] = np.where(snap, rng.choice([1.0, 4.0, 10.0, 1e9], n), np.nan)
+    if family == KNN:
+        cols["family"] = np.where(q, KNN, -1).astype(np.int8)
+        cols["k"] = np.where(q, rng.integers(1, k_max + 1, n), 0).astype(np.int32)
+        for c, v in (("xmin", 0.0), ("ymin", 0.0), ("xmax", extent), ("ymax", extent)):
+            cols[c] = np.where(q, v, np.nan)
+    return Events(cols, offsets, values)
+
+
+def _kept_terms(ev: Events, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    sub = ev.take(np.flatnonzero(keep))
+    return sub.offsets, sub.values

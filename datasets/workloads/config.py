@@ -29,6 +29,10 @@ KNN_PROTOCOLS = ("dkm", "ckq")
 KNN_OPS = ("or", "and")
 KNN_FIELDS = ("protocol", "init_objects", "timestamps", "objects_per_ts", "inserts_per_ts", "deletes_per_ts",
               "k_min", "k_max", "op", "tau_hours", "hour_s")
+# snapshot queries (datasets/workloads/snapshot.py): protocol srq (family range) or skq (family knn);
+# it also reads queries, keywords_min/max, k_min/k_max, op, tau_hours, hour_s
+SNAPSHOT_PROTOCOLS = ("srq", "skq")
+SNAPSHOT_FIELDS = ("preload_objects", "batch", "batch_every_s", "objects_per_s", "area_fraction")
 # the top-k generator's knobs (datasets/workloads/topk.py); it also reads queries, keywords_min/max,
 # k_min/k_max
 TOPK_FIELDS = ("window", "measured_messages", "alpha_low", "alpha_high")
@@ -90,6 +94,12 @@ class WorkloadConfig:
     measured_messages: int = 10_000  # objects after the window is full and the subscriptions registered
     alpha_low: float = 0.01  # alpha uniform in [alpha_low, alpha_high], inside (0, 1)
     alpha_high: float = 0.99
+    # snapshot queries (protocol srq / skq, datasets/workloads/snapshot.py; SSTD Sec. 7.1)
+    preload_objects: int = 50_000  # objects before the first batch: the warm-up (SSTD: 50M)
+    batch: int = 200  # snapshot queries per batch (SSTD: 200)
+    batch_every_s: float = 2.0  # event seconds between batches (SSTD: "every other second")
+    objects_per_s: float = 1000.0  # objects keep arriving while the batches come
+    area_fraction: float = 1e-4  # srq: the square region's share of the extent's area (SSTD: 1e-6..1e-2)
 
 
 def invalid(field: str, value, allowed: str):

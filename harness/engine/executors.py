@@ -25,7 +25,7 @@ from harness.engine.monitor import unit_stats
 from harness.engine.lockstep import Lockstep
 from harness.engine.pipeline import EpochResult, Lane, LaneEpoch
 from harness.engine.setup import FamilySetup
-from harness.engine.worker import routing_view, stored_queries
+from harness.engine.worker import held, routing_view, stored_queries
 from harness.engine.worker_epoch import WorkerEpoch
 from harness.families.base import StateBundle
 
@@ -78,7 +78,7 @@ class InProcessExecutor:
     def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None, keep_state=True,
               horizon=None, resend=None, repeat=1) -> list[EpochResult]:
         ev = self.events.take(np.arange(lo, hi))
-        rows, workers = router.route(routing_view(ev, self.setup.codes))
+        rows, workers = self.setup.route(router, routing_view(ev, self.setup.codes))
         n_obj_copies = int(np.count_nonzero(ev.kind[rows] == OBJECT))
         res = EpochResult(epoch, hi - lo, 0, len(rows), n_obj_copies, len(rows) - n_obj_copies)
         blobs: dict[int, list[bytes]] = {code: [] for code in self.setup.mergers}
@@ -95,8 +95,9 @@ class InProcessExecutor:
                 blobs[code].append(blob)
             self.states[w] = run.kept
             start_q, end_q = stored_queries(start), stored_queries(run.kept)
+            holding = held(start, run.kept)
             for r, st in enumerate(run.stats):
-                stats[r][w] = {**st, "restored": len(start_q), "kept": len(end_q)}
+                stats[r][w] = {**st, **holding}
             if monitor:
                 codes = self.setup.codes
                 res.units.append(unit_stats(router, w, routing_view(run.events, codes), run.work,

@@ -62,7 +62,9 @@ def unit_stats(router, worker: int, ev: Events, work: np.ndarray, busy_s: float,
 
 
 COUNTERS = ("events", "objects", "inserts", "deletes", "candidates", "results", "busy_s", "restore_s",
-            "index_bytes", "restored", "pause_s", "replicas_dropped", "reevaluations", "resent")
+            "index_bytes", "restored", "pause_s", "replicas_dropped", "reevaluations", "resent", "snapshots",
+            "snapshot_checks", "stored_objects")
+LEVELS = ("index_bytes", "stored_objects")  # what a worker holds: the largest over the epochs, not a sum
 
 
 def worker_table(epoch_stats: list[dict[int, dict]], n_workers: int) -> pd.DataFrame:
@@ -77,7 +79,7 @@ def worker_table(epoch_stats: list[dict[int, dict]], n_workers: int) -> pd.DataF
         for stats in epoch_stats:
             st = stats.get(w, {})
             for c in COUNTERS:
-                if c == "index_bytes":
+                if c in LEVELS:
                     row[c] = max(row[c], st.get(c, 0))
                 else:
                     row[c] += st.get(c, 0)

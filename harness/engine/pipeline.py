@@ -45,7 +45,7 @@ from harness.engine.local_pairs import SOLE, LocalCount, sole_copies, with_sole
 from harness.engine.memory import task_peak_bytes
 from harness.engine.merge import merge_bucket, query_rows
 from harness.engine.setup import FamilySetup
-from harness.engine.worker import routing_view, stored_queries
+from harness.engine.worker import held, routing_view, stored_queries
 from harness.engine.worker_epoch import WorkerEpoch
 from harness.families.base import qid_buckets
 
@@ -87,7 +87,7 @@ def _route_batch(batch: pa.RecordBatch, ev: Events, router, setup: FamilySetup, 
     ns = []
     for r in range(repeat):
         t0 = time.perf_counter_ns()
-        got = router.route(view)
+        got = setup.route(router, view)
         ns.append(time.perf_counter_ns() - t0)
         if r == 0:
             rows, workers = got
@@ -212,6 +212,7 @@ def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list
     if spec.collect_service and len(run.events):
         yield out_row(SERVICE, w, payload=service_block(run.events.seq, run.work, run.busy_s), lane=lane)
     start_q, end_q = stored_queries(bundles), stored_queries(run.kept)
+    holding = held(bundles, run.kept)
     if spec.monitor:
         from harness.engine.monitor import unit_stats
 
@@ -222,7 +223,7 @@ def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list
         for code, bundle in run.kept.items():
             write_bundle(spec.state_out, w, code, bundle)
     for r, st in enumerate(run.stats):
-        yield out_row(STATS, w, r, lane=lane, info={**st, "restored": len(start_q), "kept": len(end_q)})
+        yield out_row(STATS, w, r, lane=lane, info={**st, **holding})
 
 
 def merge_batches(batches, lanes: list[Lane]):

@@ -46,6 +46,16 @@ class FamilySetup:
         return {c for c, m in self.mergers.items() if m.union_of_pairs} if self.local_pairs else set()
 
     @property
+    def stores_objects(self) -> bool:
+        """Whether a family of the workload has snapshot queries, so that workers keep objects."""
+        return any(ctx.look_back > 0 for ctx in self.contexts.values())
+
+    def route(self, router, view: Events):
+        """A batch's copies (`view`: the batch as the router sees it, `routing_view`): objects
+        where the router keeps them when workers store objects."""
+        return router.storing_copies(view) if self.stores_objects else router.route(view)
+
+    @property
     def stateful(self) -> set[int]:
         return {c for c, m in self.mergers.items() if m.stateful}
 
@@ -72,3 +82,20 @@ def family_setup(workload_families: list[str], routed: frozenset[str] | set[str]
         names[fam.code] = name
     return FamilySetup(factories, mergers, families.routing_codes(workload_families, routed), names,
                        contexts=contexts)
+
+
+def check_snapshots(strategy, adjust: str = "none") -> None:
+    """A workload with snapshot queries runs only where they are answered exactly: under a strategy
+    whose router keeps every object where a later snapshot query looks (`Strategy.stores_objects`),
+    and with objects staying where they were stored (no adjuster yet: SSTD's versioned routing is
+    not built). A ValueError naming what is allowed otherwise."""
+    from strategies import registry
+
+    if strategy is not None and not strategy.stores_objects:
+        able = [n for n in registry.names() if registry.get(n).stores_objects]
+        raise ValueError(f"strategy {strategy.name!r} cannot answer snapshot queries exactly: its router may send an "
+                         f"object nowhere and has no rule to keep it (docs/decisions.md, \"Snapshot queries\"); "
+                         f"strategies that can: {', '.join(able)}")
+    if adjust != "none":
+        raise ValueError(f"adjust={adjust} cannot run a workload with snapshot queries yet: stored objects do not "
+                         "move, and a snapshot query is not yet routed to their earlier workers; allowed: adjust=none")

@@ -15,7 +15,7 @@ from harness.core.events import Events, digest_of, format_digest
 from harness.engine.epochs import epoch_bounds
 from harness.engine.executors import InProcessExecutor
 from harness.engine.loop import run_epochs
-from harness.engine.setup import FamilySetup, family_setup
+from harness.engine.setup import FamilySetup, check_snapshots, family_setup
 from harness.families import registry as families
 from harness.families.base import IndexContext
 from strategies import registry
@@ -88,6 +88,8 @@ def simulate(events: Events, warmup: int, strategy: str, n_workers: int, epoch_e
     else:
         adj_cls = get_adjuster(adjust)
         adjuster = adj_cls(adj_cls.make_params(adjust_params), n_workers, context, strategy)
+    if setup.stores_objects:
+        check_snapshots(cls, adjuster.name)
     fixed = [n for n in names if not families.get(n).migratable]
     if adjuster.name != "none" and fixed:
         raise ValueError(f"adjust={adjuster.name} cannot run a {fixed[0]!r} stream: its workers' state does not "

@@ -161,3 +161,10 @@ def stored_queries(bundles: dict[int, StateBundle]) -> Events:
         return parts[0]
     merged = Events.concat(parts)
     return merged.take(np.argsort(merged.seq, kind="stable")) if len(merged) else merged
+
+
+def held(start: dict[int, StateBundle], kept: dict[int, StateBundle]) -> dict[str, int]:
+    """A worker's statistics on what it holds: subscriptions at the epoch's start and end, and the
+    objects it keeps for snapshot queries at the end."""
+    return {"restored": len(stored_queries(start)), "kept": len(stored_queries(kept)),
+            "stored_objects": sum(len(b.objects) for b in kept.values())}

@@ -21,13 +21,13 @@ the same event columns), so every strategy routing that family routes it exactly
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable, ClassVar, Iterator
 
 import numpy as np
 import pyarrow as pa
 
-from harness.core.events import DELETE, Events, splitmix64
+from harness.core.events import DELETE, SNAPSHOT, Events, splitmix64
 from harness.core.params import ParamsMixin
 
 NEVER = np.iinfo(np.int64).max  # deletion seq of a subscription that is still live
@@ -50,6 +50,30 @@ def deletion_seqs(query_ids: np.ndarray, ev: Events) -> tuple[np.ndarray, int]:
     found = sorted_ids[np.minimum(at, len(sorted_ids) - 1)] == ev.id[d_rows]
     np.minimum.at(dele, order[at[found]], ev.seq[d_rows][found])
     return dele, int((~found).sum())
+
+
+def snapshot_look_back(events: Events, code: int, field: str) -> float:
+    """The longest look-back (seconds) of a family's snapshot queries in a stream, 0 when it has
+    none; a clear error for a look-back that is not positive or an event time that goes back
+    (the store keeps objects in arrival order and finds a look-back by binary search)."""
+    rows = np.flatnonzero((events.kind == SNAPSHOT) & (events.family == code))
+    if len(rows) == 0:
+        return 0.0
+    tau = events.tau[rows]
+    bad = ~(tau > 0)  # NaN too
+    if bad.any():
+        i = rows[np.flatnonzero(bad)[0]]
+        raise ValueError(f"{field}: snapshot query {int(events.id[i])} (seq {int(events.seq[i])}) has tau="
+                         f"{events.tau[i]!r}; allowed: a look-back in seconds > 0")
+    if len(events) > 1:
+        back = np.flatnonzero(np.diff(events.ts) < 0)
+        if len(back):
+            i = back[0] + 1
+            raise ValueError(f"ts: event seq {int(events.seq[i])} has ts={events.ts[i]!r} before the previous "
+                             f"event's {events.ts[i - 1]!r}; allowed with snapshot queries: ts nondecreasing in seq")
+    if not np.isfinite(tau).all():
+        return float("inf")
+    return float(tau.max())
 
 
 def qid_buckets(qids: np.ndarray, n_buckets: int) -> np.ndarray:
@@ -87,6 +111,9 @@ class IndexContext:
     # top-k family's idf per term id and MaxDist; None / 0 for families that need none
     term_weight: np.ndarray | None = None
     max_dist: float = 0.0
+    # the longest look-back (seconds) of the family's snapshot queries in the stream: > 0 makes
+    # its workers keep the objects they receive (harness/families/object_store.py); 0: none
+    look_back: float = 0.0
 
 
 class WorkerIndex(ABC):
@@ -208,8 +235,10 @@ class Family(ParamsMixin):
     def stream_context(cls, context: IndexContext, events: Events) -> IndexContext:
         """The context the family's workers run with, given the whole (normalised) stream on the
         driver: a family whose semantics depend on stream-wide facts (top-k: term weights) derives
-        them here, so workers, merger and oracle agree. Default: the context as it is."""
-        return context
+        them here, so workers, merger and oracle agree. Default: the longest look-back of the
+        family's snapshot queries, so that its workers keep objects when it has any."""
+        look_back = snapshot_look_back(events, cls.code, f"workload ({cls.name})")
+        return replace(context, look_back=look_back) if look_back else context
 
     @classmethod
     def check_params(cls, params: Any) -> None:

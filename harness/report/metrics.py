@@ -193,6 +193,16 @@ _METRICS = [
            "lower", "{:.2f}"),
     Metric("buffer_size_mean", "buffer size", "messages", "messages a top-k subscription's buffer holds, mean over "
            "the subscription replicas at the end of the run (Skype Table 4)", None, "{:,.1f}"),
+    # snapshot queries (SSTD's SRQ / SKQ; NaN-free only in workloads that have them)
+    *(Metric(f"snapshot_latency_{k}_ms", f"snapshot latency {k}", "ms", f"{k} latency of the snapshot queries "
+             "alone under the queue model (SSTD's measure)", "lower") for k in ("mean", "p50", "p95")),
+    Metric("snapshot_queries", "snapshot queries", "queries", "snapshot queries in the measured part", None, _COUNT),
+    Metric("snapshot_workers_mean", "workers per snapshot query", "workers", "workers a snapshot query reaches, "
+           "mean (SSTD's partitions accessed)", "lower", "{:.2f}"),
+    Metric("stored_objects_max", "stored objects (max)", "objects", "objects the fullest worker keeps for snapshot "
+           "queries at the end of an epoch (largest over the measured epochs)", "lower", _COUNT),
+    Metric("stored_objects_sum", "stored objects", "objects", "objects all workers keep for snapshot queries "
+           "(copies counted: a broadcast strategy keeps one per worker)", "lower", _COUNT),
     Metric("reevaluations", "re-evaluations", "re-evaluations", "top-k lists recomputed against a worker's window "
            "because a member expired (Skype Sec. 6)", "lower", _COUNT),
     Metric("resent", "subscriptions re-sent", "copies", "subscription copies sent to workers their route gained "

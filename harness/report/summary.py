@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from harness.core.events import DELETE, INSERT, OBJECT, Events, row_bytes
+from harness.core.events import DELETE, INSERT, OBJECT, SNAPSHOT, Events, row_bytes
 from harness.engine.monitor import worker_table
 from harness.report import latency as latency_model
 from harness.report.metrics import run_metrics
@@ -47,6 +47,22 @@ def stored_replication(measured, events: Events, warmup: int) -> float:
     before = events.kind[:warmup]
     live = int((before == INSERT).sum()) - int((before == DELETE).sum())
     return held / live if live > 0 else float("nan")
+
+
+def snapshot_metrics(latency_s: np.ndarray, kinds: np.ndarray, copies: Copies, workers: pd.DataFrame) -> dict:
+    """Snapshot queries' own figures (SSTD's measure is their latency): latency under the queue
+    model over the snapshot events alone, workers reached per query, objects the workers keep.
+    Empty for a workload without snapshot queries."""
+    snap = kinds == SNAPSHOT
+    if not snap.any():
+        return {}
+    out = {f"snapshot_{k}": v for k, v in latency_model.summarise(latency_s[snap]).items()
+           if k in ("latency_mean_ms", "latency_p50_ms", "latency_p95_ms")}
+    out["snapshot_queries"] = float(snap.sum())
+    out["snapshot_workers_mean"] = float(snap[copies.pos].sum() / snap.sum())
+    out["stored_objects_max"] = float(workers["stored_objects"].max())
+    out["stored_objects_sum"] = float(workers["stored_objects"].sum())
+    return out
 
 
 def buffer_size_mean(measured) -> float:
@@ -159,6 +175,7 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     metrics["latency_rate_eps"] = rate
     metrics["stored_replication"] = stored_replication(measured, events, warmup)
     metrics["buffer_size_mean"] = buffer_size_mean(measured)
+    metrics.update(snapshot_metrics(lat, events.kind[warmup:], copies, workers))
     for key in SERIES_TOTALS:
         metrics[key] = float(sum(r.get(key, 0.0) for r in series))
     metrics["adjustments"] = float(sum(1 for r in series if "operation" in r))

@@ -244,6 +244,8 @@ def strategy_names(cfg) -> list[str]:
     family = cfg.workload.family
     if cfg.strategy.name == "all":
         supported = registry.supporting(family)
+        if snapshot_workload(cfg):  # those that answer snapshot queries exactly (check_snapshots)
+            supported = [n for n in supported if registry.get(n).stores_objects]
         include = list(cfg.strategy.include)
         for n in include:
             registry.get(n)  # raises with the valid names
@@ -257,7 +259,22 @@ def strategy_names(cfg) -> list[str]:
             f"strategy {cls.name!r} does not route {family!r} queries (it routes {sorted(cls.families)}); "
             f"strategies that do: {', '.join(registry.supporting(family))}"
         )
+    if snapshot_workload(cfg):
+        from harness.engine.setup import check_snapshots
+
+        try:
+            check_snapshots(cls)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     return [cls.name]
+
+
+def snapshot_workload(cfg) -> bool:
+    """Whether the configured generator makes snapshot queries (an event file's are found when it
+    is read, and checked then)."""
+    from datasets.workloads.config import SNAPSHOT_PROTOCOLS
+
+    return cfg.workload.source == "generator" and cfg.workload.protocol in SNAPSHOT_PROTOCOLS
 
 
 CLUSTER_UP = "cluster-up"
@@ -385,6 +402,13 @@ def adjustable_runs(cfg, runs: list[RunSpec]) -> list[RunSpec]:
         return runs
     from harness.families import registry as families
 
+    if snapshot_workload(cfg):
+        from harness.engine.setup import check_snapshots
+
+        try:
+            check_snapshots(None, cfg.adjust.name)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     if not families.get(cfg.workload.family).migratable:
         raise ConfigError(f"adjust={cfg.adjust.name} cannot run a {cfg.workload.family!r} workload: its workers' "
                           "state does not move between workers (docs/decisions.md); allowed: adjust=none")

@@ -24,13 +24,13 @@ from omegaconf import OmegaConf
 
 from datasets.workloads.anomalies import normalise_workload
 from harness.core import store
-from harness.core.events import INSERT, OBJECT, Events, digest_of, format_digest
+from harness.core.events import INSERT, OBJECT, SNAPSHOT, Events, digest_of, format_digest
 from harness.engine.epochs import epoch_bounds
 from harness.engine.executors import SparkExecutor
 from harness.engine.lockstep import Lockstep
 from harness.engine.loop import run_epochs
 from harness.engine.memory import driver_peak_bytes
-from harness.engine.setup import family_setup
+from harness.engine.setup import check_snapshots, family_setup
 from harness.families import registry as families
 from harness.families.base import IndexContext
 from harness.report import results
@@ -54,14 +54,18 @@ def workload_key(workload_cfg) -> dict:
     """The workload's cache identity: its config, without the drift knobs when there is no drift
     and without the kNN knobs for another family (so workloads cached before these existed keep
     their key)."""
-    from datasets.workloads.config import DRIFT_FIELDS, FILE_FIELDS, KNN_FIELDS, TOPK_FIELDS
+    from datasets.workloads.config import (DRIFT_FIELDS, FILE_FIELDS, KNN_FIELDS, SNAPSHOT_FIELDS,
+                                           SNAPSHOT_PROTOCOLS, TOPK_FIELDS)
     from datasets.workloads.events_file import file_identity
 
     plain = _plain(workload_cfg)
     if plain.get("drift", "none") == "none":
         plain = {k: v for k, v in plain.items() if k not in DRIFT_FIELDS}
     family = plain.get("family", "range")
-    if family not in ("knn", "topk"):  # workloads cached before kNN existed keep their key
+    snapshots = plain.get("protocol") in SNAPSHOT_PROTOCOLS
+    if not snapshots:  # nor those cached before snapshot queries
+        plain = {k: v for k, v in plain.items() if k not in SNAPSHOT_FIELDS}
+    if family not in ("knn", "topk") and not snapshots:  # workloads cached before kNN existed keep their key
         plain = {k: v for k, v in plain.items() if k not in KNN_FIELDS}
     if family != "topk":  # nor those cached before top-k
         plain = {k: v for k, v in plain.items() if k not in TOPK_FIELDS}
@@ -119,11 +123,12 @@ def oracle_digest(events: Events, folder: Path, cfg, spark=None, events_path: st
             return cached["digest"], cached.get("method", "brute")
     family = families.get(cfg.workload.family)
     n_obj = int((events.kind == OBJECT).sum())
-    n_q = int((events.kind == INSERT).sum())
+    n_q = int(np.isin(events.kind, (INSERT, SNAPSHOT)).sum())
     fits = n_obj * n_q <= cfg.oracle.max_checks
     if cfg.oracle.method == "brute" or (cfg.oracle.method == "auto" and fits):
         digest, method = digest_of(family.oracle(events)), "brute"
-    elif family.scale_oracle is not None and spark is not None:
+    # the scale oracles answer subscriptions only
+    elif family.scale_oracle is not None and spark is not None and not (events.kind == SNAPSHOT).any():
         tiles = cfg.oracle.tiles or auto_tiles(n_obj, n_q)
         digest, _ = family.scale_oracle(spark, spark.read.parquet(events_path), extent, tiles)
         method = "tiled"
@@ -246,6 +251,8 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
         params = cls.make_params(spec.params)
         setup = family_setup([cfg.workload.family], cls.families, IndexContext(ds.extent, ds.vocab.num_rows),
                              dict(cfg.index), events=events)
+        if setup.stores_objects:
+            check_snapshots(cls, cfg.adjust.name)
         # pairs of sole objects finished on the workers: exact while object ids are unique in the stream
         setup.local_pairs = bool(cfg.local_pairs and not cfg.keep_pairs
                                  and (inputs or {}).get("duplicate_object_ids", 1) == 0)

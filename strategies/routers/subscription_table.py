@@ -332,8 +332,9 @@ class SubscriptionTableRouter(Router):
         if n_open:  # not the qid's last entry: walk its chain; a qid never observed: a hash of its id
             pos = np.flatnonzero(out_w < 0)
             entry = self.entries(ev, out_r[pos])
-            out_w[pos] = np.where(entry >= 0, self.e_worker[np.maximum(entry, 0)],
-                                  (splitmix64(ev.id[out_r[pos]]) % np.uint64(self.n_workers)).astype(np.int64))
+            hashed = (splitmix64(ev.id[out_r[pos]]) % np.uint64(self.n_workers)).astype(np.int64)
+            # an empty log (a workload of snapshot queries only) has no entry to index
+            out_w[pos] = np.where(entry >= 0, self.e_worker[np.maximum(entry, 0)], hashed) if self.n_entries else hashed
         return out_r, out_w
 
     route_objects = _by_table

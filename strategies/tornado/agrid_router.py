@@ -173,6 +173,13 @@ class AGridRouter(Router):
         return route_points(rows, ev.x, ev.y, ev.seq, ev.offsets, ev.values, *self.grid.args, self.cell_part,
                              self.part_worker, self.summaries, self.hot, N_HOT, self.sum_table, self._shift())
 
+    def store_objects(self, ev: Events, rows: np.ndarray) -> Pairs:
+        """Every object to its partition's worker, summaries aside: a snapshot query reaches every
+        partition its rectangle overlaps, whatever subscriptions there were when the object came."""
+        rows = np.asarray(rows, np.int64)
+        return route_points(rows, ev.x, ev.y, ev.seq, ev.offsets, ev.values, *self.grid.args, self.cell_part,
+                            self.part_worker, False, self.hot, N_HOT, self.sum_table, self._shift())
+
     def route_range(self, ev: Events, rows: np.ndarray) -> Pairs:
         return self._search(ev, rows, emit_partitions=False)
 

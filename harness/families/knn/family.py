@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from datasets.workloads.snapshot import build_snapshot_workload, validate_snapshot_workload
 from datasets.workloads.events_file import validate_file_workload
 from datasets.workloads.knn import build_knn_file_workload, build_knn_workload, validate_knn_workload
 import numpy as np
@@ -79,7 +80,9 @@ class KnnFamily(Family):
 
     @staticmethod
     def build_workload(objects, term_df, extent, cfg, seed: int):
-        """The DkM-SKS / SSTD generator, or a user's event file (`workload.source=file`)."""
+        """The DkM-SKS / SSTD generator, SSTD's snapshot kNN queries (protocol skq), or a user's event file (`workload.source=file`)."""
+        if getattr(cfg, "source", "generator") == "generator" and cfg.protocol == "skq":
+            return build_snapshot_workload(objects, term_df, extent, cfg, seed)
         if getattr(cfg, "source", "generator") == "file":
             return build_knn_file_workload(objects, term_df, extent, cfg)
         return build_knn_workload(objects, term_df, extent, cfg, seed)
@@ -88,4 +91,7 @@ class KnnFamily(Family):
     def validate_workload(cfg) -> None:
         validate_file_workload(cfg)
         if getattr(cfg, "source", "generator") == "generator":
-            validate_knn_workload(cfg)
+            if cfg.protocol == "skq":
+                validate_snapshot_workload(cfg)
+            else:
+                validate_knn_workload(cfg)

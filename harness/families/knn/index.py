@@ -36,6 +36,7 @@ from harness.core.events import AND, DELETE, INSERT, OBJECT, Events
 from harness.core.grid import UniformGrid
 from harness.core.kernels import axis_cell, lower_bound
 from harness.core.timing import CompileClock
+from harness.families.object_store import ObjectStore, answer_knn, with_snapshots
 from harness.families.base import IndexContext, StateBundle, WorkerIndex, WorkerOutput
 from harness.families.knn.geometry import ball_boxes
 from harness.families.knn.subsets import ball_squares, sop_subsets
@@ -55,6 +56,7 @@ REPOST_FACTOR = 0.25
 # cells_per_side=auto: sqrt(live subscriptions / AUTO_BALLS_PER_CELL) per side, within the range
 AUTO_BALLS_PER_CELL = 16
 AUTO_CELLS = (64, 256)
+STORE_CELLS = 64  # the stored objects' grid for snapshot queries (a ring search's cells)
 
 
 @njit(cache=True)
@@ -278,6 +280,9 @@ class KnnIndex(WorkerIndex):
         self.grid = UniformGrid.over(context.extent, self.auto_cells(0))
         self.vocab = max(int(context.vocab_size), 1)
         self.feedback: pa.Table | None = None
+        # snapshot kNN queries (SSTD's SKQ) answer from the objects this worker was sent
+        self.store = (ObjectStore(context.extent, STORE_CELLS, context.look_back, context.vocab_size)
+                      if context.look_back > 0 else None)
         self._load(Events.empty(), None)
         self._post_balls()
 
@@ -293,6 +298,8 @@ class KnnIndex(WorkerIndex):
             self._load(state.queries, state.results)
             self._post_balls()
             seconds = time.process_time() - t0
+        if self.store is not None:
+            self.store.restore(state.objects)
         return max(seconds - compiling.seconds, 0.0)
 
     def _load(self, queries: Events, results: pa.Table | None) -> None:
@@ -451,7 +458,7 @@ class KnnIndex(WorkerIndex):
 
     def process(self, ev: Events) -> WorkerOutput:
         with CompileClock() as compiling:
-            out = self._process(ev)
+            out = with_snapshots(self.store, ev, self._process, answer_knn, _joined_candidates)
         out.busy_s = max(out.busy_s - compiling.seconds, 0.0)
         out.counters["compile_s"] = compiling.seconds
         return out
@@ -557,10 +564,21 @@ class KnnIndex(WorkerIndex):
             "seq": np.r_[self.top_seq[pos], np.full(len(bounded), BOUND_ROW, np.int64)],
             "d2": np.r_[self.top_d[pos], self.rg2[bounded]],
         }, schema=RESULT_SCHEMA)
-        return StateBundle(queries=q, results=results)
+        return StateBundle(queries=q, results=results,
+                           objects=self.store.objects if self.store is not None else Events.empty())
 
     def size_bytes(self) -> int:
         arrays = [self.bound, self.px, self.py, self.count, self.rg2, self.koff, self.top_d, self.top_seq, self.top_oid, self.ukeys,
                   self.cell_ptr, self.starts, self.post, self.head, self.nxt, self.link_slot, self.sub_rect,
                   self.queries.offsets, self.queries.values, *self.queries.cols.values()]
-        return int(sum(a.nbytes for a in arrays))
+        stored = self.store.size_bytes() if self.store is not None else 0
+        return int(sum(a.nbytes for a in arrays) + stored)
+
+
+def _joined_candidates(continuous: Candidates, snapshot: tuple[np.ndarray, np.ndarray]) -> Candidates:
+    """A snapshot query's local k nearest travel as candidates too: the merger takes the k best of
+    each snapshot query's candidates (KnnMerger), where a subscription's are replayed."""
+    ids, d2 = snapshot
+    if len(d2) == 0:
+        return continuous
+    return Candidates(np.concatenate([continuous.ids, ids]), np.concatenate([continuous.d2, d2]))

@@ -11,6 +11,11 @@ after the query's deletion (from a replica the deletion did not reach) is ignore
 
 Feedback: for each query whose global A(s) is full and changed this epoch, its k-th squared
 distance. Workers prune with it from the next epoch on; routers may use it to drop replicas.
+
+A snapshot kNN query (SSTD's SKQ) goes through the same replay: its candidates are each worker's
+k nearest stored objects, so its global k nearest by (d2, seq) are among them, and the replay's
+strict rule leaves exactly those in its A at the end (the older object first on a tie). Its
+answer is that A; it keeps no state and gives no feedback.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from harness.core.events import DELETE, INSERT, Events, pair_keys, small_ints, sorted_runs
+from harness.core.events import DELETE, INSERT, SNAPSHOT, Events, pair_keys, small_ints, sorted_runs
 from harness.families.base import NEVER, Merger, MergeOutput, qid_buckets
 
 STATE_SCHEMA = pa.schema([("qid", pa.int64()), ("k", pa.int64()), ("del_seq", pa.int64()), ("oid", pa.int64()),
@@ -172,7 +177,7 @@ class KnnMerger(Merger):
         self.state = state if state is not None else STATE_SCHEMA.empty_table()
 
     def merge(self, blobs: list[bytes], queries: Events | None) -> MergeOutput:
-        qid, k, dele, koff, count, m_d2, m_seq, m_oid = self._queries(queries)
+        qid, k, dele, koff, count, m_d2, m_seq, m_oid, snap = self._queries(queries)
         parts = [_sorted(*unpack(b)) for b in blobs]
         ids = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, 3), np.int64)
         d2 = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
@@ -190,10 +195,16 @@ class KnnMerger(Merger):
         entered = np.zeros(len(d2), np.bool_)
         replay(ids[:, 0], ids[:, 1], ids[:, 2], d2, slot, k, dele, koff, count, m_d2, m_seq, m_oid, changed,
                entered)
-        full = np.flatnonzero(changed & (count == k) & (dele == NEVER))
+        full = np.flatnonzero(changed & (count == k) & (dele == NEVER) & ~snap)
         feedback = pa.table({"qid": qid[full], "value": m_d2[koff[full] + k[full] - 1]})
-        self._keep(qid, k, dele, koff, count, m_d2, m_seq, m_oid)
-        return MergeOutput(pair_keys(ids[entered, 0], ids[entered, 1]), feedback)
+        # a snapshot query's answer is where the replay ends, its k best by (d2, seq); nothing of it is kept
+        entered &= ~snap[slot]
+        at = np.flatnonzero(snap)
+        members = np.repeat(at, count[at])
+        pos = koff[members] + np.arange(len(members)) - np.repeat(np.cumsum(count[at]) - count[at], count[at])
+        keys = np.concatenate([pair_keys(ids[entered, 0], ids[entered, 1]), pair_keys(qid[members], m_oid[pos])])
+        self._keep(qid, k, dele, koff, count, m_d2, m_seq, m_oid, ~snap)
+        return MergeOutput(keys, feedback)
 
     def _queries(self, queries: Events | None):
         """The global state of every known query of the bucket, the epoch's insertions and
@@ -204,8 +215,10 @@ class KnnMerger(Merger):
         qid = st.column("qid").to_numpy()[head]
         k = st.column("k").to_numpy()[head]
         dele = st.column("del_seq").to_numpy()[head]
+        snap_ids = np.zeros(0, np.int64)
         if queries is not None and len(queries):
-            ins = np.flatnonzero(queries.kind == INSERT)
+            ins = np.flatnonzero((queries.kind == INSERT) | (queries.kind == SNAPSHOT))
+            snap_ids = queries.id[queries.kind == SNAPSHOT]
             new = ~np.isin(queries.id[ins], qid)
             qid = np.r_[qid, queries.id[ins][new]]
             k = np.r_[k, queries.k[ins][new].astype(np.int64)]
@@ -236,11 +249,12 @@ class KnnMerger(Merger):
             m_seq[pos] = s_seq[mem][ordered]
             m_oid[pos] = st.column("oid").to_numpy()[mem][ordered]
             np.add.at(count, slot, 1)
-        return qid, k, dele, koff, count, m_d2, m_seq, m_oid
+        return qid, k, dele, koff, count, m_d2, m_seq, m_oid, np.isin(qid, snap_ids)
 
-    def _keep(self, qid, k, dele, koff, count, m_d2, m_seq, m_oid) -> None:
-        """Headers of every query (deleted ones too: a late candidate must still be ignored) and the
-        members of live ones."""
+    def _keep(self, qid, k, dele, koff, count, m_d2, m_seq, m_oid, keep) -> None:
+        """Headers of every subscription (deleted ones too: a late candidate must still be ignored)
+        and the members of live ones; `keep` False for the snapshot queries, answered and done."""
+        qid, k, dele, koff, count = qid[keep], k[keep], dele[keep], koff[:-1][keep], count[keep]
         c = np.where(dele == NEVER, count, 0)
         slot = np.repeat(np.arange(len(qid)), c)
         pos = koff[slot] + (np.arange(len(slot)) - np.repeat(np.cumsum(c) - c, c))

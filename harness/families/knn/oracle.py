@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit
 
 from harness.core.events import AND, DELETE, INSERT, KNN, OBJECT, Events
+from harness.families.snapshot_oracle import snapshot_knn_keys
 
 
 @njit(cache=True)
@@ -71,10 +72,12 @@ def _entries(q_rows, q_end, kind, seq, ids, x, y, op, k, offsets, values, n_term
 
 
 def knn_oracle(stream: Events) -> np.ndarray:
-    """Sorted distinct keys qid<<32 | oid of every entry of every kNN subscription in the stream."""
+    """Sorted distinct keys qid<<32 | oid of every entry of every kNN subscription in the stream,
+    and of each snapshot kNN query's answer."""
+    snapshots = snapshot_knn_keys(stream, KNN)
     ins = np.flatnonzero((stream.kind == INSERT) & (stream.family == KNN))
     if len(ins) == 0:
-        return np.zeros(0, np.int64)
+        return snapshots
     never = np.iinfo(np.int64).max
     end = np.full(len(ins), never, np.int64)
     dels = np.flatnonzero((stream.kind == DELETE) & (stream.family == KNN))
@@ -89,4 +92,4 @@ def knn_oracle(stream: Events) -> np.ndarray:
     top = int(stream.values.max()) if len(stream.values) else 0
     q, o = _entries(ins, end, stream.kind, stream.seq, stream.id, stream.x, stream.y, stream.op,
                     stream.k.astype(np.int64), stream.offsets, stream.values, top)
-    return np.unique((q << np.int64(32)) | o)
+    return np.unique(np.r_[(q << np.int64(32)) | o, snapshots])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from datasets.workloads.snapshot import build_snapshot_workload, validate_snapshot_workload
 from datasets.workloads.events_file import RECTANGLE, build_file_workload, validate_file_workload
 from datasets.workloads.range import build_workload, validate_range_workload
 from harness.core.events import RANGE
@@ -35,7 +36,9 @@ class RangeFamily(Family):
 
     @staticmethod
     def build_workload(objects, term_df, extent, cfg, seed: int):
-        """The STS generator, or a user's event file (`workload.source=file`)."""
+        """The STS generator, SSTD's snapshot range queries (protocol srq), or a user's event file (`workload.source=file`)."""
+        if getattr(cfg, "source", "generator") == "generator" and cfg.protocol == "srq":
+            return build_snapshot_workload(objects, term_df, extent, cfg, seed)
         if getattr(cfg, "source", "generator") == "file":
             return build_file_workload(objects, term_df, cfg, RANGE, needs=RECTANGLE)
         return build_workload(objects, term_df, extent, cfg, seed)
@@ -44,4 +47,7 @@ class RangeFamily(Family):
     def validate_workload(cfg) -> None:
         validate_file_workload(cfg)
         if getattr(cfg, "source", "generator") == "generator":
-            validate_range_workload(cfg)
+            if cfg.protocol == "srq":
+                validate_snapshot_workload(cfg)
+            else:
+                validate_range_workload(cfg)

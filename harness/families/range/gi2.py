@@ -25,6 +25,7 @@ from numba import njit
 
 from harness.core.events import AND, DELETE, INSERT, OBJECT, Events, small_ints
 from harness.core.timing import CompileClock
+from harness.families.object_store import ObjectStore, answer_range, with_snapshots
 from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
 from harness.core.kernels import axis_cell, lower_bound
 from harness.core.grid import UniformGrid
@@ -296,6 +297,9 @@ class GI2Index(WorkerIndex):
         super().__init__(context)
         self.grid = UniformGrid.over(context.extent, cells_per_side)
         self.vocab = max(int(context.vocab_size), 1)
+        # snapshot range queries (SSTD's SRQ) answer from the objects this worker was sent
+        self.store = (ObjectStore(context.extent, cells_per_side, context.look_back, context.vocab_size)
+                      if context.look_back > 0 else None)
         self.queries = Events.empty()
         self.ins = np.zeros(0, np.int64)
         self.dele = np.zeros(0, np.int64)
@@ -312,6 +316,8 @@ class GI2Index(WorkerIndex):
     def restore(self, state: StateBundle) -> float:
         with CompileClock() as compiling:
             seconds = self._restore(state.queries)
+        if self.store is not None:
+            self.store.restore(state.objects)
         return max(seconds - compiling.seconds, 0.0)
 
     def _restore(self, state: Events) -> float:
@@ -326,7 +332,7 @@ class GI2Index(WorkerIndex):
 
     def process(self, ev: Events) -> WorkerOutput:
         with CompileClock() as compiling:
-            out = self._process(ev)
+            out = with_snapshots(self.store, ev, self._process, answer_range, _joined_keys)
         out.busy_s = max(out.busy_s - compiling.seconds, 0.0)
         out.counters["compile_s"] = compiling.seconds
         return out
@@ -376,8 +382,14 @@ class GI2Index(WorkerIndex):
         return WorkerOutput(results=keys, work=work, counters=counters, busy_s=busy)
 
     def export_state(self) -> StateBundle:
-        return StateBundle(queries=self.queries.take(np.flatnonzero(self.dele == NEVER)))
+        return StateBundle(queries=self.queries.take(np.flatnonzero(self.dele == NEVER)),
+                           objects=self.store.objects if self.store is not None else Events.empty())
 
     def size_bytes(self) -> int:
         arrays = [self.ins, self.dele, self.queries.offsets, self.queries.values, *self.queries.cols.values()]
-        return int(self.base.nbytes() + self.delta.nbytes() + sum(a.nbytes for a in arrays))
+        stored = self.store.size_bytes() if self.store is not None else 0
+        return int(self.base.nbytes() + self.delta.nbytes() + sum(a.nbytes for a in arrays) + stored)
+
+
+def _joined_keys(continuous: np.ndarray, snapshot: np.ndarray) -> np.ndarray:
+    return np.concatenate([continuous, snapshot]) if len(snapshot) else continuous

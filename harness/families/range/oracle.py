@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit
 
 from harness.core.events import AND, DELETE, INSERT, OBJECT, RANGE, Events, sorted_unique
+from harness.families.snapshot_oracle import snapshot_range_keys
 from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
 
 
@@ -67,7 +68,7 @@ def _match(objects: Events, queries: Events, ins: np.ndarray, dele: np.ndarray) 
 
 
 def oracle_keys(stream: Events) -> np.ndarray:
-    """Distinct result keys of a whole range-subscription stream."""
+    """Distinct result keys of a whole range stream: subscriptions and snapshot queries."""
     objects = stream.take(np.flatnonzero(stream.kind == OBJECT))
     q_rows = np.flatnonzero((stream.kind == INSERT) & (stream.family == RANGE))
     queries = stream.take(q_rows)
@@ -77,7 +78,8 @@ def oracle_keys(stream: Events) -> np.ndarray:
     chunks = [objects.take(c) for c in np.array_split(np.arange(len(objects)), n_chunks)]
     with ThreadPoolExecutor(n_chunks) as pool:
         parts = list(pool.map(lambda o: _match(o, queries, ins, dele)[0], chunks))
-    return sorted_unique(np.concatenate(parts) if parts else np.zeros(0, np.int64))
+    parts.append(snapshot_range_keys(stream, RANGE))  # SRQ
+    return sorted_unique(np.concatenate(parts))
 
 
 class BruteForceRangeIndex(WorkerIndex):

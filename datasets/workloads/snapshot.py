@@ -1,0 +1,122 @@
+"""Snapshot queries over a preloaded object stream: SSTD's SRQ (family range) and SKQ (family knn).
+
+SSTD's latency protocol (Sec. 7.1): "send 50M objects to the system, then submit a batch of 200
+queries every other second". Here the warm-up is `preload_objects` objects (the store the queries
+look back into, and the strategies' fitting sample); the measured part is `queries` snapshot
+queries in batches of `batch`, one batch every `batch_every_s` seconds of event time, while objects
+keep arriving at `objects_per_s` (a decision: SSTD's stream does not stop for its queries).
+
+A query (protocol `srq` or `skq`) takes the location and keywords of a uniformly random dataset
+object with at least `keywords_min` terms (min(keywords_max, |terms|) of them, drawn uniformly, as
+the kNN generator does; SSTD: "we sample a small set of tweets and for each tweet, we utilize its
+textual content and geo-location to generate one query"); `op` joins them (SSTD: and). An SRQ's
+region is a square of `area_fraction` of the dataset extent's area centred there (SSTD: 0.0001% to
+1%, default 0.01%), not clipped; an SKQ has k uniform in [k_min, k_max] and the extent as its
+rectangle (no radius known), so space partitioners send it everywhere. Look-back tau =
+`tau_hours` x `hour_s` seconds; `hour_s` = None maps the whole stream's span to TW14's 31 days
+(744 h), so tau = 72 h is 9.7% of the span.
+
+Event time: object i (stream order) at i / objects_per_s; batch j at the preload's end + (j + 1) x
+batch_every_s, its queries ahead of the objects of that instant. Ids: objects 0..n-1 in stream
+order (the dataset's objects, cycled), queries 0..queries-1. Deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+
+from datasets.workloads.config import SNAPSHOT_PROTOCOLS, Workload, check_k_and_keywords, invalid
+from datasets.workloads.knn import SPAN_HOURS, _subscriptions
+from datasets.workloads.range import object_reuse
+from harness.core.events import AND, KNN, OBJECT, OR, RANGE, SNAPSHOT, Events, csr_take, list_to_csr
+
+FAMILY_OF = {"srq": RANGE, "skq": KNN}
+
+
+def validate_snapshot_workload(cfg) -> None:
+    if cfg.protocol not in SNAPSHOT_PROTOCOLS:
+        invalid("protocol", cfg.protocol, ", ".join(SNAPSHOT_PROTOCOLS))
+    for name in ("preload_objects", "queries", "batch"):
+        if int(getattr(cfg, name)) < 1:
+            invalid(name, getattr(cfg, name), "an integer >= 1")
+    for name in ("batch_every_s", "objects_per_s", "tau_hours"):
+        v = getattr(cfg, name)
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            invalid(name, v, "a number > 0")
+    if cfg.hour_s is not None and not (math.isfinite(cfg.hour_s) and cfg.hour_s > 0):
+        invalid("hour_s", cfg.hour_s, "a number > 0, or null (the stream's span is 744 h)")
+    if not 0 < cfg.area_fraction <= 1:
+        invalid("area_fraction", cfg.area_fraction, "a share of the extent's area in (0, 1]")
+    if cfg.op not in ("and", "or"):
+        invalid("op", cfg.op, "and, or")
+    check_k_and_keywords(cfg)
+
+
+def build_snapshot_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, seed: int) -> Workload:
+    """The ordered stream of a snapshot-query workload (module docstring)."""
+    validate_snapshot_workload(cfg)
+    if objects.num_rows == 0:
+        raise ValueError("the snapshot workload needs a dataset with objects; this one has none")
+    family = FAMILY_OF[cfg.protocol]
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(cfg.seed_offset) & 0xFFFFFFFF,
+                                                        0x534E4150]))
+    n_q, per_batch, every, rate = int(cfg.queries), int(cfg.batch), float(cfg.batch_every_s), float(cfg.objects_per_s)
+    n_batches = -(-n_q // per_batch)
+    preload = int(cfg.preload_objects)
+    span = preload / rate + n_batches * every  # the last batch ends the stream
+    n_obj = preload + int(math.floor(n_batches * every * rate))
+    obj_ts = np.arange(n_obj, dtype=np.float64) / rate
+    batch = np.arange(n_q) // per_batch
+    q_ts = preload / rate + (batch + 1) * every
+    hour_s = span / SPAN_HOURS if cfg.hour_s is None else float(cfg.hour_s)
+
+    o_off, o_val = list_to_csr(objects.column("terms"))
+    x, y, k, q_off, q_val = _subscriptions(rng, objects, o_off, o_val, n_q, cfg)
+
+    # stream order: time, then queries ahead of the objects of the same instant, then id
+    ts = np.concatenate([q_ts, obj_ts])
+    is_obj = np.r_[np.zeros(n_q, np.bool_), np.ones(n_obj, np.bool_)]
+    ids = np.r_[np.arange(n_q, dtype=np.int64), np.arange(n_obj, dtype=np.int64)]
+    order = np.lexsort((ids, is_obj, ts))
+    ts, is_obj, ids = ts[order], is_obj[order], ids[order]
+    n = len(order)
+    is_q = ~is_obj
+    qid, oid = ids[is_q], ids[is_obj]
+    src_rows = oid % objects.num_rows
+    cols = {
+        "seq": np.arange(n, dtype=np.int64), "ts": ts,
+        "kind": np.where(is_obj, OBJECT, SNAPSHOT).astype(np.int8),
+        "family": np.where(is_obj, -1, family).astype(np.int8), "id": ids,
+        "x": np.empty(n), "y": np.empty(n),
+        "xmin": np.full(n, np.nan), "ymin": np.full(n, np.nan), "xmax": np.full(n, np.nan), "ymax": np.full(n, np.nan),
+        "op": np.zeros(n, np.int8), "k": np.zeros(n, np.int32), "alpha": np.zeros(n, np.float32),
+        "tau": np.full(n, np.nan),
+    }
+    cols["x"][is_obj] = objects.column("x").to_numpy()[src_rows]
+    cols["y"][is_obj] = objects.column("y").to_numpy()[src_rows]
+    cols["x"][is_q], cols["y"][is_q] = x[qid], y[qid]
+    if family == RANGE:
+        xmin, ymin, xmax, ymax = (float(v) for v in extent)
+        half = math.sqrt(float(cfg.area_fraction) * (xmax - xmin) * (ymax - ymin)) / 2
+        cols["xmin"][is_q], cols["xmax"][is_q] = x[qid] - half, x[qid] + half
+        cols["ymin"][is_q], cols["ymax"][is_q] = y[qid] - half, y[qid] + half
+    else:
+        for name, v in zip(("xmin", "ymin", "xmax", "ymax"), extent):
+            cols[name][is_q] = float(v)
+        cols["k"][is_q] = k[qid]
+    cols["op"][is_q] = AND if cfg.op == "and" else OR
+    cols["tau"][is_q] = float(cfg.tau_hours) * hour_s
+
+    n_rows = objects.num_rows
+    all_off = np.concatenate([o_off, o_off[-1] + q_off[1:]])
+    all_val = np.concatenate([o_val, q_val.astype(np.int32)])
+    row = np.empty(n, np.int64)
+    row[is_obj] = src_rows
+    row[is_q] = n_rows + qid
+    offsets, values = csr_take(all_off, all_val, row)
+    info = object_reuse(n_obj, n_rows)
+    info["query_keywords_mean"] = float(np.diff(q_off).mean())
+    return Workload(Events(cols, offsets, values), warmup=preload, info=info)

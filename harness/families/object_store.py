@@ -1,0 +1,316 @@
+"""The objects a worker keeps for snapshot queries (SSTD's SRQ and SKQ), and their answers.
+
+A snapshot query (kind SNAPSHOT) asks once, at its own arrival, about the objects that arrived
+before it (seq < q.seq) within its look-back (ts > q.ts - q.tau). Its answer must come from the
+objects the workers were sent earlier, so a family whose stream holds snapshot queries keeps the
+objects it receives (`IndexContext.look_back` > 0, set by the family's `stream_context`), evicts
+those older than the longest look-back, and carries them across epochs and migrations in
+`StateBundle.objects`.
+
+SSTD (Sec. 6.1) cuts the store into time slices of Delta, each an R-tree with inverted lists.
+Here the store is kept in arrival order (seq, and ts nondecreasing along it), so "before the
+query and within its look-back" is one contiguous range of positions found by two binary
+searches: the slices' role without their boundary cases. Each grid cell's positions and each
+(cell, term) posting list are sorted by position, so that range narrows them by binary search
+too. The index is rebuilt when a call brings objects and a snapshot query needs it (an O(n log n)
+sort): cheap at the harness's store sizes; incremental slices are the next step if it shows.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from numba import njit
+
+from harness.core.events import AND, OBJECT, SNAPSHOT, Events, pair_keys
+from harness.core.grid import UniformGrid
+from harness.core.kernels import axis_cell, lower_bound
+from harness.families.base import WorkerOutput
+
+
+class ObjectStore:
+    """One worker's stored objects of one family: columns in seq order, and a grid over them."""
+
+    def __init__(self, extent, cells_per_side: int, look_back: float, vocab: int):
+        self.grid = UniformGrid.over(extent, max(int(cells_per_side), 1))
+        self.look_back = float(look_back)
+        self.vocab = max(int(vocab), 1)
+        self.objects = Events.empty()
+        self._index: tuple | None = None
+
+    def restore(self, objects: Events) -> None:
+        self.objects = objects
+        self._index = None
+
+    def add(self, ev: Events) -> None:
+        """Keep the objects of a slice of the stream (seq order); forget those no query of this
+        slice or a later one can look back to."""
+        if len(ev) == 0:
+            return
+        if len(self.objects) and np.isfinite(self.look_back):
+            old = self.objects.ts <= ev.ts[0] - self.look_back
+            if old.any():
+                self.objects = self.objects.take(np.flatnonzero(~old))
+                self._index = None
+        rows = np.flatnonzero(ev.kind == OBJECT)
+        if len(rows):
+            new = ev.take(rows)
+            self.objects = Events.concat([self.objects, new]) if len(self.objects) else new
+            self._index = None
+
+    def index(self) -> tuple:
+        """(cell_ptr, cell_pos, ukeys, starts, post): positions by cell, and by (cell, term)."""
+        if self._index is None:
+            o = self.objects
+            n = len(o)
+            cell = self.grid.cells_of(o.x, o.y)
+            cell_pos = np.argsort(cell, kind="stable").astype(np.int64)
+            cell_ptr = np.r_[0, np.cumsum(np.bincount(cell, minlength=self.grid.n_cells))].astype(np.int64)
+            owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(o.offsets))
+            key = cell[owner] * np.int64(self.vocab) + o.values.astype(np.int64)
+            order = np.argsort(key, kind="stable")
+            key = key[order]
+            first = np.r_[True, key[1:] != key[:-1]] if len(key) else np.zeros(0, np.bool_)
+            starts = np.r_[np.flatnonzero(first), len(key)].astype(np.int64)
+            self._index = (cell_ptr, cell_pos, key[first], starts, owner[order])
+        return self._index
+
+    def bounds(self, ev: Events, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per snapshot query, the positions [lo, hi) of the objects it may see."""
+        o = self.objects
+        hi = np.searchsorted(o.seq, ev.seq[rows], side="left")
+        lo = np.searchsorted(o.ts, ev.ts[rows] - ev.tau[rows], side="right")
+        return np.minimum(lo, hi).astype(np.int64), hi.astype(np.int64)
+
+    def size_bytes(self) -> int:
+        o = self.objects
+        parts = [o.offsets, o.values, *o.cols.values(), *(self._index or ())]
+        return int(sum(a.nbytes for a in parts))
+
+
+def split_snapshots(ev: Events) -> tuple[np.ndarray, np.ndarray]:
+    """(rows of snapshot queries, the other rows) of a slice of the stream."""
+    snap = ev.kind == SNAPSHOT
+    return np.flatnonzero(snap), np.flatnonzero(~snap)
+
+
+# -- kernels ------------------------------------------------------------------------------------
+
+
+@njit(cache=True, inline="always")
+def _common(a, a_lo, a_hi, b, b_lo, b_hi):
+    """Terms two sorted distinct lists share."""
+    n = 0
+    i, j = a_lo, b_lo
+    while i < a_hi and j < b_hi:
+        if a[i] == b[j]:
+            n += 1
+            i += 1
+            j += 1
+        elif a[i] < b[j]:
+            i += 1
+        else:
+            j += 1
+    return n
+
+
+@njit(cache=True)
+def _candidates(c, q, q_op, q_off, q_val, cell_ptr, cell_pos, ukeys, starts, post, vocab):
+    """The sorted positions to scan in cell c for query q: the postings of its keyword with the
+    fewest in c under AND, else every object of c. (array, lo, hi)."""
+    if q_op[q] == AND and q_off[q + 1] > q_off[q]:
+        best_lo, best_hi = 0, 0
+        for j in range(q_off[q], q_off[q + 1]):
+            key = c * vocab + q_val[j]
+            at = lower_bound(ukeys, 0, len(ukeys), key)
+            if at == len(ukeys) or ukeys[at] != key:
+                return post, 0, 0  # no object of this cell has that keyword
+            if j == q_off[q] or starts[at + 1] - starts[at] < best_hi - best_lo:
+                best_lo, best_hi = starts[at], starts[at + 1]
+        return post, best_lo, best_hi
+    return cell_pos, cell_ptr[c], cell_ptr[c + 1]
+
+
+@njit(cache=True, inline="always")
+def _qualifies(p, q, q_op, q_off, q_val, o_off, o_val):
+    need = q_off[q + 1] - q_off[q]
+    if need == 0:
+        return True
+    hits = _common(q_val, q_off[q], q_off[q + 1], o_val, o_off[p], o_off[p + 1])
+    return hits == need if q_op[q] == AND else hits > 0
+
+
+@njit(cache=True)
+def range_answers(q_rows, q_lo, q_hi, q_id, xmin, ymin, xmax, ymax, q_op, q_off, q_val,
+                  o_id, o_x, o_y, o_off, o_val, cell_ptr, cell_pos, ukeys, starts, post,
+                  x0, y0, icw, ich, nx, ny, vocab, work):
+    """(qid, oid) of every stored object in each query's rectangle, keywords and bounds."""
+    out_q = np.empty(256, np.int64)
+    out_o = np.empty(256, np.int64)
+    n = 0
+    for i in range(len(q_rows)):
+        q = q_rows[i]
+        lo, hi = q_lo[i], q_hi[i]
+        checked = 0
+        if hi > lo:
+            ix0, ix1 = axis_cell(xmin[q], x0, icw, nx), axis_cell(xmax[q], x0, icw, nx)
+            iy0, iy1 = axis_cell(ymin[q], y0, ich, ny), axis_cell(ymax[q], y0, ich, ny)
+            for cy in range(iy0, iy1 + 1):
+                for cx in range(ix0, ix1 + 1):
+                    arr, a, b = _candidates(cy * nx + cx, q, q_op, q_off, q_val, cell_ptr, cell_pos, ukeys,
+                                            starts, post, vocab)
+                    a = lower_bound(arr, a, b, lo)
+                    b = lower_bound(arr, a, b, hi)
+                    for t in range(a, b):
+                        p = arr[t]
+                        checked += 1
+                        if o_x[p] < xmin[q] or o_x[p] > xmax[q] or o_y[p] < ymin[q] or o_y[p] > ymax[q]:
+                            continue
+                        if not _qualifies(p, q, q_op, q_off, q_val, o_off, o_val):
+                            continue
+                        if n == len(out_q):
+                            out_q = np.concatenate((out_q, np.empty(n, np.int64)))
+                            out_o = np.concatenate((out_o, np.empty(n, np.int64)))
+                        out_q[n] = q_id[q]
+                        out_o[n] = o_id[p]
+                        n += 1
+        work[i] = 1 + checked
+    return out_q[:n], out_o[:n]
+
+
+@njit(cache=True)
+def knn_answers(q_rows, q_lo, q_hi, q_id, q_x, q_y, q_k, q_op, q_off, q_val,
+                o_id, o_seq, o_x, o_y, o_off, o_val, cell_ptr, cell_pos, ukeys, starts, post,
+                x0, y0, icw, ich, nx, ny, vocab, work):
+    """Each query's k nearest qualifying stored objects by (d2, seq), found ring by ring around its
+    cell: ring r lies outside the square of rings < r, so once that square's inner distance
+    exceeds the k-th d2 no unscanned object can rank (strictly: an older object at the same
+    distance would). Rows (qid, oid, seq) and d2, query by query."""
+    total = 0
+    for i in range(len(q_rows)):
+        total += max(q_k[q_rows[i]], 1)
+    ids = np.empty((total, 3), np.int64)
+    dist = np.empty(total, np.float64)
+    n = 0
+    cw, ch = 1.0 / icw, 1.0 / ich
+    for i in range(len(q_rows)):
+        q = q_rows[i]
+        kk = max(q_k[q], 1)
+        lo, hi = q_lo[i], q_hi[i]
+        best_d = np.empty(kk, np.float64)
+        best_p = np.empty(kk, np.int64)
+        have = 0
+        checked = 0
+        qx, qy = q_x[q], q_y[q]
+        cx, cy = axis_cell(qx, x0, icw, nx), axis_cell(qy, y0, ich, ny)
+        last = max(max(cx, nx - 1 - cx), max(cy, ny - 1 - cy))
+        r = 0
+        while hi > lo and r <= last:
+            if r > 0 and have == kk:
+                inner = min(min(qx - (x0 + (cx - r + 1) * cw), (x0 + (cx + r) * cw) - qx),
+                            min(qy - (y0 + (cy - r + 1) * ch), (y0 + (cy + r) * ch) - qy))
+                inner *= 1.0 - 1e-9  # a margin for the boundaries' rounding: stopping later is safe
+                if inner > 0.0 and inner * inner > best_d[kk - 1]:
+                    break
+            for gy in range(max(cy - r, 0), min(cy + r, ny - 1) + 1):
+                edge_row = gy == cy - r or gy == cy + r
+                for gx in range(max(cx - r, 0), min(cx + r, nx - 1) + 1):
+                    if not edge_row and gx != cx - r and gx != cx + r:
+                        continue  # inside the ring: scanned before
+                    arr, a, b = _candidates(gy * nx + gx, q, q_op, q_off, q_val, cell_ptr, cell_pos, ukeys,
+                                            starts, post, vocab)
+                    a = lower_bound(arr, a, b, lo)
+                    b = lower_bound(arr, a, b, hi)
+                    for t in range(a, b):
+                        p = arr[t]
+                        checked += 1
+                        if not _qualifies(p, q, q_op, q_off, q_val, o_off, o_val):
+                            continue
+                        dx = o_x[p] - qx
+                        dy = o_y[p] - qy
+                        d2 = dx * dx + dy * dy
+                        if have == kk and not (d2 < best_d[kk - 1] or (d2 == best_d[kk - 1]
+                                                                      and o_seq[p] < o_seq[best_p[kk - 1]])):
+                            continue
+                        pos = have if have < kk else kk - 1
+                        while pos > 0 and (best_d[pos - 1] > d2 or (best_d[pos - 1] == d2
+                                                                     and o_seq[best_p[pos - 1]] > o_seq[p])):
+                            best_d[pos] = best_d[pos - 1]
+                            best_p[pos] = best_p[pos - 1]
+                            pos -= 1
+                        best_d[pos] = d2
+                        best_p[pos] = p
+                        if have < kk:
+                            have += 1
+            r += 1
+        for j in range(have):
+            ids[n, 0] = q_id[q]
+            ids[n, 1] = o_id[best_p[j]]
+            ids[n, 2] = o_seq[best_p[j]]
+            dist[n] = best_d[j]
+            n += 1
+        work[i] = 1 + checked
+    return ids[:n], dist[:n]
+
+
+# -- the two families' use ----------------------------------------------------------------------
+
+
+def answer_range(store: ObjectStore, ev: Events, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """SRQ: result pair keys and the work of each snapshot row."""
+    work = np.ones(len(rows), np.int64)
+    if len(rows) == 0 or len(store.objects) == 0:
+        return np.zeros(0, np.int64), work
+    lo, hi = store.bounds(ev, rows)
+    o = store.objects
+    qid, oid = range_answers(rows, lo, hi, ev.id, ev.xmin, ev.ymin, ev.xmax, ev.ymax, ev.op, ev.offsets, ev.values,
+                             o.id, o.x, o.y, o.offsets, o.values, *store.index(), *store.grid.args, store.vocab,
+                             work)
+    return pair_keys(qid, oid), work
+
+
+def answer_knn(store: ObjectStore, ev: Events, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SKQ: the local k nearest as (qid, oid, seq) rows and d2, and the work of each snapshot row."""
+    work = np.ones(len(rows), np.int64)
+    if len(rows) == 0 or len(store.objects) == 0:
+        return np.zeros((0, 3), np.int64), np.zeros(0), work
+    lo, hi = store.bounds(ev, rows)
+    o = store.objects
+    ids, d2 = knn_answers(rows, lo, hi, ev.id, ev.x, ev.y, ev.k.astype(np.int64), ev.op, ev.offsets, ev.values,
+                          o.id, o.seq, o.x, o.y, o.offsets, o.values, *store.index(), *store.grid.args, store.vocab,
+                          work)
+    return ids, d2, work
+
+
+def with_snapshots(store: ObjectStore | None, ev: Events, continuous, answer, join) -> WorkerOutput:
+    """A slice of the stream through a family's index: the objects into the store, the snapshot
+    queries answered from it (`answer(store, ev, rows) -> (results, work)`), everything else
+    through the continuous index (`continuous(events) -> WorkerOutput`), the two results joined
+    (`join(continuous, snapshot)`) and the work aligned with the slice's rows."""
+    if store is None:
+        return continuous(ev)
+    t0 = time.process_time()
+    store.add(ev)
+    snap, rest = split_snapshots(ev)
+    if len(snap) == 0:
+        store_s = time.process_time() - t0
+        out = continuous(ev)
+        out.busy_s += store_s
+        return out
+    *results, snap_work = answer(store, ev, snap)
+    store_s = time.process_time() - t0
+    out = continuous(ev.take(rest))
+    work = np.ones(len(ev), np.int64)
+    work[rest] = out.work
+    work[snap] = snap_work
+    snap_results = results[0] if len(results) == 1 else tuple(results)
+    before = len(out.results)
+    out.results = join(out.results, snap_results)
+    out.work = work
+    out.busy_s += store_s
+    out.counters["snapshots"] = len(snap)
+    out.counters["snapshot_checks"] = int(snap_work.sum() - len(snap))
+    out.counters["results"] = out.counters.get("results", before) + len(out.results) - before
+    return out
+

@@ -1,0 +1,72 @@
+"""Snapshot queries (SSTD's SRQ and SKQ) through every registered strategy that routes their family,
+at 2, 3, 8 and 16 workers over several epochs: always the brute-force oracle's answers; a strategy
+that cannot keep every object where a later snapshot query looks refuses the workload clearly."""
+
+from __future__ import annotations
+
+import pytest
+
+from datasets.workloads.config import WorkloadConfig
+from harness.engine.simulate import simulate
+from harness.families import registry as families
+from strategies import registry
+from tests.helpers import random_objects
+
+CASES = [(fam, name) for fam in ("range", "knn") for name in registry.supporting(fam)]
+
+
+@pytest.fixture(scope="module")
+def workloads():
+    objects, df, extent = random_objects(1500, seed=4)
+    out = {}
+    for fam, proto, extra in (("range", "srq", {"area_fraction": 0.02}), ("knn", "skq", {"k_min": 1, "k_max": 6})):
+        cfg = WorkloadConfig(name="tiny", family=fam, protocol=proto, queries=120, batch=20, preload_objects=800,
+                             objects_per_s=100, op="and", keywords_max=1, tau_hours=200, **extra)
+        out[fam] = families.get(fam).build_workload(objects, df, extent, cfg, 7)
+    return out
+
+
+def test_the_tiny_workloads_have_answers(workloads):
+    """So that the matrix below compares something: most queries have a non-empty answer."""
+    for fam, wl in workloads.items():
+        keys = families.get(fam).oracle(wl.events)
+        assert len({int(k) >> 32 for k in keys}) > 60, fam
+
+
+@pytest.mark.parametrize("family,strategy", CASES)
+def test_snapshot_answers_equal_the_oracle(workloads, family, strategy):
+    wl = workloads[family]
+    if not registry.get(strategy).stores_objects:
+        with pytest.raises(ValueError, match="cannot answer snapshot queries exactly"):
+            simulate(wl.events, wl.warmup, strategy, 4)
+        return
+    for n_workers in (2, 3, 8, 16):
+        res = simulate(wl.events, wl.warmup, strategy, n_workers, epoch_events=len(wl.events) // 4)
+        assert res.exact, (family, strategy, n_workers, res.digest, res.oracle_digest)
+
+
+def test_only_strategies_that_drop_objects_refuse():
+    refusing = {n for n in registry.names() if not registry.get(n).stores_objects}
+    assert refusing and refusing <= {n for n in registry.names() if registry.get(n).filters_objects}
+
+
+@pytest.mark.parametrize("name", [n for n in registry.names() if registry.get(n).filters_objects
+                                  and registry.get(n).stores_objects])
+def test_a_strategy_that_drops_objects_has_a_rule_to_keep_them(name):
+    """Answering snapshot queries while dropping objects needs Router.store_objects of its own."""
+    from harness.engine.simulate import default_context
+    from strategies.base import Router
+
+    objects, df, extent = random_objects(300, seed=1)
+    wl = families.get("range").build_workload(
+        objects, df, extent, WorkloadConfig(name="t", family="range", protocol="srq", queries=20, batch=10,
+                                            preload_objects=200, objects_per_s=50, op="and"), 1)
+    cls = registry.get(name)
+    router = cls().fit(wl.sample, 3, cls.make_params({}), default_context(wl.events))
+    assert type(router).store_objects is not Router.store_objects
+
+
+def test_an_adjuster_is_refused_with_snapshot_queries(workloads):
+    wl = workloads["range"]
+    with pytest.raises(ValueError, match="adjust=pm cannot run a workload with snapshot queries"):
+        simulate(wl.events, wl.warmup, "qttree", 4, epoch_events=len(wl.events) // 4, adjust="pm")
