@@ -64,13 +64,14 @@ def snapshot_look_back(events: Events, code: int, field: str) -> float:
     if bad.any():
         i = rows[np.flatnonzero(bad)[0]]
         raise ValueError(f"{field}: snapshot query {int(events.id[i])} (seq {int(events.seq[i])}) has tau="
-                         f"{events.tau[i]!r}; allowed: a look-back in seconds > 0")
+                         f"{float(events.tau[i])!r}; allowed: a look-back in seconds > 0")
     if len(events) > 1:
         back = np.flatnonzero(np.diff(events.ts) < 0)
         if len(back):
             i = back[0] + 1
-            raise ValueError(f"ts: event seq {int(events.seq[i])} has ts={events.ts[i]!r} before the previous "
-                             f"event's {events.ts[i - 1]!r}; allowed with snapshot queries: ts nondecreasing in seq")
+            raise ValueError(f"ts: event seq {int(events.seq[i])} has ts={float(events.ts[i])!r} before the "
+                             f"previous event's {float(events.ts[i - 1])!r}; allowed with snapshot queries: ts "
+                             "nondecreasing in seq")
     if not np.isfinite(tau).all():
         return float("inf")
     return float(tau.max())
