@@ -143,7 +143,8 @@ class Router(ABC):
         present = self.check_families(fam)
         for code, name in present:
             sub = rows if len(present) == 1 else rows[fam == code]
-            parts.append(getattr(self, f"route_{name}")(ev, sub))
+            route = getattr(self, f"route_{name}", None) or self.to_every_worker
+            parts.append(route(ev, sub))
         if len(parts) == 1:
             return parts[0]
         return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
@@ -155,12 +156,18 @@ class Router(ABC):
         codes = np.flatnonzero(np.bincount(fam.astype(np.int64) - FAMILY_LOW)) + FAMILY_LOW if len(fam) else []
         for code in codes:
             name = FAMILY_NAMES.get(int(code)) or families.name_of(int(code))
-            if name not in self.families:
+            if name not in self.families and not (name in families.names() and families.get(name).routes_everywhere):
                 raise UnsupportedFamilyError(
                     f"{type(self).__name__} cannot route {name!r} queries; it supports {sorted(self.families)}"
                 )
             present.append((int(code), name))
         return present
+
+    def to_every_worker(self, ev: Events, rows: np.ndarray) -> Pairs:
+        """Every row to every worker: how a family that `routes_everywhere` is routed by a router
+        without a rule of its own for it."""
+        rows = np.asarray(rows, np.int64)
+        return np.repeat(rows, self.n_workers), np.tile(np.arange(self.n_workers, dtype=np.int64), len(rows))
 
     def describe(self) -> dict[str, Any]:
         """What plots and reports show about the partitioning (override to add boundaries)."""

@@ -31,8 +31,9 @@ KNN_FIELDS = ("protocol", "init_objects", "timestamps", "objects_per_ts", "inser
               "k_min", "k_max", "op", "tau_hours", "hour_s")
 # snapshot queries (datasets/workloads/snapshot.py): protocol srq (family range) or skq (family knn);
 # it also reads queries, keywords_min/max, k_min/k_max, op, tau_hours, hour_s
-SNAPSHOT_PROTOCOLS = ("srq", "skq")
-SNAPSHOT_FIELDS = ("preload_objects", "batch", "batch_every_s", "objects_per_s", "area_fraction")
+SNAPSHOT_PROTOCOLS = ("srq", "skq", "stq", "ctq")
+SNAPSHOT_FIELDS = ("preload_objects", "batch", "batch_every_s", "objects_per_s", "area_fraction", "ctq_window_hours",
+                   "ctq_step_hours", "ctq_span_s")
 # the top-k generator's knobs (datasets/workloads/topk.py); it also reads queries, keywords_min/max,
 # k_min/k_max
 TOPK_FIELDS = ("window", "measured_messages", "alpha_low", "alpha_high")
@@ -99,7 +100,10 @@ class WorkloadConfig:
     batch: int = 200  # snapshot queries per batch (SSTD: 200)
     batch_every_s: float = 2.0  # event seconds between batches (SSTD: "every other second")
     objects_per_s: float = 1000.0  # objects keep arriving while the batches come
-    area_fraction: float = 1e-4  # srq: the square region's share of the extent's area (SSTD: 1e-6..1e-2)
+    area_fraction: float = 1e-4  # srq, stq, ctq: the square region's share of the extent's area (SSTD: 1e-6..1e-2)
+    ctq_window_hours: float = 24.0  # ctq: the window T each report counts (SSTD gives none; our choice)
+    ctq_step_hours: float = 24.0  # ctq: delta between reports (SSTD gives none; our choice)
+    ctq_span_s: float = 20.0  # ctq: event seconds of the measured part after the registrations
 
 
 def invalid(field: str, value, allowed: str):

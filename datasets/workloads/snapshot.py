@@ -1,4 +1,5 @@
-"""Snapshot queries over a preloaded object stream: SSTD's SRQ (family range) and SKQ (family knn).
+"""SSTD's snapshot queries over a preloaded object stream, SRQ (family range), SKQ (family knn) and
+STQ (family terms), and its continuous top-k-terms queries, CTQ (family terms).
 
 SSTD's latency protocol (Sec. 7.1): "send 50M objects to the system, then submit a batch of 200
 queries every other second". Here the warm-up is `preload_objects` objects (the store the queries
@@ -16,6 +17,15 @@ rectangle (no radius known), so space partitioners send it everywhere. Look-back
 `tau_hours` x `hour_s` seconds; `hour_s` = None maps the whole stream's span to TW14's 31 days
 (744 h), so tau = 72 h is 9.7% of the span.
 
+An STQ (protocol `stq`) is an SRQ's square and look-back without keywords, and k uniform in
+[k_min, k_max]. A CTQ (protocol `ctq`) is registered (INSERT) at the preload's end with that square,
+k, window T = `ctq_window_hours`, step delta = `ctq_step_hours` and lifetime `tau_hours` (all in paper
+hours, times `hour_s`); the measured part is `ctq_span_s` seconds of objects. Each report of a CTQ is
+an event of its own (`with_ctq_reports`): kind SNAPSHOT, the CTQ's id, `step` = the report's number
+j, `tau` = T, at t_j = registration + j x delta, after every event of time <= t_j, while t_j is
+within the lifetime, the stream, and before a deletion of the CTQ. SSTD gives neither T nor delta;
+reports anchored at the registration are our choice (spec 4.1).
+
 Event time: object i (stream order) at i / objects_per_s; batch j at the preload's end + (j + 1) x
 batch_every_s, its queries ahead of the objects of that instant. Ids: objects 0..n-1 in stream
 order (the dataset's objects, cycled), queries 0..queries-1. Deterministic for a seed.
@@ -31,18 +41,20 @@ import pyarrow as pa
 from datasets.workloads.config import SNAPSHOT_PROTOCOLS, Workload, check_k_and_keywords, invalid
 from datasets.workloads.knn import SPAN_HOURS, _subscriptions
 from datasets.workloads.range import object_reuse
-from harness.core.events import AND, KNN, OBJECT, OR, RANGE, SNAPSHOT, Events, csr_take, list_to_csr
+from harness.core.events import (AND, DELETE, INSERT, KNN, OBJECT, OR, RANGE, SNAPSHOT, TERMS, Events, csr_take,
+                                 list_to_csr)
 
-FAMILY_OF = {"srq": RANGE, "skq": KNN}
+FAMILY_OF = {"srq": RANGE, "skq": KNN, "stq": TERMS, "ctq": TERMS}
 
 
-def validate_snapshot_workload(cfg) -> None:
-    if cfg.protocol not in SNAPSHOT_PROTOCOLS:
-        invalid("protocol", cfg.protocol, ", ".join(SNAPSHOT_PROTOCOLS))
+def validate_snapshot_workload(cfg, protocols: tuple[str, ...] = SNAPSHOT_PROTOCOLS) -> None:
+    """`protocols`: those the workload's family generates."""
+    if cfg.protocol not in protocols:
+        invalid("protocol", cfg.protocol, ", ".join(protocols))
     for name in ("preload_objects", "queries", "batch"):
         if int(getattr(cfg, name)) < 1:
             invalid(name, getattr(cfg, name), "an integer >= 1")
-    for name in ("batch_every_s", "objects_per_s", "tau_hours"):
+    for name in ("batch_every_s", "objects_per_s", "tau_hours", "ctq_window_hours", "ctq_step_hours", "ctq_span_s"):
         v = getattr(cfg, name)
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
             invalid(name, v, "a number > 0")
@@ -56,27 +68,31 @@ def validate_snapshot_workload(cfg) -> None:
 
 
 def build_snapshot_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, seed: int) -> Workload:
-    """The ordered stream of a snapshot-query workload (module docstring)."""
+    """The ordered stream of a snapshot-query or CTQ workload (module docstring)."""
     validate_snapshot_workload(cfg)
     if objects.num_rows == 0:
         raise ValueError("the snapshot workload needs a dataset with objects; this one has none")
     family = FAMILY_OF[cfg.protocol]
+    ctq = cfg.protocol == "ctq"
     rng = np.random.default_rng(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(cfg.seed_offset) & 0xFFFFFFFF,
                                                         0x534E4150]))
     n_q, per_batch, every, rate = int(cfg.queries), int(cfg.batch), float(cfg.batch_every_s), float(cfg.objects_per_s)
     n_batches = -(-n_q // per_batch)
     preload = int(cfg.preload_objects)
-    span = preload / rate + n_batches * every  # the last batch ends the stream
-    n_obj = preload + int(math.floor(n_batches * every * rate))
+    measured_s = float(cfg.ctq_span_s) if ctq else n_batches * every
+    span = preload / rate + measured_s  # the last batch (or the CTQ span) ends the stream
+    n_obj = preload + int(math.floor(measured_s * rate))
     obj_ts = np.arange(n_obj, dtype=np.float64) / rate
-    batch = np.arange(n_q) // per_batch
-    q_ts = preload / rate + (batch + 1) * every
+    q_ts = np.full(n_q, preload / rate) if ctq else preload / rate + (np.arange(n_q) // per_batch + 1) * every
     hour_s = span / SPAN_HOURS if cfg.hour_s is None else float(cfg.hour_s)
 
     o_off, o_val = list_to_csr(objects.column("terms"))
     x, y, k, q_off, q_val = _subscriptions(rng, objects, o_off, o_val, n_q, cfg)
+    if family == TERMS:  # no keywords
+        q_off, q_val = np.zeros(n_q + 1, np.int64), np.zeros(0, np.int32)
 
-    # stream order: time, then queries ahead of the objects of the same instant, then id
+    # stream order: time, then queries ahead of the objects of the same instant (a CTQ's
+    # registration comes after the preload's last object, an instant earlier), then id
     ts = np.concatenate([q_ts, obj_ts])
     is_obj = np.r_[np.zeros(n_q, np.bool_), np.ones(n_obj, np.bool_)]
     ids = np.r_[np.arange(n_q, dtype=np.int64), np.arange(n_obj, dtype=np.int64)]
@@ -88,27 +104,31 @@ def build_snapshot_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg,
     src_rows = oid % objects.num_rows
     cols = {
         "seq": np.arange(n, dtype=np.int64), "ts": ts,
-        "kind": np.where(is_obj, OBJECT, SNAPSHOT).astype(np.int8),
+        "kind": np.where(is_obj, OBJECT, INSERT if ctq else SNAPSHOT).astype(np.int8),
         "family": np.where(is_obj, -1, family).astype(np.int8), "id": ids,
         "x": np.empty(n), "y": np.empty(n),
         "xmin": np.full(n, np.nan), "ymin": np.full(n, np.nan), "xmax": np.full(n, np.nan), "ymax": np.full(n, np.nan),
         "op": np.zeros(n, np.int8), "k": np.zeros(n, np.int32), "alpha": np.zeros(n, np.float32),
-        "tau": np.full(n, np.nan),
+        "tau": np.full(n, np.nan), "win": np.full(n, np.nan), "step": np.full(n, np.nan),
     }
     cols["x"][is_obj] = objects.column("x").to_numpy()[src_rows]
     cols["y"][is_obj] = objects.column("y").to_numpy()[src_rows]
     cols["x"][is_q], cols["y"][is_q] = x[qid], y[qid]
-    if family == RANGE:
+    if family == KNN:
+        for name, v in zip(("xmin", "ymin", "xmax", "ymax"), extent):
+            cols[name][is_q] = float(v)
+    else:
         xmin, ymin, xmax, ymax = (float(v) for v in extent)
         half = math.sqrt(float(cfg.area_fraction) * (xmax - xmin) * (ymax - ymin)) / 2
         cols["xmin"][is_q], cols["xmax"][is_q] = x[qid] - half, x[qid] + half
         cols["ymin"][is_q], cols["ymax"][is_q] = y[qid] - half, y[qid] + half
-    else:
-        for name, v in zip(("xmin", "ymin", "xmax", "ymax"), extent):
-            cols[name][is_q] = float(v)
+    if family != RANGE:
         cols["k"][is_q] = k[qid]
     cols["op"][is_q] = AND if cfg.op == "and" else OR
     cols["tau"][is_q] = float(cfg.tau_hours) * hour_s
+    if ctq:
+        cols["win"][is_q] = float(cfg.ctq_window_hours) * hour_s
+        cols["step"][is_q] = float(cfg.ctq_step_hours) * hour_s
 
     n_rows = objects.num_rows
     all_off = np.concatenate([o_off, o_off[-1] + q_off[1:]])
@@ -119,4 +139,46 @@ def build_snapshot_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg,
     offsets, values = csr_take(all_off, all_val, row)
     info = object_reuse(n_obj, n_rows)
     info["query_keywords_mean"] = float(np.diff(q_off).mean())
-    return Workload(Events(cols, offsets, values), warmup=preload, info=info)
+    events, warmup = Events(cols, offsets, values), preload + (n_q if ctq else 0)
+    if ctq:
+        events, warmup = with_ctq_reports(events, warmup)
+        info["ctq_reports"] = int((events.kind == SNAPSHOT).sum())
+    return Workload(events, warmup=warmup, info=info)
+
+
+def with_ctq_reports(events: Events, warmup: int | None = None):
+    """The stream with each CTQ's report events added (module docstring), seqs renumbered; with
+    `warmup`, also the warm-up's new length (the events before the first measured one)."""
+    regs = np.flatnonzero((events.kind == INSERT) & (events.family == TERMS))
+    if len(regs) == 0:
+        return events if warmup is None else (events, warmup)
+    last_ts = float(events.ts.max())
+    dels = np.flatnonzero((events.kind == DELETE) & (events.family == TERMS))
+    first_del: dict[int, float] = {}
+    for i in dels[::-1]:
+        first_del[int(events.id[i])] = float(events.ts[i])
+    src, num, at = [], [], []
+    for i in regs:
+        t_reg, step, life = float(events.ts[i]), float(events.step[i]), float(events.tau[i])
+        end = min(t_reg + life, last_ts)
+        stop = first_del.get(int(events.id[i]), np.inf)
+        j = 1
+        while t_reg + j * step <= end and t_reg + j * step < stop:
+            src.append(i), num.append(j), at.append(t_reg + j * step)
+            j += 1
+    reports = events.take(np.asarray(src, np.int64))
+    reports.cols["kind"] = np.full(len(src), SNAPSHOT, np.int8)
+    reports.cols["step"] = np.asarray(num, np.float64)
+    reports.cols["tau"] = reports.win.copy()
+    reports.cols["ts"] = np.asarray(at, np.float64)
+    # a report goes after every event of its time or earlier: order by (time, reports last, position)
+    merged = Events.concat([events, reports])
+    n = len(events)
+    pos = np.r_[np.arange(n), np.full(len(src), n)]
+    order = np.lexsort((pos, np.r_[np.zeros(n, np.int8), np.ones(len(src), np.int8)], merged.ts))
+    merged = merged.take(order)
+    merged.cols["seq"] = np.arange(len(merged), dtype=np.int64)
+    if warmup is None:
+        return merged
+    new_warmup = int(np.flatnonzero(order == warmup)[0]) if warmup < n else len(merged)
+    return merged, new_warmup

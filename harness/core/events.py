@@ -47,7 +47,7 @@ EVENT_FIELDS = [
     ("alpha", pa.float32()),  # top-k spatial weight
     ("tau", pa.float64()),  # snapshot look-back, or a continuous query's lifetime (seconds; NaN: none)
     ("win", pa.float64()),  # continuous top-k terms (CTQ): window T (seconds; NaN when unused)
-    ("step", pa.float64()),  # CTQ: report period delta (seconds; NaN when unused)
+    ("step", pa.float64()),  # CTQ: report period delta (seconds); on a CTQ's report event, the report's number
 ]
 EVENT_SCHEMA = pa.schema(EVENT_FIELDS)
 NUMERIC_FIELDS = [name for name, _ in EVENT_FIELDS if name != "terms"]
@@ -171,6 +171,15 @@ class Events:
 def pair_keys(qids: np.ndarray, oids: np.ndarray) -> np.ndarray:
     """Pack (query id, object id) into one int64 so results shuffle and de-duplicate as integers."""
     return (np.asarray(qids, np.int64) << np.int64(32)) | np.asarray(oids, np.int64)
+
+
+def term_keys(qids: np.ndarray, reports: np.ndarray, terms: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """One int64 per top-k-terms result row (query, report, term, count): a hash, since the four do
+    not pack into 64 bits; distinct rows collide with probability ~ n^2 / 2^64."""
+    a = splitmix64((np.asarray(qids, np.int64) << np.int64(32)) | np.asarray(terms, np.int64))
+    b = splitmix64((np.asarray(reports, np.int64) << np.int64(32)) | np.asarray(counts, np.int64))
+    with np.errstate(over="ignore"):
+        return (a ^ (b * np.uint64(0x94D049BB133111EB))).view(np.int64)
 
 
 def unpack_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

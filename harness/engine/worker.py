@@ -42,6 +42,10 @@ class WorkerSet:
                 self.indexes[code].observe_feedback(table)
         return sum(index.restore(bundles.get(code, StateBundle())) for code, index in self.indexes.items())
 
+    def observe_routing(self, route, worker: int, n_workers: int) -> None:
+        for index in self.indexes.values():
+            index.observe_routing(route, worker, n_workers)
+
     def begin_epoch(self, lo: int, hi: int, horizon: int | None = None) -> None:
         for index in self.indexes.values():
             index.begin_epoch(lo, hi, horizon)

@@ -23,7 +23,7 @@ from harness.core.events import Events
 from harness.engine.blocks import to_ipc
 from harness.engine.local_pairs import LocalCount, result_blocks
 from harness.engine.setup import FamilySetup
-from harness.engine.worker import WorkerSet, with_resent, without_resent
+from harness.engine.worker import WorkerSet, routing_view, with_resent, without_resent
 from harness.families.base import StateBundle
 
 
@@ -58,6 +58,7 @@ class WorkerEpoch:
         first = None
         for r in range(self.repeat):
             indexes = WorkerSet.build(self.setup.factories)
+            indexes.observe_routing(self._route, self.worker, self.router.n_workers)
             restore_s = indexes.restore(self.bundles, self.feedback)
             pruned = (indexes.prune_replicas(self.router, self.worker, self.setup.codes)
                       if self.feedback is not None else {})
@@ -83,6 +84,10 @@ class WorkerEpoch:
                                    "is not deterministic")
             self.stats.append({**counters, **pruned, "busy_s": busy_s, "restore_s": restore_s, "index_bytes": size,
                                "events": len(own), "resent": n_resent})
+
+    def _route(self, ev: Events):
+        """The dispatchers' routing of `ev` (for indexes that ask where else things went)."""
+        return self.setup.route(self.router, routing_view(ev, self.setup.codes))
 
     @property
     def busy_s(self) -> list[float]:

@@ -146,6 +146,13 @@ class WorkerIndex(ABC):
         The worker routes both (`WorkerSet.prune_replicas`) and answers with `apply_narrowing`."""
         return None
 
+    def observe_routing(self, route: Callable[[Events], tuple[np.ndarray, np.ndarray]], worker: int,
+                        n_workers: int) -> None:
+        """The epoch's routing as the dispatchers do it (`route(events) -> (row, worker)` pairs),
+        this worker's id and the number of workers, given before `restore`: for an index whose answer depends on where else
+        the router sent an object or a query (the terms family counts each object once however
+        many workers hold it). Default: unused."""
+
     def apply_narrowing(self, drop: np.ndarray, narrow: np.ndarray) -> None:
         """Forget the subscriptions with ids `drop` (another replica holds them), take the narrowed
         columns of those with ids `narrow`."""
@@ -211,6 +218,10 @@ class Family(ParamsMixin):
     index: ClassVar[type[WorkerIndex]]
     merger: ClassVar[type[Merger]]
     routes_like: ClassVar[str | None] = None  # route as this family when a router has no route_<name>
+    # True when any router may route the family by sending each query to every worker (exact
+    # whatever the router, since every copy of an object is then reached); a router with a
+    # route_<name> of its own narrows that
+    routes_everywhere: ClassVar[bool] = False
     # False when a worker's state cannot move between workers (a top-k replica's local top-k is over
     # its own worker's share of the window): load adjusters then refuse the workload before Spark
     migratable: ClassVar[bool] = True

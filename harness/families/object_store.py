@@ -254,6 +254,72 @@ def knn_answers(q_rows, q_lo, q_hi, q_id, q_x, q_y, q_k, q_op, q_off, q_val,
     return ids[:n], dist[:n]
 
 
+@njit(cache=True, inline="always")
+def _first_common_worker(q_mask, q, o_mask, p):
+    """The lowest worker id in both bit masks (-1: none)."""
+    for word in range(q_mask.shape[1]):
+        m = q_mask[q, word] & o_mask[p, word]
+        if m:
+            b = 0
+            while not (m >> np.uint64(b)) & np.uint64(1):
+                b += 1
+            return word * 64 + b
+    return -1
+
+
+@njit(cache=True)
+def terms_answers(q_rows, q_lo, q_hi, xmin, ymin, xmax, ymax, q_mask, o_x, o_y, o_off, o_val, o_mask,
+                  cell_ptr, cell_pos, x0, y0, icw, ich, nx, ny, vocab, worker, work):
+    """Per query, the term counts of the stored objects in its rectangle and bounds that this worker
+    counts: of the workers holding a copy of an object, the lowest one the query reaches (so each
+    object counts once over the workers a query reaches). Rows (query index, term, count)."""
+    count = np.zeros(vocab, np.int64)
+    touched = np.empty(vocab, np.int64)
+    out_i = np.empty(256, np.int64)
+    out_t = np.empty(256, np.int64)
+    out_c = np.empty(256, np.int64)
+    n = 0
+    for i in range(len(q_rows)):
+        q = q_rows[i]
+        lo, hi = q_lo[i], q_hi[i]
+        n_touched = 0
+        checked = 0
+        if hi > lo:
+            ix0, ix1 = axis_cell(xmin[q], x0, icw, nx), axis_cell(xmax[q], x0, icw, nx)
+            iy0, iy1 = axis_cell(ymin[q], y0, ich, ny), axis_cell(ymax[q], y0, ich, ny)
+            for cy in range(iy0, iy1 + 1):
+                for cx in range(ix0, ix1 + 1):
+                    c = cy * nx + cx
+                    a = lower_bound(cell_pos, cell_ptr[c], cell_ptr[c + 1], lo)
+                    b = lower_bound(cell_pos, a, cell_ptr[c + 1], hi)
+                    for t in range(a, b):
+                        p = cell_pos[t]
+                        checked += 1
+                        if o_x[p] < xmin[q] or o_x[p] > xmax[q] or o_y[p] < ymin[q] or o_y[p] > ymax[q]:
+                            continue
+                        if _first_common_worker(q_mask, i, o_mask, p) != worker:
+                            continue
+                        for j in range(o_off[p], o_off[p + 1]):
+                            term = o_val[j]
+                            if count[term] == 0:
+                                touched[n_touched] = term
+                                n_touched += 1
+                            count[term] += 1
+        for j in range(n_touched):
+            term = touched[j]
+            if n == len(out_i):
+                out_i = np.concatenate((out_i, np.empty(n, np.int64)))
+                out_t = np.concatenate((out_t, np.empty(n, np.int64)))
+                out_c = np.concatenate((out_c, np.empty(n, np.int64)))
+            out_i[n] = i
+            out_t[n] = term
+            out_c[n] = count[term]
+            count[term] = 0
+            n += 1
+        work[i] = 1 + checked
+    return out_i[:n], out_t[:n], out_c[:n]
+
+
 # -- the two families' use ----------------------------------------------------------------------
 
 

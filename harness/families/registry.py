@@ -83,10 +83,10 @@ def name_of(code: int) -> str:
 
 
 def routable(family: str, routed: frozenset[str] | set[str]) -> bool:
-    """Whether a strategy routing the families `routed` routes `family` exactly: natively, or
-    through the family it routes like."""
+    """Whether a strategy routing the families `routed` routes `family` exactly: natively, through
+    the family it routes like, or to every worker (`Family.routes_everywhere`)."""
     fam = get(family)
-    return fam.name in routed or (fam.routes_like is not None and fam.routes_like in routed)
+    return fam.name in routed or fam.routes_everywhere or (fam.routes_like is not None and fam.routes_like in routed)
 
 
 def routing_codes(families: list[str], routed: frozenset[str] | set[str]) -> np.ndarray | None:

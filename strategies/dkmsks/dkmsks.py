@@ -85,7 +85,7 @@ class DkmRouter(SubscriptionTableRouter):
 
 class DkmSksStrategy(Strategy):
     name = "dkmsks"
-    families = frozenset({"range", "knn"})
+    families = frozenset({"range", "knn", "terms"})
 
     @dataclass
     class Params:

@@ -23,15 +23,14 @@ class ModHashRouter(HashRouter):
         """Eq. 14 (np.mod, so a negative id still gets a worker in [0, N))."""
         return rows, np.mod(ev.id[rows], self.n_workers).astype(np.int64)
 
-    # the base class binds its aliases to its own _by_id, so they are rebound here; DSkype defines
-    # no snapshot term queries, so this router routes none (route_terms = None is not a route)
-    route_range = route_knn = route_topk = _by_id
-    route_terms = None
+    # the base class binds its aliases to its own _by_id, so they are rebound here (objects are
+    # broadcast, so one worker answers a top-k-terms query too)
+    route_range = route_knn = route_topk = route_terms = _by_id
 
 
 class DSkypeHashStrategy(Strategy):
     name = "dskype_hash"
-    families = frozenset({"range", "knn", "topk"})
+    families = frozenset({"range", "knn", "topk", "terms"})
 
     @dataclass
     class Params:

@@ -61,7 +61,7 @@ def str_tiles(px: np.ndarray, py: np.ndarray, n_leaves: int):
 
 class RTreeStrategy(Strategy):
     name = "rtree"
-    families = frozenset({"range"})
+    families = frozenset({"range", "terms"})
 
     @dataclass
     class Params:

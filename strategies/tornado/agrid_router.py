@@ -183,6 +183,10 @@ class AGridRouter(Router):
     def route_range(self, ev: Events, rows: np.ndarray) -> Pairs:
         return self._search(ev, rows, emit_partitions=False)
 
+    def route_terms(self, ev: Events, rows: np.ndarray) -> Pairs:
+        """A top-k-terms query to every partition its rectangle overlaps (summaries never apply)."""
+        return self._search(ev, rows, emit_partitions=False)
+
     def range_partitions(self, ev: Events, rows: np.ndarray) -> Pairs:
         """(row, partition) pairs: every partition each rectangle overlaps (for adjusters, tests)."""
         return self._search(ev, rows, emit_partitions=True)

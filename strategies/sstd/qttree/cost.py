@@ -1,50 +1,42 @@
-"""SSTD's cost model (Eq. 1-2), one term per query family, and the textual split's term -> child
-assignment it drives (Section 4.1.2). Each term is Pr(family) * p_family(cell) * F(H) * E: Eq. 1's
-form, with H the mass of M on the node's keywords. The continuous range (CRQ) and kNN (CKQ) terms
-exist; the other families raise.
+"""SSTD's cost model (Eq. 1-2), one term per query type, and the textual split's term -> child
+assignment it drives (Section 4.1.2). Each term is Pr(type) * p_type(cell) * F(H) * E: Eq. 1's
+form, with H the mass of M on the node's keywords, for SSTD's six types (stats.TYPES): continuous
+range, kNN and top-k terms (CRQ, CKQ, CTQ) and their snapshot forms (SRQ, SKQ, STQ).
 
-CRQ text factor (docs/decisions.md): the paper's W_crq has none (CRQs reach every textual
-child). Under keyword routing a CRQ only reaches a child if a routing keyword is there, so W_crq
-gets Eq. 1's factor F(H) = sum_l Pr(l) (1 - (1 - H)^l), l = number of routing keywords (1 for
-AND), each drawn independently from the cell's M, as Eq. 1 assumes.
+Text factor (docs/decisions.md): the paper's W_crq has none (CRQs reach every textual child).
+Under keyword routing a CRQ or SRQ only reaches a child if a routing keyword is there, so they get
+Eq. 1's factor F(H) = sum_l Pr(l) (1 - (1 - H)^l), l = number of routing keywords (1 for AND),
+each drawn independently from the cell's M, as Eq. 1 assumes. kNN types get it only when routed by
+their keywords (ckq_routing: ball); SSTD sends them to every worker (factor 1). Top-k-terms types
+have no keywords and reach every textual child (factor 1), as W_stq and W_ctq have none.
 
-CKQ (SSTD Sec. 4.1.1): W_ckq(P) = Pr(d(q, P) < d(q, q.R_k)) * E_{P,O}, no text factor, because
-SSTD routes a CKQ to every worker. Under ckq_routing: ball a CKQ is routed by its keywords like a
-CRQ, so it gets the CRQ's factor F(H) (docs/decisions.md).
+Time factor: E_{P,O} for the continuous types (mean lifetime x objects per time unit), and for
+the snapshot ones the objects within the mean look-back (stats.time_share): SSTD's |O| for
+W_srq, W_skq and W_stq read as the objects a snapshot query can see (spec 4.6).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 from numba import njit
 
-from strategies.sstd.qttree.stats import QueryStats, StatsCell
+from strategies.sstd.qttree.stats import KNN_TYPES, TYPE_NAMES, QueryStats, StatsCell
 
 
-def _share(stats: QueryStats, cell: StatsCell, family: str) -> float:
-    """p_family(cell): the fraction of the family's sample queries whose region reaches the cell."""
-    mine = stats.is_knn[cell.queries] if family == "knn" else ~stats.is_knn[cell.queries]
-    return int(mine.sum()) / max(stats.n_by_family[family], 1)
+def _share(stats: QueryStats, cell: StatsCell, qtype: str) -> float:
+    """p_type(cell): the fraction of the type's sample queries whose region reaches the cell."""
+    code = TYPE_NAMES.index(qtype)
+    return int((stats.qtype[cell.queries] == code).sum()) / max(stats.type_counts.get(qtype, 0), 1)
 
 
-def _range_term(stats: QueryStats, cell: StatsCell) -> np.ndarray:
-    """CRQ: W_crq = p_crq(cell) * F(H) * E_{P,O}, returned as the coefficients of
-    p_crq * (E_{P,O} / |O_P|) * F(H), a polynomial in H (the caller multiplies by |O_P|).
-
-    F(H) = sum_l Pr(l) * (1 - (1 - H)^l): the probability that one of the query's l routing
-    keywords, each drawn from the cell's M, is among the node's keywords (Eq. 1's assumption).
-    """
-    return text_factor_poly(stats.pr_route_len) * _share(stats, cell, "range") * stats.lifetime["range"]
-
-
-def _knn_term(stats: QueryStats, cell: StatsCell) -> np.ndarray:
-    """CKQ: W_ckq = p_ckq(cell) * E_{P,O} (the polynomial 1 in H: every textual child holds the
-    CKQ), or with the CRQ's F(H) when CKQs are routed by their keywords."""
-    text = text_factor_poly(stats.pr_route_len) if stats.knn_by_keywords else np.ones(1)
-    return text * _share(stats, cell, "knn") * stats.lifetime["knn"]
+def type_term(stats: QueryStats, cell: StatsCell, qtype: str) -> np.ndarray:
+    """W_type of a cell as the coefficients of p_type * time_share * F(H), a polynomial in H (the
+    caller multiplies by |O_P|)."""
+    keyworded = qtype in ("crq", "srq") or (qtype in KNN_TYPES and stats.knn_by_keywords)
+    text = text_factor_poly(stats.pr_route_len) if keyworded else np.ones(1)
+    return text * _share(stats, cell, qtype) * stats.time_share[qtype]
 
 
 def text_factor_poly(pr_l: np.ndarray) -> np.ndarray:
@@ -57,25 +49,8 @@ def text_factor_poly(pr_l: np.ndarray) -> np.ndarray:
     return coef
 
 
-def _not_yet(family: str, sstd_types: str) -> Callable[[QueryStats, StatsCell], np.ndarray]:
-    def term(stats, cell):
-        raise NotImplementedError(
-            f"QT-tree cost model: the {family!r} family (SSTD's {sstd_types}) is not implemented yet; "
-            "implemented families: ['knn', 'range']"
-        )
-    return term
-
-
-FAMILY_TERMS: dict[str, Callable[[QueryStats, StatsCell], np.ndarray]] = {
-    "range": _range_term,
-    "knn": _knn_term,
-    "topk": _not_yet("topk", "top-k subscriptions; CTQ/STQ are top-k frequent terms"),
-    "snapshot": _not_yet("snapshot", "SRQ/SKQ/STQ"),
-}
-
-
 class CostModel:
-    """Eq. 2: W(P) = sum over families f of Pr(f) * W_f(P).
+    """Eq. 2: W(P) = sum over query types t of Pr(t) * W_t(P).
 
     Every term has the shape K_f(cell) * F_f(H) * |O_P|, so a node's cost is |O_P| times one
     polynomial in H per cell (`poly`), which is what the greedy textual split evaluates. (A later
@@ -84,18 +59,18 @@ class CostModel:
 
     def __init__(self, stats: QueryStats):
         self.stats = stats
-        total = sum(stats.family_counts.values())
-        self.pr = {f: c / total for f, c in stats.family_counts.items()} if total else {"range": 1.0}
-        for f in self.pr:
-            if f not in FAMILY_TERMS:
-                raise NotImplementedError(f"QT-tree cost model: unknown query family {f!r}")
+        if stats.other_families:
+            raise NotImplementedError(f"QT-tree cost model: no term for the {stats.other_families[0]!r} query family; "
+                                      "it has SSTD's six types: range, knn and terms queries, continuous or snapshot")
+        total = sum(stats.type_counts.values())
+        self.pr = {t: c / total for t, c in stats.type_counts.items()} if total else {"crq": 1.0}
         self._poly: dict[tuple[int, int, int], np.ndarray] = {}
 
     def poly(self, cell: StatsCell) -> np.ndarray:
         if cell.key not in self._poly:
             coef = np.zeros(1)
-            for f, pr in self.pr.items():
-                c = FAMILY_TERMS[f](self.stats, cell) * pr
+            for t, pr in self.pr.items():
+                c = type_term(self.stats, cell, t) * pr
                 coef = np.pad(coef, (0, max(0, len(c) - len(coef)))) + np.pad(c, (0, max(0, len(coef) - len(c))))
             self._poly[cell.key] = coef
         return self._poly[cell.key]

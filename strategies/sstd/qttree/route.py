@@ -155,6 +155,48 @@ def _route_kernel(rows, begin, points, xmin, ymin, xmax, ymax, offsets, values, 
 
 
 @njit(cache=True)
+def route_rects_every_child(rows, xmin, ymin, xmax, ymax, kind, first_child, mid_x, mid_y, node_leaf, leaf_worker,
+                            n_workers):
+    """(row, worker) pairs of rectangles that carry no keywords (a top-k-terms query): every
+    quadrant a spatial node's rectangle reaches, every child of a textual node (an object of any
+    term may be there), each worker once per row."""
+    out_r = np.empty(16, np.int64)
+    out_w = np.empty(16, np.int64)
+    n = 0
+    stack = np.empty(4 * len(kind) + 4, np.int64)
+    stamp = np.full(n_workers, -1, np.int64)
+    for i in range(len(rows)):
+        r = rows[i]
+        top = 1
+        stack[0] = 0
+        while top:
+            top -= 1
+            node = stack[top]
+            k = kind[node]
+            if k == LEAF:
+                w = leaf_worker[node_leaf[node]]
+                if stamp[w] != i:
+                    stamp[w] = i
+                    if n == len(out_r):
+                        out_r = np.concatenate((out_r, np.empty(n, np.int64)))
+                        out_w = np.concatenate((out_w, np.empty(n, np.int64)))
+                    out_r[n] = r
+                    out_w[n] = w
+                    n += 1
+                continue
+            fc = first_child[node]
+            for c in range(4):
+                if k == SPATIAL:
+                    ok_x = xmax[r] >= mid_x[node] if (c & 1) else xmin[r] < mid_x[node]
+                    ok_y = ymax[r] >= mid_y[node] if (c >> 1) else ymin[r] < mid_y[node]
+                    if not (ok_x and ok_y):
+                        continue
+                stack[top] = fc + c
+                top += 1
+    return out_r[:n], out_w[:n]
+
+
+@njit(cache=True)
 def _route_points_spatial(rows, x, y, kind, first_child, mid_x, mid_y, node_leaf, leaf_worker):
     """Objects down a tree without textual nodes: one leaf each (the common, fast case)."""
     out = np.empty(len(rows), np.int64)

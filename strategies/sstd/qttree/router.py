@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.core.events import AND, KNN, OBJECT, Events
+from harness.core.events import AND, KNN, OBJECT, TERMS, Events
 from strategies.base import Pairs, Router
 from strategies.sstd.qttree.route import (
     LEAF,
@@ -14,6 +14,7 @@ from strategies.sstd.qttree.route import (
     _route_kernel,
     _route_points_spatial,
     fallback_children,
+    route_rects_every_child,
 )
 
 LAZY_PAIRS = 1 << 24  # output buffers are sized for the worst case up to this many pairs, then grow
@@ -81,11 +82,12 @@ class QTTreeRouter(Router):
         if not self.has_text:  # objects reach one leaf each: the spatial kernel, then the queries
             return super().route(ev)
         objs, qs = self.objects_and_queries(ev)
-        if not self.knn_to_all:
+        fam = ev.family[qs]
+        own = (fam == TERMS) | ((fam == KNN) & self.knn_to_all)  # families with rules of their own
+        if not own.any():
             return self._route(ev, objs, qs)
-        knn = ev.family[qs] == KNN
-        ro, wo = self._route(ev, objs, qs[~knn])
-        rk, wk = self.route_knn(ev, qs[knn])
+        ro, wo = self._route(ev, objs, qs[~own])
+        rk, wk = self.route_queries(ev, qs[own])
         return np.concatenate([ro, rk]), np.concatenate([wo, wk])
 
     def route_objects(self, ev: Events, rows: np.ndarray) -> Pairs:
@@ -103,6 +105,14 @@ class QTTreeRouter(Router):
             return self.route_range(ev, rows)
         rows = np.asarray(rows, np.int64)
         return np.repeat(rows, self.n_workers), np.tile(np.arange(self.n_workers, dtype=np.int64), len(rows))
+
+    def route_terms(self, ev: Events, rows: np.ndarray) -> Pairs:
+        """A top-k-terms query (no keywords) to every leaf its rectangle reaches, every textual child
+        included: an object with any term may be stored there (SSTD: "finds out all leaf nodes
+        that overlap q spatially")."""
+        return route_rects_every_child(np.asarray(rows, np.int64), ev.xmin, ev.ymin, ev.xmax, ev.ymax, self.kind,
+                                       self.first_child, self.mid_x, self.mid_y, self.node_leaf, self.leaf_worker,
+                                       self.n_workers)
 
     def with_assignment(self, leaf_worker: np.ndarray) -> QTTreeRouter:
         """The same tree with leaves moved to other workers (for load adjustment)."""

@@ -2,16 +2,21 @@
 built lazily. A cell holds the sample queries overlapping it (p = count / all queries of the
 family), the objects inside it (E_obj), and the routing-keyword distribution M of its queries.
 
-The region queries are the continuous ones: CRQs (range) and CKQs (kNN), a CKQ by the rectangle
-around its ball (the fit view narrows it to its warm-up ball), which is SSTD's "d(q, P) <
-d(q, q.R_k)": p_ckq of a cell is the fraction of sample CKQs whose ball reaches it. A CKQ has
-routing keywords only when it is routed by them (ckq_routing: ball); SSTD's own rule sends it to
-every worker, and then it adds nothing to M.
+The region queries are SSTD's six types (`TYPES`): continuous range (CRQ), kNN (CKQ) and top-k
+terms (CTQ) queries, and snapshot range (SRQ), kNN (SKQ) and top-k terms (STQ) ones; p_t of a
+cell is the fraction of the sample's type-t queries whose region reaches it. A CKQ counts by the
+rectangle around its ball (the fit view narrows it to its warm-up ball), which is SSTD's "d(q, P)
+< d(q, q.R_k)"; an SKQ's rectangle is the whole space (no ball is known before it is answered).
+kNN queries have routing keywords only when routed by them (ckq_routing: ball); SSTD's own rule
+sends them to every worker, and then they add nothing to M; top-k-terms queries have none.
 
 Decisions (docs/decisions.md):
 - J is never materialised beyond the cells the tree visits; a J cell is the QT node's own region.
 - E_{P,O} = mean query lifetime x objects per time unit; the lifetime of a sample query is its
   insert-to-delete time, or insert-to-end-of-sample if not deleted there.
+- A snapshot type's |O| is the objects within its mean look-back (E_P x E[tau], spec 4.6), so
+  its term has the continuous one's units: `time_share` is the mean lifetime or look-back over the
+  sample's span. A CTQ's report events are not sample queries (its registration is).
 """
 
 from __future__ import annotations
@@ -28,9 +33,17 @@ from harness.core.events import (
     OBJECT,
     RANGE,
     SNAPSHOT,
+    TERMS,
     Events,
     csr_take,
 )
+
+# SSTD's query types by (family, kind), in `QueryStats.qtype` order
+TYPES = {(RANGE, INSERT): "crq", (KNN, INSERT): "ckq", (TERMS, INSERT): "ctq", (RANGE, SNAPSHOT): "srq",
+         (KNN, SNAPSHOT): "skq", (TERMS, SNAPSHOT): "stq"}
+TYPE_NAMES = tuple(TYPES.values())
+KNN_TYPES = ("ckq", "skq")
+SNAPSHOT_TYPES = ("srq", "skq", "stq")
 from strategies.load import routing_terms
 
 
@@ -62,18 +75,28 @@ class QueryStats:
         self.sample = sample
         self.knn_by_keywords = knn_by_keywords
         self.objs = np.flatnonzero(sample.kind == OBJECT)
-        is_query = (sample.kind == INSERT) | (sample.kind == SNAPSHOT)
-        fam = sample.family[is_query]
-        self.family_counts = {FAMILY_NAMES.get(int(f), str(int(f))): int(c) for f, c in zip(*np.unique(fam, return_counts=True))}
-        self.qs = np.flatnonzero((sample.kind == INSERT) & np.isin(sample.family, (RANGE, KNN)))
-        self.is_knn = sample.family[self.qs] == KNN
+        is_query = ((sample.kind == INSERT) | (sample.kind == SNAPSHOT)) & ~((sample.family == TERMS)
+                                                                           & np.isfinite(sample.step)
+                                                                           & (sample.kind == SNAPSHOT))
+        other = np.setdiff1d(np.unique(sample.family[is_query]), [RANGE, KNN, TERMS])
+        self.other_families = [FAMILY_NAMES.get(int(f), str(int(f))) for f in other]
+        self.qs = np.flatnonzero(is_query & np.isin(sample.family, (RANGE, KNN, TERMS)))
+        code = {key: i for i, key in enumerate(TYPES)}
+        self.qtype = np.array([code[(int(f), int(k))] for f, k in zip(sample.family[self.qs], sample.kind[self.qs])],
+                              np.int64)
+        self.type_counts = {t: int(c) for t, c in zip(TYPE_NAMES, np.bincount(self.qtype, minlength=len(TYPES))) if c}
+        self.is_knn = np.isin(self.qtype, [TYPE_NAMES.index(t) for t in KNN_TYPES])
+        # the queries routed by their keywords: range ones, and kNN ones under ckq_routing: ball
+        self.keyworded = (~np.isin(self.qtype, [TYPE_NAMES.index("ctq"), TYPE_NAMES.index("stq")])
+                          & (~self.is_knn | knn_by_keywords))
         self.ox = sample.x[self.objs].astype(np.float64)
         self.oy = sample.y[self.objs].astype(np.float64)
         self.o_off, self.o_val = csr_take(sample.offsets, sample.values, self.objs)
         self.rect = np.stack([sample.xmin[self.qs], sample.ymin[self.qs], sample.xmax[self.qs], sample.ymax[self.qs]], 1).astype(np.float64)
         # Routing entries (query position, term): the least frequent keyword of an AND query, every
         # keyword of an OR query; sorted by query so a query's entries are contiguous.
-        e_rows, e_terms = routing_terms(sample, self.qs[~self.is_knn] if not knn_by_keywords else self.qs)
+        e_rows, e_terms = routing_terms(sample, self.qs[self.keyworded])
+        # top-k-terms queries have no keywords: they reach every textual child
         keep = e_terms >= 0  # a query without keywords has no routing keyword (and matches nothing)
         e_rows, e_terms = e_rows[keep], e_terms[keep]
         e_q = np.searchsorted(self.qs, e_rows)
@@ -82,24 +105,28 @@ class QueryStats:
         self.e_count = np.bincount(self.e_q, minlength=len(self.qs)).astype(np.int64)
         self.e_off = np.concatenate([[0], np.cumsum(self.e_count)]).astype(np.int64)
         self.n_queries = len(self.qs)
-        self.n_by_family = {"range": int((~self.is_knn).sum()), "knn": int(self.is_knn.sum())}
-        self.lifetime = {f: self._lifetime_rate(sample, code, self.is_knn == (f == "knn"))
-                         for f, code in (("range", RANGE), ("knn", KNN))}
-        self.lifetime_rate = self.lifetime["range" if self.n_by_family["range"] else "knn"]
+        self.time_share = {t: self._time_share(sample, self.qtype == i, t in SNAPSHOT_TYPES)
+                           for i, t in enumerate(TYPE_NAMES)}
         self.pr_route_len = self._route_len_distribution()
         root = StatsCell((0, 0, 0), tuple(float(v) for v in extent), np.arange(self.n_queries), np.arange(len(self.objs)),
                          len(self.e_q))
         self.cells: dict[tuple[int, int, int], StatsCell] = {root.key: root}
 
-    def _lifetime_rate(self, sample: Events, family: int, mine: np.ndarray) -> float:
-        """mean lifetime / sample span of one family's queries (`mine` of qs): turns a sample
-        object count into E_{P,O} (the CRQ and CKQ terms)."""
+    def _time_share(self, sample: Events, mine: np.ndarray, snapshot: bool) -> float:
+        """Mean lifetime (continuous) or look-back (snapshot) / sample span of one type's queries
+        (`mine` of qs): turns a sample object count into E_{P,O}, or into the objects a snapshot
+        query looks back to."""
         qs = self.qs[mine]
         if len(sample) == 0 or len(qs) == 0:
             return 1.0
         t0, t1 = float(sample.ts.min()), float(sample.ts.max())
         if t1 <= t0:
             return 1.0
+        if snapshot:
+            tau = sample.tau[qs]
+            tau = tau[np.isfinite(tau)]
+            return float(np.minimum(tau, t1 - t0).mean() / (t1 - t0)) if len(tau) else 1.0
+        family = int(sample.family[qs[0]])
         dels = np.flatnonzero((sample.kind == DELETE) & (sample.family == family))
         end = np.full(len(qs), t1)
         if len(dels):
@@ -116,7 +143,7 @@ class QueryStats:
     def _route_len_distribution(self) -> np.ndarray:
         """Pr(l), l = number of routing keywords of a keyword-routed query (1 for AND, |q.phi| for
         OR); global, like the paper's Pr(|q.phi| = l) (it does not say per cell)."""
-        routed = np.ones(self.n_queries, bool) if self.knn_by_keywords else ~self.is_knn
+        routed = self.keyworded
         if not routed.any():
             return np.array([0.0, 1.0])
         return np.bincount(self.e_count[routed]).astype(np.float64) / routed.sum()

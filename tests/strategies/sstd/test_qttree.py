@@ -368,7 +368,7 @@ def test_eq1_text_factor():
     terms, m = stats.keyword_distribution((0, 0, 0))  # M: AND's one routing keyword, OR's two
     assert terms.tolist() == [1, 2] and np.allclose(m, [2 / 3, 1 / 3])
     model = CostModel(stats)
-    poly = model.poly(stats.cell((0, 0, 0))) / stats.lifetime_rate  # p = 1 at the root
+    poly = model.poly(stats.cell((0, 0, 0))) / stats.time_share["crq"]  # p = 1 at the root
     for h in (0.0, 0.3, 1.0):
         assert np.isclose(_polyval(poly, h), 0.5 * h + 0.5 * (1 - (1 - h) ** 2))
     cell = stats.cell((0, 0, 0))
@@ -402,15 +402,15 @@ def test_ckq_term_is_its_share_of_balls_with_or_without_the_text_factor(by_keywo
     q3 OR 1 too, so Pr(l) is (3/4, 1/4) over all four, else (1/2, 1/2) over the CRQs; the CKQ
     term has F(H) only when keyword-routed (SSTD's W_ckq: none)."""
     stats = QueryStats(_mixed(), EXTENT, knn_by_keywords=by_keywords)
-    assert stats.n_by_family == {"range": 2, "knn": 2}
+    assert stats.type_counts == {"crq": 2, "ckq": 2}
     model = CostModel(stats)
-    assert model.pr == {"range": 0.5, "knn": 0.5}
+    assert model.pr == {"crq": 0.5, "ckq": 0.5}
     sw = stats.children((0, 0, 0))[0]
     p1, p2 = (0.75, 0.25) if by_keywords else (0.5, 0.5)
     for h in (0.0, 0.4, 1.0):
         f = p1 * h + p2 * (1 - (1 - h) ** 2)
-        crq = 0.5 * (2 / 2) * stats.lifetime["range"] * f
-        ckq = 0.5 * (1 / 2) * stats.lifetime["knn"] * (f if by_keywords else 1.0)
+        crq = 0.5 * (2 / 2) * stats.time_share["crq"] * f
+        ckq = 0.5 * (1 / 2) * stats.time_share["ckq"] * (f if by_keywords else 1.0)
         assert np.isclose(_polyval(model.poly(sw), h), crq + ckq), h
     if not by_keywords:  # a CKQ routed everywhere has no routing keywords: M is the CRQs' alone
         terms, m = stats.keyword_distribution((0, 0, 0))
