@@ -191,10 +191,12 @@ def random_snapshot_stream(seed: int, family: int = RANGE, n_objects: int = 80, 
     cols["kind"] = np.where(snap, SNAPSHOT, cols["kind"]).astype(np.int8)
     cols["x"], cols["y"] = np.round(cols["x"]), np.round(cols["y"])
     cols["tau"] = np.where(snap, rng.choice([1.0, 4.0, 10.0, 1e9], n), np.nan)
-    if family == KNN:
+    if family == KNN:  # the rectangle is the whole space: the objects' bounding box
         cols["family"] = np.where(q, KNN, -1).astype(np.int8)
         cols["k"] = np.where(q, rng.integers(1, k_max + 1, n), 0).astype(np.int32)
-        for c, v in (("xmin", 0.0), ("ymin", 0.0), ("xmax", extent), ("ymax", extent)):
+        o = ~q
+        for c, v in (("xmin", cols["x"][o].min()), ("ymin", cols["y"][o].min()), ("xmax", cols["x"][o].max()),
+                     ("ymax", cols["y"][o].max())):
             cols[c] = np.where(q, v, np.nan)
     return Events(cols, offsets, values)
 
@@ -202,3 +204,53 @@ def random_snapshot_stream(seed: int, family: int = RANGE, n_objects: int = 80, 
 def _kept_terms(ev: Events, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     sub = ev.take(np.flatnonzero(keep))
     return sub.offsets, sub.values
+
+
+def random_terms_stream(seed: int, n_objects: int = 90, n_queries: int = 20, vocab: int = 8, extent: float = 20.0,
+                        k_max: int = 4, ctq: bool = False) -> Events:
+    """Objects (up to 5 terms each, a small vocabulary: counts tie often) and top-k-terms queries
+    over a small square: STQs (snapshot) or CTQ registrations (with a window, a step and a
+    lifetime, some deleted later) whose reports `with_ctq_reports` adds; three events per instant."""
+    from datasets.workloads.snapshot import with_ctq_reports
+    from harness.core.events import DELETE, SNAPSHOT, TERMS
+
+    rng = np.random.default_rng(seed)
+    kinds, ids, terms = [], [], []
+    n = n_objects + n_queries
+    is_q = np.zeros(n, np.bool_)
+    is_q[rng.choice(np.arange(5, n), n_queries, replace=False)] = True
+    o_next = q_next = 0
+    for i in range(n):
+        if is_q[i]:
+            kinds.append(INSERT if ctq else SNAPSHOT), ids.append(q_next), terms.append([])
+            q_next += 1
+        else:
+            kinds.append(OBJECT), ids.append(o_next)
+            terms.append(sorted(set(rng.integers(0, vocab, int(rng.integers(1, 6))).tolist())))
+            o_next += 1
+    kind = np.array(kinds, np.int8)
+    q = kind != OBJECT
+    centre = rng.uniform(0, extent, (n, 2))
+    half = rng.uniform(1, extent / 2, (n, 2))
+    cols = {"seq": np.arange(n, dtype=np.int64), "ts": np.floor(np.arange(n) / 3.0), "kind": kind,
+            "family": np.where(q, TERMS, -1).astype(np.int8), "id": np.array(ids, np.int64),
+            "x": np.round(rng.uniform(0, extent, n)), "y": np.round(rng.uniform(0, extent, n)),
+            "xmin": np.where(q, centre[:, 0] - half[:, 0], np.nan), "ymin": np.where(q, centre[:, 1] - half[:, 1], np.nan),
+            "xmax": np.where(q, centre[:, 0] + half[:, 0], np.nan), "ymax": np.where(q, centre[:, 1] + half[:, 1], np.nan),
+            "k": np.where(q, rng.integers(1, k_max + 1, n), 0).astype(np.int32),
+            "tau": np.where(q, rng.choice([2.0, 6.0, 15.0, 1e9], n), np.nan),
+            "win": np.where(q & ctq, rng.choice([2.0, 5.0], n), np.nan),
+            "step": np.where(q & ctq, rng.choice([1.0, 2.0], n), np.nan)}
+    ev = _with_terms(cols, terms)
+    if not ctq:
+        return ev
+    # delete a third of the CTQs a few instants after their registration
+    regs = np.flatnonzero(q)[::3]
+    dels = ev.take(regs)
+    dels.cols["kind"] = np.full(len(regs), DELETE, np.int8)
+    dels.cols["ts"] = dels.ts + 4.0
+    merged = Events.concat([ev, dels])
+    order = np.lexsort((np.r_[np.arange(n), np.arange(n, n + len(regs))], merged.ts))
+    merged = merged.take(order)
+    merged.cols["seq"] = np.arange(len(merged), dtype=np.int64)
+    return with_ctq_reports(merged)

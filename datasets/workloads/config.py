@@ -32,7 +32,7 @@ KNN_FIELDS = ("protocol", "init_objects", "timestamps", "objects_per_ts", "inser
 # snapshot queries (datasets/workloads/snapshot.py): protocol srq (family range) or skq (family knn);
 # it also reads queries, keywords_min/max, k_min/k_max, op, tau_hours, hour_s
 SNAPSHOT_PROTOCOLS = ("srq", "skq", "stq", "ctq")
-SNAPSHOT_FIELDS = ("preload_objects", "batch", "batch_every_s", "objects_per_s", "area_fraction", "ctq_window_hours",
+SNAPSHOT_FIELDS = ("preload_objects", "sample_queries", "batch", "batch_every_s", "objects_per_s", "area_fraction", "ctq_window_hours",
                    "ctq_step_hours", "ctq_span_s")
 # the top-k generator's knobs (datasets/workloads/topk.py); it also reads queries, keywords_min/max,
 # k_min/k_max
@@ -97,6 +97,7 @@ class WorkloadConfig:
     alpha_high: float = 0.99
     # snapshot queries (protocol srq / skq, datasets/workloads/snapshot.py; SSTD Sec. 7.1)
     preload_objects: int = 50_000  # objects before the first batch: the warm-up (SSTD: 50M)
+    sample_queries: int = 200  # snapshot queries at the warm-up's end: the fitting sample's queries
     batch: int = 200  # snapshot queries per batch (SSTD: 200)
     batch_every_s: float = 2.0  # event seconds between batches (SSTD: "every other second")
     objects_per_s: float = 1000.0  # objects keep arriving while the batches come

@@ -7,7 +7,8 @@ look back into, and the strategies' fitting sample); the measured part is `queri
 queries in batches of `batch`, one batch every `batch_every_s` seconds of event time, while objects
 keep arriving at `objects_per_s` (a decision: SSTD's stream does not stop for its queries).
 
-A query (protocol `srq` or `skq`) takes the location and keywords of a uniformly random dataset
+The warm-up ends with `sample_queries` queries (answered, and the strategies' fitting sample of
+queries, which SSTD's QT-tree builds its cost model from). A query (protocol `srq` or `skq`) takes the location and keywords of a uniformly random dataset
 object with at least `keywords_min` terms (min(keywords_max, |terms|) of them, drawn uniformly, as
 the kNN generator does; SSTD: "we sample a small set of tweets and for each tweet, we utilize its
 textual content and geo-location to generate one query"); `op` joins them (SSTD: and). An SRQ's
@@ -54,12 +55,16 @@ def validate_snapshot_workload(cfg, protocols: tuple[str, ...] = SNAPSHOT_PROTOC
     for name in ("preload_objects", "queries", "batch"):
         if int(getattr(cfg, name)) < 1:
             invalid(name, getattr(cfg, name), "an integer >= 1")
+    if int(cfg.sample_queries) < 0:
+        invalid("sample_queries", cfg.sample_queries, "an integer >= 0")
     for name in ("batch_every_s", "objects_per_s", "tau_hours", "ctq_window_hours", "ctq_step_hours", "ctq_span_s"):
         v = getattr(cfg, name)
         if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
             invalid(name, v, "a number > 0")
     if cfg.hour_s is not None and not (math.isfinite(cfg.hour_s) and cfg.hour_s > 0):
         invalid("hour_s", cfg.hour_s, "a number > 0, or null (the stream's span is 744 h)")
+    if cfg.protocol == "ctq" and cfg.ctq_step_hours > cfg.ctq_window_hours:
+        invalid("ctq_step_hours", cfg.ctq_step_hours, f"at most ctq_window_hours ({cfg.ctq_window_hours})")
     if not 0 < cfg.area_fraction <= 1:
         invalid("area_fraction", cfg.area_fraction, "a share of the extent's area in (0, 1]")
     if cfg.op not in ("and", "or"):
@@ -76,14 +81,19 @@ def build_snapshot_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg,
     ctq = cfg.protocol == "ctq"
     rng = np.random.default_rng(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(cfg.seed_offset) & 0xFFFFFFFF,
                                                         0x534E4150]))
-    n_q, per_batch, every, rate = int(cfg.queries), int(cfg.batch), float(cfg.batch_every_s), float(cfg.objects_per_s)
-    n_batches = -(-n_q // per_batch)
+    n_meas, per_batch, every, rate = int(cfg.queries), int(cfg.batch), float(cfg.batch_every_s), float(cfg.objects_per_s)
+    n_batches = -(-n_meas // per_batch)
+    n_sample = 0 if ctq else int(cfg.sample_queries)
+    n_q = n_sample + n_meas
     preload = int(cfg.preload_objects)
     measured_s = float(cfg.ctq_span_s) if ctq else n_batches * every
     span = preload / rate + measured_s  # the last batch (or the CTQ span) ends the stream
     n_obj = preload + int(math.floor(measured_s * rate))
     obj_ts = np.arange(n_obj, dtype=np.float64) / rate
-    q_ts = np.full(n_q, preload / rate) if ctq else preload / rate + (np.arange(n_q) // per_batch + 1) * every
+    # the warm-up's sample queries (and a CTQ's registrations) right after the preload; then the batches
+    q_ts = np.r_[np.full(n_sample, preload / rate), preload / rate + (np.arange(n_meas) // per_batch + 1) * every]
+    if ctq:
+        q_ts = np.full(n_q, preload / rate)
     hour_s = span / SPAN_HOURS if cfg.hour_s is None else float(cfg.hour_s)
 
     o_off, o_val = list_to_csr(objects.column("terms"))
@@ -139,7 +149,7 @@ def build_snapshot_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg,
     offsets, values = csr_take(all_off, all_val, row)
     info = object_reuse(n_obj, n_rows)
     info["query_keywords_mean"] = float(np.diff(q_off).mean())
-    events, warmup = Events(cols, offsets, values), preload + (n_q if ctq else 0)
+    events, warmup = Events(cols, offsets, values), preload + (n_q if ctq else n_sample)
     if ctq:
         events, warmup = with_ctq_reports(events, warmup)
         info["ctq_reports"] = int((events.kind == SNAPSHOT).sum())

@@ -52,19 +52,34 @@ def deletion_seqs(query_ids: np.ndarray, ev: Events) -> tuple[np.ndarray, int]:
     return dele, int((~found).sum())
 
 
-def snapshot_look_back(events: Events, code: int, field: str) -> float:
+def snapshot_look_back(events: Events, code: int, field: str, extent=None, needs_k: bool = False) -> float:
     """The longest look-back (seconds) of a family's snapshot queries in a stream, 0 when it has
-    none; a clear error for a look-back that is not positive or an event time that goes back
-    (the store keeps objects in arrival order and finds a look-back by binary search)."""
+    none; a clear error for a look-back that is not positive, an event time that goes back (the
+    store keeps objects in arrival order and finds a look-back by binary search), a region wholly
+    outside `extent`, or (`needs_k`) a k below 1."""
     rows = np.flatnonzero((events.kind == SNAPSHOT) & (events.family == code))
     if len(rows) == 0:
         return 0.0
+
+    def fail(i, what, value, allowed):
+        raise ValueError(f"{field}: snapshot query {int(events.id[i])} (seq {int(events.seq[i])}) has {what}={value!r}; "
+                         f"allowed: {allowed}")
+
+    if needs_k and (events.k[rows] < 1).any():
+        i = rows[np.flatnonzero(events.k[rows] < 1)[0]]
+        fail(i, "k", int(events.k[i]), "an integer >= 1")
+    if extent is not None:
+        x0, y0, x1, y1 = (float(v) for v in extent)
+        out = (events.xmax[rows] < x0) | (events.xmin[rows] > x1) | (events.ymax[rows] < y0) | (events.ymin[rows] > y1)
+        if out.any():
+            i = rows[np.flatnonzero(out)[0]]
+            fail(i, "region", tuple(float(events.cols[c][i]) for c in ("xmin", "ymin", "xmax", "ymax")),
+                 f"a rectangle meeting the space {(x0, y0, x1, y1)}")
     tau = events.tau[rows]
     bad = ~(tau > 0)  # NaN too
     if bad.any():
         i = rows[np.flatnonzero(bad)[0]]
-        raise ValueError(f"{field}: snapshot query {int(events.id[i])} (seq {int(events.seq[i])}) has tau="
-                         f"{float(events.tau[i])!r}; allowed: a look-back in seconds > 0")
+        fail(i, "tau", float(events.tau[i]), "a look-back in seconds > 0")
     if len(events) > 1:
         back = np.flatnonzero(np.diff(events.ts) < 0)
         if len(back):
@@ -222,6 +237,7 @@ class Family(ParamsMixin):
     # whatever the router, since every copy of an object is then reached); a router with a
     # route_<name> of its own narrows that
     routes_everywhere: ClassVar[bool] = False
+    needs_k: ClassVar[bool] = False  # its queries carry a result size k (checked >= 1 where they are one-shot)
     # False when a worker's state cannot move between workers (a top-k replica's local top-k is over
     # its own worker's share of the window): load adjusters then refuse the workload before Spark
     migratable: ClassVar[bool] = True
@@ -249,7 +265,7 @@ class Family(ParamsMixin):
         driver: a family whose semantics depend on stream-wide facts (top-k: term weights) derives
         them here, so workers, merger and oracle agree. Default: the longest look-back of the
         family's snapshot queries, so that its workers keep objects when it has any."""
-        look_back = snapshot_look_back(events, cls.code, f"workload ({cls.name})")
+        look_back = snapshot_look_back(events, cls.code, f"workload ({cls.name})", context.extent, cls.needs_k)
         return replace(context, look_back=look_back) if look_back else context
 
     @classmethod

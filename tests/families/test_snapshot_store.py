@@ -135,13 +135,32 @@ def test_bad_snapshot_workload_settings_are_named(field, value, allowed):
 
 
 def test_the_generator_sends_batches_after_the_preload():
+    """The warm-up: the preload, then the sample queries; then a batch every batch_every_s."""
     objects, df, extent = random_objects(400, seed=2)
     cfg = WorkloadConfig(name="t", family="knn", protocol="skq", op="and", queries=50, batch=20, preload_objects=300,
-                         objects_per_s=100, batch_every_s=2.0, k_min=3, k_max=3)
+                         sample_queries=20, objects_per_s=100, batch_every_s=2.0, k_min=3, k_max=3)
     wl = families.get("knn").build_workload(objects, df, extent, cfg, 3)
     ev = wl.events
     snap = np.flatnonzero(ev.kind == SNAPSHOT)
-    assert (ev.kind[:wl.warmup] == OBJECT).all() and wl.warmup == 300
-    assert len(snap) == 50 and sorted(np.unique(ev.ts[snap]).tolist()) == [5.0, 7.0, 9.0]
+    assert wl.warmup == 320 and (ev.kind[:300] == OBJECT).all() and (ev.kind[300:320] == SNAPSHOT).all()
+    assert len(snap) == 70 and sorted(np.unique(ev.ts[snap]).tolist()) == [3.0, 5.0, 7.0, 9.0]
     assert (ev.k[snap] == 3).all() and (ev.family[snap] == KNN).all() and (ev.tau[snap] > 0).all()
-    assert (np.diff(ev.ts) >= 0).all()
+    assert (np.diff(ev.ts) >= 0).all() and len(np.unique(ev.id[snap])) == 70
+
+
+def test_snapshot_regions_and_k_are_checked_against_the_space():
+    from dataclasses import replace
+
+    from harness.engine.simulate import default_context
+
+    ev = _snapshot(item_events(FIG2), [5], tau=10.0)
+    ev.cols["xmin"][5], ev.cols["xmax"][5] = 100.0, 120.0
+    context = replace(default_context(ev), extent=(0.0, 0.0, 8.0, 8.0))
+    with pytest.raises(ValueError, match=r"region=\(100.0, 1.5, 120.0, 6.0\); allowed: a rectangle meeting the space"):
+        simulate(ev, 5, "grid", 2, context=context)
+    knn = _snapshot(item_events(FIG2), [5], tau=10.0, family=KNN, k=0)
+    with pytest.raises(ValueError, match="has k=0; allowed: an integer >= 1"):
+        simulate(knn, 5, "grid", 2, context=context)
+    knn.cols["k"][5] = 3
+    with pytest.raises(ValueError, match="allowed: a rectangle covering the space"):
+        simulate(knn, 5, "grid", 2, context=context)

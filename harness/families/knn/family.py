@@ -19,7 +19,7 @@ from datasets.workloads.events_file import validate_file_workload
 from datasets.workloads.knn import build_knn_file_workload, build_knn_workload, validate_knn_workload
 import numpy as np
 
-from harness.core.events import INSERT, KNN, Events
+from harness.core.events import INSERT, KNN, SNAPSHOT, Events
 from harness.families.base import Family, IndexContext
 from harness.families.knn.geometry import narrowed_to_balls
 from harness.families.knn.index import KnnIndex
@@ -30,6 +30,7 @@ from harness.families.knn.oracle import knn_oracle
 class KnnFamily(Family):
     name = "knn"
     code = KNN
+    needs_k = True
     index = KnnIndex
     merger = KnnMerger
     routes_like = "range"
@@ -58,6 +59,22 @@ class KnnFamily(Family):
             raise ValueError(f"index.knn.layout={params.layout!r} is invalid; allowed: shared, paper")
 
     oracle = staticmethod(knn_oracle)
+
+    @classmethod
+    def stream_context(cls, context: IndexContext, events: Events) -> IndexContext:
+        """The base class's checks and look-back, after one of its own: a snapshot kNN query's
+        rectangle covers the space, since its answer may lie anywhere and routers send it where its
+        rectangle reaches (the generator gives the dataset's extent)."""
+        rows = np.flatnonzero((events.kind == SNAPSHOT) & (events.family == KNN))
+        x0, y0, x1, y1 = (float(v) for v in context.extent)
+        short = rows[(events.xmin[rows] > x0) | (events.ymin[rows] > y0) | (events.xmax[rows] < x1)
+                     | (events.ymax[rows] < y1)]
+        if len(short):
+            i = short[0]
+            raise ValueError(f"workload (knn): snapshot query {int(events.id[i])} (seq {int(events.seq[i])}) has region="
+                             f"{tuple(float(events.cols[c][i]) for c in ('xmin', 'ymin', 'xmax', 'ymax'))!r}; allowed: "
+                             f"a rectangle covering the space {(x0, y0, x1, y1)}")
+        return super().stream_context(context, events)
 
     @classmethod
     def fit_view(cls, sample: Events, context: IndexContext) -> Events:

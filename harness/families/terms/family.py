@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from datasets.workloads.events_file import RECTANGLE, build_file_workload, validate_file_workload
 from datasets.workloads.snapshot import build_snapshot_workload, validate_snapshot_workload, with_ctq_reports
-from harness.core.events import TERMS
-from harness.families.base import Family
+from harness.core.events import INSERT, TERMS, Events
+from harness.families.base import Family, IndexContext
 from harness.families.terms.index import TermsIndex
 from harness.families.terms.merge import TermsMerger
 from harness.families.terms.oracle import terms_oracle
@@ -19,6 +21,7 @@ from harness.families.terms.oracle import terms_oracle
 class TermsFamily(Family):
     name = "terms"
     code = TERMS
+    needs_k = True
     index = TermsIndex
     merger = TermsMerger
     routes_everywhere = True
@@ -36,13 +39,35 @@ class TermsFamily(Family):
 
     oracle = staticmethod(terms_oracle)
 
+    @classmethod
+    def stream_context(cls, context: IndexContext, events: Events) -> IndexContext:
+        """The store's look-back (the base class's), after checking each CTQ's registration: a
+        window T, a step delta and a lifetime tau > 0, the step no longer than the window (a
+        report would skip objects otherwise; SSTD gives neither), k >= 1, a region meeting the space."""
+        regs = np.flatnonzero((events.kind == INSERT) & (events.family == TERMS))
+        for name, allowed in (("win", "a window T in seconds > 0"), ("step", "a step delta in seconds > 0"),
+                              ("tau", "a lifetime in seconds > 0")):
+            bad = regs[~(events.cols[name][regs] > 0)]
+            if len(bad):
+                _refuse(events, bad[0], name, float(events.cols[name][bad[0]]), allowed)
+        for i in regs[events.step[regs] > events.win[regs]]:
+            _refuse(events, i, "step", float(events.step[i]), f"at most the window win={float(events.win[i])!r}")
+        for i in regs[events.k[regs] < 1]:
+            _refuse(events, i, "k", int(events.k[i]), "an integer >= 1")
+        x0, y0, x1, y1 = (float(v) for v in context.extent)
+        for i in regs[(events.xmax[regs] < x0) | (events.xmin[regs] > x1) | (events.ymax[regs] < y0)
+                      | (events.ymin[regs] > y1)]:
+            _refuse(events, i, "region", tuple(float(events.cols[c][i]) for c in ("xmin", "ymin", "xmax", "ymax")),
+                    f"a rectangle meeting the space {(x0, y0, x1, y1)}")
+        return super().stream_context(context, events)
+
     @staticmethod
     def build_workload(objects, term_df, extent, cfg, seed: int):
         """SSTD's STQ / CTQ generator (protocol stq / ctq), or a user's event file
         (`workload.source=file`), whose CTQs get their report events."""
         if getattr(cfg, "source", "generator") == "file":
             wl = build_file_workload(objects, term_df, cfg, TERMS, needs=RECTANGLE)
-            wl.events = with_ctq_reports(wl.events)
+            wl.events, wl.warmup = with_ctq_reports(wl.events, wl.warmup)
             return wl
         return build_snapshot_workload(objects, term_df, extent, cfg, seed)
 
@@ -51,3 +76,8 @@ class TermsFamily(Family):
         validate_file_workload(cfg)
         if getattr(cfg, "source", "generator") == "generator":
             validate_snapshot_workload(cfg, ("stq", "ctq"))
+
+
+def _refuse(events: Events, i: int, field: str, value, allowed: str):
+    raise ValueError(f"workload (terms): CTQ {int(events.id[i])} (seq {int(events.seq[i])}) has {field}={value!r}; "
+                     f"allowed: {allowed}")
