@@ -159,8 +159,10 @@ def test_snapshot_regions_and_k_are_checked_against_the_space():
     with pytest.raises(ValueError, match=r"region=\(100.0, 1.5, 120.0, 6.0\); allowed: a rectangle meeting the space"):
         simulate(ev, 5, "grid", 2, context=context)
     knn = _snapshot(item_events(FIG2), [5], tau=10.0, family=KNN, k=0)
+    for c, v in zip(("xmin", "ymin", "xmax", "ymax"), (0.0, 0.0, 8.0, 8.0)):
+        knn.cols[c][5] = v
     with pytest.raises(ValueError, match="has k=0; allowed: an integer >= 1"):
         simulate(knn, 5, "grid", 2, context=context)
-    knn.cols["k"][5] = 3
+    knn.cols["k"][5], knn.cols["xmax"][5] = 3, 6.0
     with pytest.raises(ValueError, match="allowed: a rectangle covering the space"):
         simulate(knn, 5, "grid", 2, context=context)
