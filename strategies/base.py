@@ -118,11 +118,12 @@ class Router(ABC):
     def route_objects(self, ev: Events, rows: np.ndarray) -> Pairs: ...
 
     def store_objects(self, ev: Events, rows: np.ndarray) -> Pairs:
-        """The workers that keep each object for snapshot queries: every snapshot query an object
-        satisfies must reach one of them, whichever arrives first. Default: where `route_objects`
-        sends it, right for a router whose object routing does not depend on the subscriptions it
-        has seen; a router that may send an object nowhere (`Strategy.filters_objects`) overrides it
-        with its rule before filtering, or its strategy sets `stores_objects = False`."""
+        """Where each object goes when workers keep objects for snapshot queries: every copy
+        `route_objects` makes (subscriptions still match there), and enough more that every
+        snapshot query the object satisfies reaches a worker holding it, whichever arrives first.
+        Default: `route_objects`, right for a router whose object routing does not depend on the
+        subscriptions it has seen; a router that may send an object nowhere
+        (`Strategy.filters_objects`) adds its keepers, or its strategy sets `stores_objects = False`."""
         return self.route_objects(ev, rows)
 
     def storing_copies(self, ev: Events) -> Pairs:

@@ -1,6 +1,7 @@
 """The latency queue model (DESIGN.md, metrics).
 
-Events arrive at a constant input rate, in seq order, spread round-robin over the dispatchers.
+Events arrive at a constant input rate, in seq order (or at their event times rescaled to that mean
+rate, `latency.arrivals=event_time`), spread round-robin over the dispatchers.
 Each dispatcher and each worker is a FIFO queue. A dispatcher's service time per event is its
 measured routing time divided evenly over the events it routed, plus (network model) the CPU to
 send the event's copies; a worker's service time per event is its measured busy time apportioned
@@ -45,12 +46,26 @@ def _queue(ready: np.ndarray, service: np.ndarray, server: np.ndarray, order: np
                          np.asarray(order, np.int64), int(server.max()) + 1)
 
 
+ARRIVALS = ("even", "event_time")
+
+
+def arrival_times(n: int, rate_eps: float, ts: np.ndarray | None = None) -> np.ndarray:
+    """When each of `n` events arrives: one every 1 / rate_eps in seq order, or (given the events'
+    `ts`) at their event times rescaled to that mean rate, so events of one instant (a batch of
+    snapshot queries) arrive together."""
+    even = np.arange(n, dtype=np.float64) / rate_eps
+    if ts is None or n < 2 or not ts[-1] > ts[0]:
+        return even
+    return (np.asarray(ts, np.float64) - ts[0]) * (even[-1] / (ts[-1] - ts[0]))
+
+
 def event_latencies(copies: Copies, n: int, dispatch_service_s: float, n_dispatchers: int, rate_eps: float,
-                    profile: NetworkProfile = NONE) -> np.ndarray:
+                    profile: NetworkProfile = NONE, ts: np.ndarray | None = None) -> np.ndarray:
     """Latency (s) of each of the `n` measured events under the queue model, from their copies
-    (`Copies.of`: each copy's worker, bytes and index service time)."""
+    (`Copies.of`: each copy's worker, bytes and index service time); `ts`: arrivals at event time
+    (`arrival_times`)."""
     send, recv = copy_costs(profile, copies, n_dispatchers, n)
-    arrival = np.arange(n, dtype=np.float64) / rate_eps
+    arrival = arrival_times(n, rate_eps, ts)
     events = np.arange(n, dtype=np.int64)  # round-robin over the dispatchers, each in seq order
     leave_dispatch = _queue(arrival, dispatch_service_s + send, events % max(n_dispatchers, 1), events)
     if len(copies.pos) == 0:

@@ -169,7 +169,9 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     observe_s = sum(e.observe_s for e in measured)
     # a dispatcher routes its share of the events and keeps its whole copy of the routing state current
     service_s = (route_s + observe_s * n_dispatchers) / max(n_meas, 1)
-    lat = latency_model.event_latencies(copies, len(seqs), service_s, n_dispatchers, rate, profile)
+    by_time = getattr(latency_cfg, "arrivals", "even") == "event_time"
+    lat = latency_model.event_latencies(copies, len(seqs), service_s, n_dispatchers, rate, profile,
+                                        events.ts[warmup:] if by_time else None)
     metrics.update(latency_model.summarise(lat))
     metrics.update(timestamp_metrics(measured, events, n_workers))
     metrics["latency_rate_eps"] = rate

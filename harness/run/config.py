@@ -76,6 +76,9 @@ class ClusterConfig:
 class LatencyConfig:
     rate_fraction: float = 0.7  # input rate as a fraction of the run's own throughput ...
     rate_eps: Optional[float] = None  # ... or an absolute rate in events/s (wins when set)
+    # even: events arrive one every 1/rate s in seq order; event_time: at their `ts`, rescaled to
+    # that mean rate, so events of one instant arrive together (SSTD's batches of snapshot queries)
+    arrivals: str = "even"
 
 
 @dataclass
@@ -329,6 +332,8 @@ def validate(cfg) -> list[RunSpec]:
         raise _bad("latency.rate_fraction", cfg.latency.rate_fraction, "a number in (0, 10]")
     if cfg.latency.rate_eps is not None and cfg.latency.rate_eps <= 0:
         raise _bad("latency.rate_eps", cfg.latency.rate_eps, "a positive rate in events/s, or null")
+    if cfg.latency.arrivals not in ("even", "event_time"):
+        raise _bad("latency.arrivals", cfg.latency.arrivals, "even, event_time")
     if cfg.measure.repeat < 1:
         raise _bad("measure.repeat", cfg.measure.repeat, "an integer >= 1")
     if cfg.measure.discard < 0:

@@ -41,7 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.core.events import INSERT, OBJECT, RANGE, Events, csr_take
+from harness.core import kernels
+from harness.core.events import INSERT, OBJECT, RANGE, SNAPSHOT, Events, csr_take, splitmix64
 from strategies.base import Pairs, Router
 from harness.core.grid import UniformGrid
 from strategies.ps2stream.gridt_grow import assign_new_terms, expand_h2_keys, merge_h2, object_tables
@@ -219,14 +220,71 @@ class GridtRouter(Router):
     # -- routing -----------------------------------------------------------------------------------
 
     def route(self, ev: Events) -> Pairs:
-        """Objects by H2 and queries by H1, written into one output (no concatenation)."""
-        return self._targets(ev, *self.objects_and_queries(ev), False)
+        """Objects by H2 and queries by H1, written into one output (no concatenation); snapshot
+        queries by `snapshot_targets`."""
+        objs, qs = self.objects_and_queries(ev)
+        snap = ev.kind[qs] == SNAPSHOT
+        if not snap.any():
+            return self._targets(ev, objs, qs, False)
+        ro, wo = self._targets(ev, objs, qs[~snap], False)
+        rs, ws = self.snapshot_targets(ev, qs[snap])
+        return np.concatenate([ro, rs]), np.concatenate([wo, ws])
 
     def route_objects(self, ev: Events, rows: np.ndarray) -> Pairs:
         return self._targets(ev, np.asarray(rows, np.int64), np.zeros(0, np.int64), False)
 
     def route_range(self, ev: Events, rows: np.ndarray) -> Pairs:
-        return self._targets(ev, np.zeros(0, np.int64), np.asarray(rows, np.int64), False)
+        rows = np.asarray(rows, np.int64)
+        snap = ev.kind[rows] == SNAPSHOT
+        if snap.any():
+            rc, wc = self._targets(ev, np.zeros(0, np.int64), rows[~snap], False)
+            rs, ws = self.snapshot_targets(ev, rows[snap])
+            return np.concatenate([rc, rs]), np.concatenate([wc, ws])
+        return self._targets(ev, np.zeros(0, np.int64), rows, False)
+
+    # -- snapshot queries (SSTD's extension of PS2, Sec. 7.1) ---------------------------------------
+    #
+    # SSTD ran PS2 with snapshot queries thus: "If o updates the queries on both N1 and N2, o will
+    # be sent to both workers, but only one worker selected at random will store o ... q will be
+    # sent to both N1 and N2". Here an object also goes to one keeper in its cell (the cell's
+    # worker, or in a text cell one of its term map's workers by a hash of the object id: SSTD's
+    # random choice made deterministic), whatever H2 holds; a snapshot query goes to every worker
+    # of every cell it overlaps, the keeper among them. H2's filtering and the term maps' growth
+    # then change nothing a snapshot query sees.
+
+    def _keepers(self, ev: Events, rows: np.ndarray) -> np.ndarray:
+        cell = self.grid.cells_of(ev.x[rows], ev.y[rows])
+        worker = self.cell_worker[cell].copy()
+        text = worker < 0
+        if text.any():
+            tmap = self.cell_tmap[cell[text]]
+            n_slots = self.tmc_ptr[tmap + 1] - self.tmc_ptr[tmap]
+            pick = (splitmix64(ev.id[rows[text]]) % n_slots.astype(np.uint64)).astype(np.int64)
+            worker[text] = self.tmc_worker[self.tmc_ptr[tmap] + pick]
+        return worker
+
+    def store_objects(self, ev: Events, rows: np.ndarray) -> Pairs:
+        """Where H2 sends each object (subscriptions still match there), and its keeper."""
+        rows = np.asarray(rows, np.int64)
+        r, w = self.route_objects(ev, rows)
+        r = np.concatenate([r, rows])
+        w = np.concatenate([w, self._keepers(ev, rows)])
+        key = np.unique(r * self.n_workers + w)
+        return key // self.n_workers, key % self.n_workers
+
+    def snapshot_targets(self, ev: Events, rows: np.ndarray) -> Pairs:
+        """Every worker of every cell a snapshot query's rectangle overlaps."""
+        r, c = kernels.rect_cells(np.asarray(rows, np.int64), ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args)
+        space = self.cell_worker[c] >= 0
+        tmap = self.cell_tmap[c[~space]]
+        n_slots = self.tmc_ptr[tmap + 1] - self.tmc_ptr[tmap]
+        slot = np.arange(int(n_slots.sum())) - np.repeat(np.cumsum(n_slots) - n_slots, n_slots)
+        r = np.concatenate([r[space], np.repeat(r[~space], n_slots)])
+        w = np.concatenate([self.cell_worker[c[space]], self.tmc_worker[np.repeat(self.tmc_ptr[tmap], n_slots) + slot]])
+        key = np.unique(r * self.n_workers + w)
+        return key // self.n_workers, key % self.n_workers
+
+    route_terms = snapshot_targets  # top-k-terms queries (SSTD's STQ and CTQ reports): a snapshot's rule
 
     def _targets(self, ev: Events, objs: np.ndarray, qs: np.ndarray, units: bool) -> Pairs:
         """(row, worker) pairs of objects `objs` (fill_points_h2) and range queries `qs`

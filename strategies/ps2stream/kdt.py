@@ -86,12 +86,8 @@ def build_gridt(grid: UniformGrid, plan: KdtPlan, n_workers: int) -> GridtRouter
 
 class KdtStrategy(Strategy):
     name = "kdt"
-    families = frozenset({"range"})
+    families = frozenset({"range", "terms"})
     filters_objects = True  # gridt drops an object whose terms no query of its cell is indexed under
-    # its text cells send an object only to the owners of terms subscriptions have used so far, and
-    # the owners grow with the subscriptions: no rule yet keeps every object where a later snapshot
-    # query would look (docs/decisions.md, "Snapshot queries")
-    stores_objects = False
     unit_router = True  # gridt cells and text parts are migration units (strategies/ps2stream/gridt.py)
 
     @dataclass

@@ -37,3 +37,14 @@ def test_latencies_equal_a_plain_queue_simulation(n, n_disp, n_workers, data):
         workers[w] = (np.array(seqs, np.int64), np.array(service))
     got = event_latencies(Copies.of(np.arange(n), np.zeros(n, np.int64), workers, n_disp), n, 0.001, n_disp, 500.0)
     assert np.allclose(got, plain_latencies(n, 0.001, n_disp, 500.0, workers), rtol=0, atol=1e-12)
+
+
+def test_event_time_arrivals_keep_the_mean_rate_and_bring_a_batch_together():
+    from harness.report.latency import arrival_times
+
+    ts = np.array([0.0, 0.0, 0.0, 1.0, 2.0, 2.0, 3.0])
+    even = arrival_times(7, 2.0)
+    by_time = arrival_times(7, 2.0, ts)
+    assert np.allclose(even, np.arange(7) / 2.0)
+    assert by_time[0] == by_time[2] == 0.0 and by_time[-1] == even[-1] and by_time[4] == by_time[5]
+    assert np.allclose(arrival_times(3, 1.0, np.zeros(3)), [0.0, 1.0, 2.0])  # no time passes: even

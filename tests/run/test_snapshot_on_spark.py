@@ -1,7 +1,8 @@
 """Snapshot range queries through the real Spark pipeline over several epochs: the stored objects
 cross Spark tasks in the state files, A-Grid keeps the objects its summaries would drop, and every
-strategy gives the oracle's answers; the run row carries the snapshot figures; kdt is left out of
-strategy=all and refused by name before Spark starts."""
+strategy gives the oracle's answers (kdt keeps one copy of an object in its cell besides where its
+subscriptions want it); the run row carries the snapshot figures; a strategy that cannot keep
+objects is left out of strategy=all and refused by name before Spark starts."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ def _cfg(tmp_path, *extra):
 
 @pytest.mark.spark
 def test_snapshot_range_queries_run_exact_on_spark(spark, tmp_path):
-    rows = run_experiment(_cfg(tmp_path, "strategy=all", "strategy.include=[agrid,qttree,text_frequency,kop]"))
-    assert sorted(r["strategy"] for r in rows) == ["agrid", "kop", "qttree", "text_frequency"]
+    rows = run_experiment(_cfg(tmp_path, "strategy=all", "strategy.include=[agrid,kdt,qttree,text_frequency,kop]"))
+    assert sorted(r["strategy"] for r in rows) == ["agrid", "kdt", "kop", "qttree", "text_frequency"]
     for r in rows:
         assert r["status"] == "ok", r.get("traceback")
         assert r["oracle_ok"] is True, (r["strategy"], r["result_digest"])
@@ -40,7 +41,11 @@ def test_snapshot_range_queries_run_exact_on_spark(spark, tmp_path):
     assert by["text_frequency"]["snapshot_workers_mean"] == 1.0  # the keyword's owner
 
 
-def test_strategies_that_cannot_answer_are_left_out_or_refused(tmp_path):
+def test_strategies_that_cannot_answer_are_left_out_or_refused(tmp_path, monkeypatch):
+    from strategies import registry
+
+    assert "kdt" in strategy_names(_cfg(tmp_path, "strategy=all"))
+    monkeypatch.setattr(registry.get("kdt"), "stores_objects", False)
     assert "kdt" not in strategy_names(_cfg(tmp_path, "strategy=all"))
     with pytest.raises(ConfigError, match="strategy 'kdt' cannot answer snapshot queries exactly"):
         strategy_names(_cfg(tmp_path, "strategy=kdt"))
