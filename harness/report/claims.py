@@ -5,7 +5,9 @@ compared with, and where (dataset, workload, workers). Each matching configurati
 comparison, made on the latest successful run of every variant there (with `check.experiment`,
 at each x of that experiment's sweep); the verdict says whether the claim held in all of them,
 some, none, or could not be measured. `linear` claims fit the subject's metric against the
-sweep's x (a positive slope and R^2 >= value). Which way "better" points
+sweep's x (a positive slope and R^2 >= value); `gap_grows` claims compare the subject's advantage
+over each other strategy (their ratio, oriented so that > 1 favours the subject) at the sweep's
+largest x with that at its smallest. Which way "better" points
 comes from the metrics registry, so a claim cannot read a metric backwards.
 """
 
@@ -23,7 +25,7 @@ from harness.report import metrics, results
 from harness.report.results import PROJECT_ROOT
 
 CLAIMS_FILE = PROJECT_ROOT / "conf" / "claims.yaml"
-KINDS = ("better", "ratio_at_least", "scales", "bound", "linear")
+KINDS = ("better", "ratio_at_least", "scales", "bound", "linear", "gap_grows")
 KEYS = ("dataset", "workload", "workers")
 
 
@@ -53,6 +55,11 @@ def load_claims_from(claims: list[dict]) -> list[dict]:
             if not c["check"].get("experiment"):
                 raise ValueError(f"claim {c.get('id')!r}: a linear claim needs check.experiment (whose swept x "
                                  "the metric grows along)")
+        elif kind == "gap_grows":
+            higher_is_better(c)
+            if not c["check"].get("experiment"):
+                raise ValueError(f"claim {c.get('id')!r}: a gap_grows claim needs check.experiment (whose "
+                                 "smallest and largest x it compares)")
         else:
             higher_is_better(c)
     return claims
@@ -115,6 +122,31 @@ def _linear(rows: pd.DataFrame, subject: str, metric: str, min_r2: float) -> tup
     return held, notes
 
 
+def _gap_grows(rows: pd.DataFrame, subject: str, others: list[str], metric: str,
+               higher: bool) -> tuple[list[bool], list[str]]:
+    """Per configuration and other strategy: the subject's advantage (subject / other when higher
+    is better, other / subject when lower is) at the largest x against the smallest."""
+    held, notes = [], []
+    for (ds, wl, w), g in rows.groupby(list(KEYS)):
+        xs = sorted(g["x"].dropna().unique())
+        if len(xs) < 2:
+            continue
+        for other in others:
+            gaps = []
+            for xv in (xs[0], xs[-1]):
+                at = g[g["x"] == xv]
+                mine, theirs = _value(at, subject, metric), _value(at, other, metric)
+                if mine and theirs:
+                    gaps.append(mine / theirs if higher else theirs / mine)
+            if len(gaps) < 2:
+                continue
+            ok = gaps[1] > gaps[0]
+            held.append(ok)
+            notes.append(f"{wl}/{ds}/{w}w: {subject} vs {other}: x{gaps[0]:.2f} at x={xs[0]:g}, x{gaps[1]:.2f} at "
+                         f"x={xs[-1]:g} ({'grows' if ok else 'does not grow'})")
+    return held, notes
+
+
 def _where(rows: pd.DataFrame, where: dict) -> pd.DataFrame:
     for key, allowed in (where or {}).items():
         if key in rows:
@@ -139,17 +171,20 @@ def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
     others = list(chk.get("others") or [])
     higher = higher_is_better(claim) if chk["kind"] not in ("bound", "linear") else True
     swept = chk.get("experiment")  # compare within an experiment's sweep, at each of its x values
-    rows = _where(latest_swept(table, swept) if swept else latest(table), chk.get("where", {}))
-    if swept and len(rows):  # numeric x compare (and print) in numeric order
+    rows = latest_swept(table, swept) if swept else latest(table)
+    if swept and len(rows):  # numeric x compare (and print, and filter: where: {x: [...]}) as numbers
         xn = pd.to_numeric(rows["x"], errors="coerce")
         if xn.notna().all():
             rows = rows.assign(x=xn)
+    rows = _where(rows, chk.get("where", {}))
     if metric not in rows:
         return Verdict(claim, "not measured", [f"no column {metric!r}"])
     held, notes = [], []
     keys = [*KEYS, "x"] if swept else list(KEYS)
     if chk["kind"] == "linear":
         held, notes = _linear(rows, subject, metric, float(chk.get("value") or 0.9))
+    elif chk["kind"] == "gap_grows":
+        held, notes = _gap_grows(rows, subject, others, metric, higher)
     elif chk["kind"] == "scales":
         for (ds, wl), g in rows.groupby(["dataset", "workload"]):
             s = g[g["variant"] == subject].sort_values("workers")

@@ -71,6 +71,11 @@ PLOT_METRICS = _registered({
     "dskype_bars": ("obj_replication", "stored_replication", "load_max_mean"),
     "reevaluations_vs_x": ("reevaluations",),
     "buffer_vs_x": ("buffer_size_mean",),
+    # SSTD's snapshot queries (Figs. 7-10, 13(a)): their latency, the workers each one reaches, and
+    # the objects the workers keep for them
+    "snapshot_latency_vs_x": ("snapshot_latency_mean_ms",),
+    "snapshot_workers_vs_x": ("snapshot_workers_mean",),
+    "stored_bars": ("stored_objects_max", "stored_objects_sum", "worker_index_bytes_max"),
     # issue 16: how a run grows with its size
     "scale_vs_x": ("wall_s", "time_oracle_s", "result_count", "driver_peak_rss_bytes", "executor_peak_rss_bytes"),
 })
@@ -346,6 +351,11 @@ def figures(runs: pd.DataFrame, exp) -> dict[str, object]:
         "reevaluations_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: re-evaluations", facet,
                                              metric="reevaluations"),
         "buffer_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: buffer size", facet, metric="buffer_size_mean"),
+        "snapshot_latency_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: snapshot query latency (queue model)",
+                                                facet, metric="snapshot_latency_mean_ms"),
+        "snapshot_workers_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: workers a snapshot query reaches", facet,
+                                                metric="snapshot_workers_mean"),
+        "stored_bars": lambda: _bars(runs, PLOT_METRICS["stored_bars"], f"{title}: objects kept for snapshot queries"),
         "bandwidth_lines": lambda: sensitivity.bandwidth_lines(runs, f"{title}: throughput against link bandwidth"),
     }
     return {name: makers[name]() for name in exp.plots}

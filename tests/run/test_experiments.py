@@ -180,6 +180,20 @@ def test_claim_verdicts_follow_the_measurements():
     assert claims.evaluate({**scales, "check": {**scales["check"], "value": 2.0}}, grow).verdict == "does not hold"
 
 
+def test_a_gap_that_grows_along_the_sweep():
+    """SSTD Fig. 8(a): qttree's latency advantage is larger at the largest region than at the smallest."""
+    gap = {"id": "g", "paper": "sstd", "claim": "the gap grows",
+           "check": {"kind": "gap_grows", "metric": "snapshot_latency_mean_ms", "subject": "a", "others": ["b"],
+                     "experiment": "sstd_srq"}}
+    rows = [_row(v, 0, x=x, experiment="sstd_srq", snapshot_latency_mean_ms=ms)
+            for v, x, ms in (("a", 1e-6, 4.0), ("b", 1e-6, 16.0), ("a", 1e-2, 32.0), ("b", 1e-2, 172.0))]
+    assert claims.evaluate(gap, pd.DataFrame(rows)).verdict == "holds"  # x4 then x5.4
+    rows[3]["snapshot_latency_mean_ms"] = 100.0  # x3.1: the gap shrank
+    assert claims.evaluate(gap, pd.DataFrame(rows)).verdict == "does not hold"
+    with pytest.raises(ValueError, match="a gap_grows claim needs check.experiment"):
+        claims.load_claims_from([{**gap, "check": {**gap["check"], "experiment": None}}])
+
+
 def test_a_tiny_experiment_end_to_end(tmp_path):
     """The real CLI: a two-job sweep with a variant writes its runs (one sweep id), its figures and
     the report with the claims table."""
