@@ -75,7 +75,7 @@ PLOT_METRICS = _registered({
     # the objects the workers keep for them
     "snapshot_latency_vs_x": ("snapshot_latency_mean_ms",),
     "snapshot_workers_vs_x": ("snapshot_workers_mean",),
-    "stored_bars": ("stored_objects_max", "stored_objects_sum", "worker_index_bytes_max"),
+    "stored_bars": ("stored_objects_max", "stored_objects_sum"),
     # issue 16: how a run grows with its size
     "scale_vs_x": ("wall_s", "time_oracle_s", "result_count", "driver_peak_rss_bytes", "executor_peak_rss_bytes"),
 })

@@ -49,6 +49,14 @@ def stored_replication(measured, events: Events, warmup: int) -> float:
     return held / live if live > 0 else float("nan")
 
 
+def native_rate(ts: np.ndarray) -> float | None:
+    """The measured events' own mean rate in event time (None when no time passes): with
+    latency.arrivals=event_time and no latency.rate_eps, events arrive at their own times."""
+    if len(ts) < 2 or not ts[-1] > ts[0]:
+        return None
+    return (len(ts) - 1) / float(ts[-1] - ts[0])
+
+
 def snapshot_metrics(latency_s: np.ndarray, kinds: np.ndarray, copies: Copies, workers: pd.DataFrame) -> dict:
     """Snapshot queries' own figures (SSTD's measure is their latency): latency under the queue
     model over the snapshot events alone, workers reached per query, objects the workers keep.
@@ -163,13 +171,14 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     metrics.update(balance_metrics(workers))
     metrics["shipped_bytes"] = float(sum(e.shipped_bytes for e in measured))
     metrics["shipped_blocks"] = float(sum(e.shipped_blocks for e in measured))
-    rate = latency_cfg.rate_eps or latency_cfg.rate_fraction * metrics["throughput_eps"]
+    by_time = getattr(latency_cfg, "arrivals", "even") == "event_time"
+    rate = latency_cfg.rate_eps or (native_rate(events.ts[warmup:]) if by_time else None) \
+        or latency_cfg.rate_fraction * metrics["throughput_eps"]
     n_meas = len(events) - warmup
     route_s = sum(e.route_ns for e in measured) / 1e9
     observe_s = sum(e.observe_s for e in measured)
     # a dispatcher routes its share of the events and keeps its whole copy of the routing state current
     service_s = (route_s + observe_s * n_dispatchers) / max(n_meas, 1)
-    by_time = getattr(latency_cfg, "arrivals", "even") == "event_time"
     lat = latency_model.event_latencies(copies, len(seqs), service_s, n_dispatchers, rate, profile,
                                         events.ts[warmup:] if by_time else None)
     metrics.update(latency_model.summarise(lat))

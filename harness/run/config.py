@@ -76,8 +76,9 @@ class ClusterConfig:
 class LatencyConfig:
     rate_fraction: float = 0.7  # input rate as a fraction of the run's own throughput ...
     rate_eps: Optional[float] = None  # ... or an absolute rate in events/s (wins when set)
-    # even: events arrive one every 1/rate s in seq order; event_time: at their `ts`, rescaled to
-    # that mean rate, so events of one instant arrive together (SSTD's batches of snapshot queries)
+    # even: events arrive one every 1/rate s in seq order; event_time: at their `ts` (rescaled to
+    # rate_eps when it is set, else at the stream's own rate), so events of one instant arrive
+    # together (SSTD's batches of snapshot queries)
     arrivals: str = "even"
 
 

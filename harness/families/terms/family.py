@@ -29,13 +29,14 @@ class TermsFamily(Family):
     @dataclass
     class Params:
         cells_per_side: int = 64  # the stored objects' grid
+        slice_size: int = 16384  # stored objects per count-table slice (0: no tables, every object scanned)
 
     @classmethod
     def check_params(cls, params) -> None:
-        if not isinstance(params.cells_per_side, int) or isinstance(params.cells_per_side, bool) \
-                or params.cells_per_side < 1:
-            raise ValueError(f"index.terms.cells_per_side={params.cells_per_side!r} is invalid; allowed: an integer "
-                             ">= 1")
+        for name, low in (("cells_per_side", 1), ("slice_size", 0)):
+            v = getattr(params, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < low:
+                raise ValueError(f"index.terms.{name}={v!r} is invalid; allowed: an integer >= {low}")
 
     oracle = staticmethod(terms_oracle)
 

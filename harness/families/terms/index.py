@@ -25,7 +25,7 @@ import numpy as np
 from harness.core.events import DELETE, INSERT, OBJECT, SNAPSHOT, Events
 from harness.core.timing import CompileClock
 from harness.families.base import IndexContext, StateBundle, WorkerIndex, WorkerOutput
-from harness.families.object_store import ObjectStore, terms_answers
+from harness.families.object_store import ObjectStore, count_tables, terms_answers
 
 
 @dataclass
@@ -53,10 +53,12 @@ def copy_masks(pairs: tuple[np.ndarray, np.ndarray], n_rows: int, n_workers: int
 class TermsIndex(WorkerIndex):
     family = "terms"
 
-    def __init__(self, context: IndexContext, cells_per_side: int = 64):
+    def __init__(self, context: IndexContext, cells_per_side: int = 64, slice_size: int = 16384):
         super().__init__(context)
         self.store = ObjectStore(context.extent, cells_per_side, max(context.look_back, 0.0), context.vocab_size)
         self.route, self.worker, self.n_workers = None, 0, 1
+        self.slice_size = int(slice_size)  # positions per count-table slice; 0: no tables (scan every object)
+        self._tables_key, self._cached = None, None
 
     def observe_routing(self, route, worker: int, n_workers: int) -> None:
         self.route, self.worker, self.n_workers = route, int(worker), int(n_workers)
@@ -69,6 +71,20 @@ class TermsIndex(WorkerIndex):
         """The routing's copies of `events` as worker masks, and the seconds it took."""
         t0 = time.process_time()
         return copy_masks(self.route(events), len(events), self.n_workers), time.process_time() - t0
+
+    def _tables(self, o_mask: np.ndarray) -> tuple:
+        """The store's count tables (`count_tables`) over the objects only this worker holds; kept
+        while the store is unchanged."""
+        seq = self.store.objects.seq
+        key = (len(seq), int(seq[0]) if len(seq) else -1, int(seq[-1]) if len(seq) else -1)
+        if self.slice_size <= 0:
+            return (np.zeros(1, np.int64),) + (np.zeros(0, np.int64),) * 2 + (np.zeros(1, np.int64),
+                                                                             np.zeros(0, np.int64))
+        if self._tables_key != key:
+            own = copy_masks((np.full(1, 0), np.full(1, self.worker)), 1, self.n_workers)[0]
+            self._cached = count_tables(self.store, (o_mask == own).all(axis=1), self.slice_size)
+            self._tables_key = key
+        return self._cached
 
     def process(self, ev: Events) -> WorkerOutput:
         with CompileClock() as compiling:
@@ -96,10 +112,11 @@ class TermsIndex(WorkerIndex):
             bookkeeping = s1 + s2
             lo, hi = self.store.bounds(ev, rows)
             cell_ptr, cell_pos, *_ = self.store.index()
+            tables = self._tables(o_mask)
             q_work = np.ones(len(rows), np.int64)
             qi, term, count = terms_answers(rows, lo, hi, ev.xmin, ev.ymin, ev.xmax, ev.ymax, q_mask, o.x, o.y,
                                             o.offsets, o.values, o_mask, cell_ptr, cell_pos, *self.store.grid.args,
-                                            self.store.vocab, self.worker, q_work)
+                                            self.store.vocab, self.worker, q_work, self.slice_size, *tables)
             work[rows] = q_work
             step = ev.step[rows[qi]]
             result = TermCounts(ev.id[rows[qi]], np.where(np.isnan(step), 0, step).astype(np.int64), term, count)
