@@ -130,8 +130,11 @@ def _lines(runs: pd.DataFrame, x: str, xlabel: str, title: str, facet: str | Non
     for ax, (key, g) in zip(axes, panels):
         for variant, s in g.groupby("variant"):
             line_with_interval(ax, s.assign(_x=_numeric(s[x])).sort_values("_x"), "_x", metric, variant)
+        xs = _numeric(g[x])
         if logx:
             ax.set_xscale("log", base=2)
+        elif (xs > 0).all() and xs.max() >= 100 * xs.min():  # x over decades (region areas): a log axis
+            ax.set_xscale("log")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(metrics.label(metric))
         name = key if isinstance(key, str) else " | ".join(str(k) for k in key)
