@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.core.events import AND, INSERT, OBJECT, Events, csr_take
+from harness.core.events import AND, INSERT, OBJECT, SNAPSHOT, Events, csr_take
 from harness.core import kernels
 
 
@@ -18,15 +18,18 @@ def unit_load(n_o, n_q):
 
 
 def sample_parts(sample: Events) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of the sample's objects and of its continuous subscriptions' insertions, every family
-    (the sample a strategy sees is the routing view: a family routed like range shows as range)."""
-    return np.flatnonzero(sample.kind == OBJECT), np.flatnonzero(sample.kind == INSERT)
+    """Rows of the sample's objects and of its queries: continuous subscriptions' insertions and
+    snapshot queries, every family (the sample a strategy sees is the routing view: a family routed
+    like range shows as range). A snapshot query's region costs like a subscription's there."""
+    return np.flatnonzero(sample.kind == OBJECT), np.flatnonzero((sample.kind == INSERT) | (sample.kind == SNAPSHOT))
 
 
 def routing_terms(ev: Events, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(row, term) pairs a text router indexes a query under: the least frequent keyword of an
-    AND query (its one conjunct), every keyword of an OR query (one conjunct each)."""
+    AND query (its one conjunct), every keyword of an OR query (one conjunct each); a query without
+    keywords (top-k terms) has none."""
     rows = np.asarray(rows, np.int64)
+    rows = rows[ev.offsets[rows + 1] > ev.offsets[rows]]
     is_and = ev.op[rows] == AND
     and_rows = rows[is_and]
     or_rows = rows[~is_and]

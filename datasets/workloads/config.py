@@ -31,8 +31,8 @@ KNN_FIELDS = ("protocol", "init_objects", "timestamps", "objects_per_ts", "inser
               "k_min", "k_max", "op", "tau_hours", "hour_s")
 # snapshot queries (datasets/workloads/snapshot.py): protocol srq (family range) or skq (family knn);
 # it also reads queries, keywords_min/max, k_min/k_max, op, tau_hours, hour_s
-SNAPSHOT_PROTOCOLS = ("srq", "skq", "stq", "ctq")
-SNAPSHOT_FIELDS = ("preload_objects", "sample_queries", "batch", "batch_every_s", "objects_per_s", "area_fraction", "ctq_window_hours",
+SNAPSHOT_PROTOCOLS = ("srq", "skq", "stq", "ctq", "mix")
+SNAPSHOT_FIELDS = ("types", "preload_objects", "sample_queries", "batch", "batch_every_s", "objects_per_s", "area_fraction", "ctq_window_hours",
                    "ctq_step_hours", "ctq_span_s")
 # the top-k generator's knobs (datasets/workloads/topk.py); it also reads queries, keywords_min/max,
 # k_min/k_max
@@ -95,7 +95,9 @@ class WorkloadConfig:
     measured_messages: int = 10_000  # objects after the window is full and the subscriptions registered
     alpha_low: float = 0.01  # alpha uniform in [alpha_low, alpha_high], inside (0, 1)
     alpha_high: float = 0.99
-    # snapshot queries (protocol srq / skq, datasets/workloads/snapshot.py; SSTD Sec. 7.1)
+    # snapshot queries (protocol srq / skq / stq / ctq, or mix: `types` of SSTD's six at once;
+    # datasets/workloads/snapshot.py; SSTD Sec. 7.1)
+    types: list = field(default_factory=lambda: ["srq"])  # mix: srq, skq, stq, crq, ckq, ctq
     preload_objects: int = 50_000  # objects before the first batch: the warm-up (SSTD: 50M)
     sample_queries: int = 200  # snapshot queries at the warm-up's end: the fitting sample's queries
     batch: int = 200  # snapshot queries per batch (SSTD: 200)

@@ -42,10 +42,14 @@ import pyarrow as pa
 from datasets.workloads.config import SNAPSHOT_PROTOCOLS, Workload, check_k_and_keywords, invalid
 from datasets.workloads.knn import SPAN_HOURS, _subscriptions
 from datasets.workloads.range import object_reuse
-from harness.core.events import (AND, DELETE, INSERT, KNN, OBJECT, OR, RANGE, SNAPSHOT, TERMS, Events, csr_take,
-                                 list_to_csr)
+from harness.core.events import (AND, DELETE, FAMILY_NAMES, INSERT, KNN, OBJECT, OR, RANGE, SNAPSHOT, TERMS, Events,
+                                 csr_take, list_to_csr)
 
-FAMILY_OF = {"srq": RANGE, "skq": KNN, "stq": TERMS, "ctq": TERMS}
+# SSTD's six query types: their family, which are continuous, and (mix) the base of each one's ids,
+# so that result keys (query id << 32 | object id) of two families never meet
+TYPE_FAMILY = {"srq": RANGE, "skq": KNN, "stq": TERMS, "crq": RANGE, "ckq": KNN, "ctq": TERMS}
+CONTINUOUS = ("crq", "ckq", "ctq")
+TYPE_IDS = {t: i * 100_000_000 for i, t in enumerate(TYPE_FAMILY)}
 
 
 def validate_snapshot_workload(cfg, protocols: tuple[str, ...] = SNAPSHOT_PROTOCOLS) -> None:
@@ -63,7 +67,12 @@ def validate_snapshot_workload(cfg, protocols: tuple[str, ...] = SNAPSHOT_PROTOC
             invalid(name, v, "a number > 0")
     if cfg.hour_s is not None and not (math.isfinite(cfg.hour_s) and cfg.hour_s > 0):
         invalid("hour_s", cfg.hour_s, "a number > 0, or null (the stream's span is 744 h)")
-    if cfg.protocol == "ctq" and cfg.ctq_step_hours > cfg.ctq_window_hours:
+    if cfg.protocol == "mix":
+        types = list(cfg.types)
+        bad = [t for t in types if t not in TYPE_FAMILY]
+        if bad or not types or len(set(types)) < len(types):
+            invalid("types", types, f"distinct SSTD query types among {', '.join(TYPE_FAMILY)}")
+    if "ctq" in workload_types(cfg) and cfg.ctq_step_hours > cfg.ctq_window_hours:
         invalid("ctq_step_hours", cfg.ctq_step_hours, f"at most ctq_window_hours ({cfg.ctq_window_hours})")
     if not 0 < cfg.area_fraction <= 1:
         invalid("area_fraction", cfg.area_fraction, "a share of the extent's area in (0, 1]")
@@ -72,87 +81,115 @@ def validate_snapshot_workload(cfg, protocols: tuple[str, ...] = SNAPSHOT_PROTOC
     check_k_and_keywords(cfg)
 
 
+def workload_types(cfg) -> list[str]:
+    """SSTD's query types a snapshot-protocol workload holds: its protocol's, or `types` (mix)."""
+    return list(cfg.types) if cfg.protocol == "mix" else [cfg.protocol]
+
+
+def workload_families(cfg) -> list[str]:
+    """The query families of a snapshot-protocol workload, by name."""
+    return sorted({FAMILY_NAMES[TYPE_FAMILY[t]] for t in workload_types(cfg)})
+
+
 def build_snapshot_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, seed: int) -> Workload:
-    """The ordered stream of a snapshot-query or CTQ workload (module docstring)."""
+    """The ordered stream of a snapshot-query, CTQ or mixed workload (module docstring)."""
     validate_snapshot_workload(cfg)
     if objects.num_rows == 0:
         raise ValueError("the snapshot workload needs a dataset with objects; this one has none")
-    family = FAMILY_OF[cfg.protocol]
-    ctq = cfg.protocol == "ctq"
+    types = workload_types(cfg)
+    mix = cfg.protocol == "mix"
+    snap = [t for t in types if t not in CONTINUOUS]
     rng = np.random.default_rng(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(cfg.seed_offset) & 0xFFFFFFFF,
                                                         0x534E4150]))
     n_meas, per_batch, every, rate = int(cfg.queries), int(cfg.batch), float(cfg.batch_every_s), float(cfg.objects_per_s)
-    n_batches = -(-n_meas // per_batch)
-    n_sample = 0 if ctq else int(cfg.sample_queries)
-    n_q = n_sample + n_meas
+    n_sample = int(cfg.sample_queries)
+    n_batches = -(-n_meas * len(snap) // per_batch)
     preload = int(cfg.preload_objects)
-    measured_s = float(cfg.ctq_span_s) if ctq else n_batches * every
-    span = preload / rate + measured_s  # the last batch (or the CTQ span) ends the stream
+    t0 = preload / rate  # the warm-up ends: sample queries and registrations come right after the preload
+    measured_s = max(n_batches * every, float(cfg.ctq_span_s) if len(snap) < len(types) else 0.0)
+    span = t0 + measured_s
     n_obj = preload + int(math.floor(measured_s * rate))
-    obj_ts = np.arange(n_obj, dtype=np.float64) / rate
-    # the warm-up's sample queries (and a CTQ's registrations) right after the preload; then the batches
-    q_ts = np.r_[np.full(n_sample, preload / rate), preload / rate + (np.arange(n_meas) // per_batch + 1) * every]
-    if ctq:
-        q_ts = np.full(n_q, preload / rate)
     hour_s = span / SPAN_HOURS if cfg.hour_s is None else float(cfg.hour_s)
-
     o_off, o_val = list_to_csr(objects.column("terms"))
-    x, y, k, q_off, q_val = _subscriptions(rng, objects, o_off, o_val, n_q, cfg)
-    if family == TERMS:  # no keywords
-        q_off, q_val = np.zeros(n_q + 1, np.int64), np.zeros(0, np.int32)
+    xmin, ymin, xmax, ymax = (float(v) for v in extent)
+    half = math.sqrt(float(cfg.area_fraction) * (xmax - xmin) * (ymax - ymin)) / 2
 
-    # stream order: time, then queries ahead of the objects of the same instant (a CTQ's
-    # registration comes after the preload's last object, an instant earlier), then id
-    ts = np.concatenate([q_ts, obj_ts])
+    # the measured snapshot queries of every type, mixed and cut into batches
+    slot = rng.permutation(n_meas * len(snap))
+    blocks = []  # per type: (rank, ts, payload arrays)
+    for rank, t in enumerate(types):
+        n = n_meas + n_sample if t not in CONTINUOUS else n_meas
+        x, y, k, q_off, q_val = _subscriptions(rng, objects, o_off, o_val, n, cfg)
+        if TYPE_FAMILY[t] == TERMS:  # no keywords
+            q_off, q_val = np.zeros(n + 1, np.int64), np.zeros(0, np.int32)
+        if t in CONTINUOUS:
+            ts = np.full(n, t0)
+        else:
+            i = snap.index(t)
+            batch = slot[i * n_meas:(i + 1) * n_meas] // per_batch
+            ts = np.r_[np.full(n_sample, t0), t0 + (batch + 1) * every]
+        spatial = t not in ("skq", "ckq")
+        rect = ((x - half, y - half, x + half, y + half) if spatial
+                else tuple(np.full(n, v) for v in (xmin, ymin, xmax, ymax)))
+        tau = (np.full(n, float(cfg.tau_hours) * hour_s) if t not in ("crq", "ckq") else np.full(n, np.nan))
+        ids = np.arange(n, dtype=np.int64) + (TYPE_IDS[t] if mix else 0)
+        blocks.append(dict(rank=np.full(n, rank), ts=ts, kind=np.full(n, INSERT if t in CONTINUOUS else SNAPSHOT),
+                           family=np.full(n, TYPE_FAMILY[t]), id=ids, x=x, y=y, rect=rect,
+                           k=k if TYPE_FAMILY[t] != RANGE else np.zeros(n, np.int32), tau=tau,
+                           win=np.full(n, float(cfg.ctq_window_hours) * hour_s if t == "ctq" else np.nan),
+                           step=np.full(n, float(cfg.ctq_step_hours) * hour_s if t == "ctq" else np.nan),
+                           off=q_off, val=q_val))
+
+    # stream order: time, then queries ahead of the objects of the same instant, then type, then id
+    cat = lambda name: np.concatenate([b[name] for b in blocks])  # noqa: E731
+    n_q = sum(len(b["ts"]) for b in blocks)
+    ts = np.r_[cat("ts"), np.arange(n_obj, dtype=np.float64) / rate]
     is_obj = np.r_[np.zeros(n_q, np.bool_), np.ones(n_obj, np.bool_)]
-    ids = np.r_[np.arange(n_q, dtype=np.int64), np.arange(n_obj, dtype=np.int64)]
-    order = np.lexsort((ids, is_obj, ts))
-    ts, is_obj, ids = ts[order], is_obj[order], ids[order]
+    rank = np.r_[cat("rank"), np.zeros(n_obj, np.int64)]
+    ids = np.r_[cat("id"), np.arange(n_obj, dtype=np.int64)]
+    src = np.r_[np.arange(n_q), np.arange(n_obj)]  # a query's position among the blocks, an object's id
+    order = np.lexsort((ids, rank, is_obj, ts))
+    ts, is_obj, ids, src = ts[order], is_obj[order], ids[order], src[order]
     n = len(order)
     is_q = ~is_obj
-    qid, oid = ids[is_q], ids[is_obj]
-    src_rows = oid % objects.num_rows
-    cols = {
-        "seq": np.arange(n, dtype=np.int64), "ts": ts,
-        "kind": np.where(is_obj, OBJECT, INSERT if ctq else SNAPSHOT).astype(np.int8),
-        "family": np.where(is_obj, -1, family).astype(np.int8), "id": ids,
-        "x": np.empty(n), "y": np.empty(n),
-        "xmin": np.full(n, np.nan), "ymin": np.full(n, np.nan), "xmax": np.full(n, np.nan), "ymax": np.full(n, np.nan),
-        "op": np.zeros(n, np.int8), "k": np.zeros(n, np.int32), "alpha": np.zeros(n, np.float32),
-        "tau": np.full(n, np.nan), "win": np.full(n, np.nan), "step": np.full(n, np.nan),
-    }
+    q = src[is_q]
+    src_rows = src[is_obj] % objects.num_rows
+    cols = {"seq": np.arange(n, dtype=np.int64), "ts": ts, "id": ids,
+            "kind": np.where(is_obj, OBJECT, 0).astype(np.int8), "family": np.full(n, -1, np.int8),
+            "x": np.empty(n), "y": np.empty(n), "op": np.zeros(n, np.int8), "k": np.zeros(n, np.int32),
+            "alpha": np.zeros(n, np.float32)}
+    for name in ("xmin", "ymin", "xmax", "ymax", "tau", "win", "step"):
+        cols[name] = np.full(n, np.nan)
+    cols["kind"][is_q] = cat("kind")[q]
+    cols["family"][is_q] = cat("family")[q]
     cols["x"][is_obj] = objects.column("x").to_numpy()[src_rows]
     cols["y"][is_obj] = objects.column("y").to_numpy()[src_rows]
-    cols["x"][is_q], cols["y"][is_q] = x[qid], y[qid]
-    if family == KNN:
-        for name, v in zip(("xmin", "ymin", "xmax", "ymax"), extent):
-            cols[name][is_q] = float(v)
-    else:
-        xmin, ymin, xmax, ymax = (float(v) for v in extent)
-        half = math.sqrt(float(cfg.area_fraction) * (xmax - xmin) * (ymax - ymin)) / 2
-        cols["xmin"][is_q], cols["xmax"][is_q] = x[qid] - half, x[qid] + half
-        cols["ymin"][is_q], cols["ymax"][is_q] = y[qid] - half, y[qid] + half
-    if family != RANGE:
-        cols["k"][is_q] = k[qid]
+    cols["x"][is_q], cols["y"][is_q] = cat("x")[q], cat("y")[q]
+    for j, name in enumerate(("xmin", "ymin", "xmax", "ymax")):
+        cols[name][is_q] = np.concatenate([b["rect"][j] for b in blocks])[q]
+    for name in ("k", "tau", "win", "step"):
+        cols[name][is_q] = cat(name)[q]
     cols["op"][is_q] = AND if cfg.op == "and" else OR
-    cols["tau"][is_q] = float(cfg.tau_hours) * hour_s
-    if ctq:
-        cols["win"][is_q] = float(cfg.ctq_window_hours) * hour_s
-        cols["step"][is_q] = float(cfg.ctq_step_hours) * hour_s
 
+    # terms: the dataset's rows, then every block's queries, gathered per event
     n_rows = objects.num_rows
-    all_off = np.concatenate([o_off, o_off[-1] + q_off[1:]])
-    all_val = np.concatenate([o_val, q_val.astype(np.int32)])
+    offs, vals, base = [o_off], [o_val], o_off[-1]
+    for b in blocks:
+        offs.append(base + b["off"][1:])
+        vals.append(b["val"].astype(np.int32))
+        base += b["off"][-1]
     row = np.empty(n, np.int64)
     row[is_obj] = src_rows
-    row[is_q] = n_rows + qid
-    offsets, values = csr_take(all_off, all_val, row)
+    row[is_q] = n_rows + q
+    offsets, values = csr_take(np.concatenate(offs), np.concatenate(vals), row)
     info = object_reuse(n_obj, n_rows)
-    info["query_keywords_mean"] = float(np.diff(q_off).mean())
-    events, warmup = Events(cols, offsets, values), preload + (n_q if ctq else n_sample)
-    if ctq:
+    info["query_keywords_mean"] = float(np.diff(np.concatenate([b["off"] for b in blocks])).clip(0).mean()) \
+        if n_q else float("nan")
+    n_warm = preload + sum(n_sample if t not in CONTINUOUS else n_meas for t in types)
+    events, warmup = Events(cols, offsets, values), n_warm
+    if "ctq" in types:
         events, warmup = with_ctq_reports(events, warmup)
-        info["ctq_reports"] = int((events.kind == SNAPSHOT).sum())
+        info["ctq_reports"] = int(((events.kind == SNAPSHOT) & np.isfinite(events.step)).sum())
     return Workload(events, warmup=warmup, info=info)
 
 

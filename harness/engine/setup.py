@@ -60,6 +60,12 @@ class FamilySetup:
         return {c for c, m in self.mergers.items() if m.stateful}
 
 
+def stream_families(events: Events) -> list[str]:
+    """The query families present in a stream, by name (range for a stream of objects alone)."""
+    codes = np.unique(events.family[events.family >= 0])
+    return [families.by_code(int(c)).name for c in codes] or ["range"]
+
+
 def family_setup(workload_families: list[str], routed: frozenset[str] | set[str], context: IndexContext,
                  index_params: dict | None = None, paper_index: dict | None = None,
                  events: Events | None = None) -> FamilySetup:

@@ -15,7 +15,7 @@ from harness.core.events import Events, digest_of, format_digest
 from harness.engine.epochs import epoch_bounds
 from harness.engine.executors import InProcessExecutor
 from harness.engine.loop import run_epochs
-from harness.engine.setup import FamilySetup, check_snapshots, family_setup
+from harness.engine.setup import FamilySetup, check_snapshots, family_setup, stream_families
 from harness.families import registry as families
 from harness.families.base import IndexContext
 from strategies import registry
@@ -47,12 +47,6 @@ def default_context(events: Events, seed: int = 0) -> FitContext:
     df = np.bincount(events.values, minlength=int(events.values.max()) + 1 if len(events.values) else 1)
     return FitContext((float(xs.min()), float(ys.min()), float(xs.max()), float(ys.max())), df.astype(np.float64),
                       seed)
-
-
-def stream_families(events: Events) -> list[str]:
-    """The query families present in a stream, by name."""
-    codes = np.unique(events.family[events.family >= 0])
-    return [families.by_code(int(c)).name for c in codes] or ["range"]
 
 
 def oracle_digest(events: Events, names: list[str]) -> str:

@@ -248,6 +248,8 @@ def strategy_names(cfg) -> list[str]:
     family = cfg.workload.family
     if cfg.strategy.name == "all":
         supported = registry.supporting(family)
+        for other in configured_families(cfg):  # a mixed workload: strategies routing all its families
+            supported = [n for n in supported if n in registry.supporting(other)]
         if snapshot_workload(cfg):  # those that answer snapshot queries exactly (check_snapshots)
             supported = [n for n in supported if registry.get(n).stores_objects]
         include = list(cfg.strategy.include)
@@ -258,11 +260,12 @@ def strategy_names(cfg) -> list[str]:
                                   f"strategies that do: {', '.join(supported)}")
         return [n for n in supported if n in include] if include else supported
     cls = registry.get(cfg.strategy.name)  # raises with the valid names
-    if not routes(cls, family):
-        raise ConfigError(
-            f"strategy {cls.name!r} does not route {family!r} queries (it routes {sorted(cls.families)}); "
-            f"strategies that do: {', '.join(registry.supporting(family))}"
-        )
+    for family in configured_families(cfg):
+        if not routes(cls, family):
+            raise ConfigError(
+                f"strategy {cls.name!r} does not route {family!r} queries (it routes {sorted(cls.families)}); "
+                f"strategies that do: {', '.join(registry.supporting(family))}"
+            )
     if snapshot_workload(cfg):
         from harness.engine.setup import check_snapshots
 
@@ -271,6 +274,15 @@ def strategy_names(cfg) -> list[str]:
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
     return [cls.name]
+
+
+def configured_families(cfg) -> list[str]:
+    """The query families the configured workload holds: its family, and a mixed workload's others."""
+    if snapshot_workload(cfg):
+        from datasets.workloads.snapshot import workload_families
+
+        return sorted(set(workload_families(cfg.workload)) | {cfg.workload.family})
+    return [cfg.workload.family]
 
 
 def snapshot_workload(cfg) -> bool:
@@ -415,7 +427,7 @@ def adjustable_runs(cfg, runs: list[RunSpec]) -> list[RunSpec]:
             check_snapshots(None, cfg.adjust.name)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-    if not families.get(cfg.workload.family).migratable:
+    if not all(families.get(f).migratable for f in configured_families(cfg)):
         raise ConfigError(f"adjust={cfg.adjust.name} cannot run a {cfg.workload.family!r} workload: its workers' "
                           "state does not move between workers (docs/decisions.md); allowed: adjust=none")
     try:

@@ -30,7 +30,7 @@ from harness.engine.executors import SparkExecutor
 from harness.engine.lockstep import Lockstep
 from harness.engine.loop import run_epochs
 from harness.engine.memory import driver_peak_bytes
-from harness.engine.setup import check_snapshots, family_setup
+from harness.engine.setup import check_snapshots, family_setup, stream_families
 from harness.families import registry as families
 from harness.families.base import IndexContext
 from harness.report import results
@@ -121,14 +121,16 @@ def oracle_digest(events: Events, folder: Path, cfg, spark=None, events_path: st
         cached = json.loads(path.read_text())
         if cfg.oracle.method in ("auto", cached.get("method", "brute")):
             return cached["digest"], cached.get("method", "brute")
-    family = families.get(cfg.workload.family)
+    names = run_families(cfg, events)
+    family = families.get(names[0])
     n_obj = int((events.kind == OBJECT).sum())
     n_q = int(np.isin(events.kind, (INSERT, SNAPSHOT)).sum())
     fits = n_obj * n_q <= cfg.oracle.max_checks
     if cfg.oracle.method == "brute" or (cfg.oracle.method == "auto" and fits):
-        digest, method = digest_of(family.oracle(events)), "brute"
-    # the scale oracles answer subscriptions only
-    elif family.scale_oracle is not None and spark is not None and not (events.kind == SNAPSHOT).any():
+        digest, method = digest_of(np.concatenate([families.get(n).oracle(events) for n in names])), "brute"
+    # the scale oracles answer one family's subscriptions only
+    elif (family.scale_oracle is not None and spark is not None and len(names) == 1
+          and not (events.kind == SNAPSHOT).any()):
         tiles = cfg.oracle.tiles or auto_tiles(n_obj, n_q)
         digest, _ = family.scale_oracle(spark, spark.read.parquet(events_path), extent, tiles)
         method = "tiled"
@@ -136,6 +138,13 @@ def oracle_digest(events: Events, folder: Path, cfg, spark=None, events_path: st
         return None, "none"
     path.write_text(json.dumps({"digest": digest, "method": method}))
     return digest, method
+
+
+def run_families(cfg, events: Events) -> list[str]:
+    """The query families a run's stream holds: the workload's family, and the others a mixed
+    workload (SSTD's six types at once) brings."""
+    present = stream_families(events) if (events.family >= 0).any() else []
+    return sorted(set(present) | {cfg.workload.family})
 
 
 def auto_tiles(n_objects: int, n_queries: int) -> int:
@@ -249,7 +258,7 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
     try:
         cls = registry.get(spec.name)
         params = cls.make_params(spec.params)
-        setup = family_setup([cfg.workload.family], cls.families, IndexContext(ds.extent, ds.vocab.num_rows),
+        setup = family_setup(run_families(cfg, events), cls.families, IndexContext(ds.extent, ds.vocab.num_rows),
                              dict(cfg.index), events=events)
         if setup.stores_objects:
             check_snapshots(cls, cfg.adjust.name)
@@ -291,7 +300,7 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
             e.route_ns / 1e9 + e.merge_busy_s + sum(st.get("busy_s", 0.0) for st in e.worker_stats.values())
             for reps in loop.repetitions for e in reps)
         row = {
-            **base, **metrics, "status": "ok", "error": None, "build_s": build_s, "family": cfg.workload.family,
+            **base, **metrics, "status": "ok", "error": None, "build_s": build_s, "family": "+".join(run_families(cfg, events)),
             "dispatcher_bytes": float(router.size_bytes()), "result_count": count, "result_digest": digest,
             "oracle_ok": None if oracle is None else bool(digest == oracle), "epochs": len(loop.measured),
             "adjust": cfg.adjust.name,

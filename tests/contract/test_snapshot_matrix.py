@@ -73,3 +73,32 @@ def test_an_adjuster_is_refused_with_snapshot_queries(workloads):
     wl = workloads["range"]
     with pytest.raises(ValueError, match="adjust=pm cannot run a workload with snapshot queries"):
         simulate(wl.events, wl.warmup, "qttree", 4, epoch_events=len(wl.events) // 4, adjust="pm")
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    """SSTD's six query types in one stream (protocol mix)."""
+    objects, df, extent = random_objects(1500, seed=4)
+    cfg = WorkloadConfig(name="mix", family="range", protocol="mix", types=["srq", "skq", "stq", "crq", "ckq", "ctq"],
+                         queries=40, batch=20, preload_objects=600, sample_queries=10, objects_per_s=100, op="and",
+                         keywords_max=1, area_fraction=0.02, k_min=2, k_max=5, ctq_span_s=4.0, ctq_step_hours=40,
+                         ctq_window_hours=60, tau_hours=300)
+    return families.get("range").build_workload(objects, df, extent, cfg, 1)
+
+
+def test_the_mixed_stream_holds_the_six_types_with_distinct_ids(mixed):
+    from harness.core.events import INSERT, KNN, RANGE, SNAPSHOT, TERMS
+
+    ev = mixed.events
+    kinds = {(int(f), int(k)) for f, k in zip(ev.family[ev.family >= 0], ev.kind[ev.family >= 0])}
+    assert kinds == {(f, k) for f in (RANGE, KNN, TERMS) for k in (INSERT, SNAPSHOT)}
+    for code in (RANGE, KNN, TERMS):  # each type's ids in its own hundred million
+        ids = ev.id[(ev.family == code)]
+        assert len(set((ids // 100_000_000).tolist())) == 2
+
+
+@pytest.mark.parametrize("strategy", registry.names())
+def test_the_mixed_stream_equals_the_oracle(mixed, strategy):
+    for n_workers in (3, 8):
+        res = simulate(mixed.events, mixed.warmup, strategy, n_workers, epoch_events=len(mixed.events) // 3)
+        assert res.exact, (strategy, n_workers, res.digest, res.oracle_digest)

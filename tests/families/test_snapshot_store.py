@@ -164,5 +164,5 @@ def test_snapshot_regions_and_k_are_checked_against_the_space():
     with pytest.raises(ValueError, match="has k=0; allowed: an integer >= 1"):
         simulate(knn, 5, "grid", 2, context=context)
     knn.cols["k"][5], knn.cols["xmax"][5] = 3, 6.0
-    with pytest.raises(ValueError, match="allowed: a rectangle covering the space"):
+    with pytest.raises(ValueError, match="allowed: a rectangle covering every object"):
         simulate(knn, 5, "grid", 2, context=context)

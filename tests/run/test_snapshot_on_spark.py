@@ -1,8 +1,9 @@
-"""Snapshot range queries through the real Spark pipeline over several epochs: the stored objects
-cross Spark tasks in the state files, A-Grid keeps the objects its summaries would drop, and every
-strategy gives the oracle's answers (kdt keeps one copy of an object in its cell besides where its
-subscriptions want it); the run row carries the snapshot figures; a strategy that cannot keep
-objects is left out of strategy=all and refused by name before Spark starts."""
+"""SSTD's six query types in one stream through the real Spark pipeline over several epochs: the
+stored objects cross Spark tasks in the state files, A-Grid keeps the objects its summaries would
+drop, kdt one keeper per object in its cell, the terms counted once however a router copies
+objects, and every strategy gives the oracle's answers for all three families; the run row carries
+the snapshot figures; a strategy that cannot keep objects is left out of strategy=all and refused
+by name before Spark starts."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from harness.run.runner import run_experiment
 
 register_configs()
 
-OVERRIDES = ["workload=srq_q", "dataset.size=4000", "workload.preload_objects=1500", "workload.queries=300",
-             "workload.batch=50", "workload.objects_per_s=200", "workload.area_fraction=0.01", "progress=false",
-             "mlflow.enabled=false", "workers=4", "epochs.size=500"]
+OVERRIDES = ["workload=sstd_mix", "dataset.size=4000", "workload.preload_objects=1500", "workload.queries=100",
+             "workload.sample_queries=20", "workload.batch=50", "workload.objects_per_s=200",
+             "workload.area_fraction=0.01", "workload.ctq_step_hours=40", "workload.ctq_window_hours=60",
+             "workload.ctq_span_s=6", "progress=false", "mlflow.enabled=false", "workers=4", "epochs.size=500"]
 
 
 def _cfg(tmp_path, *extra):
@@ -26,25 +28,27 @@ def _cfg(tmp_path, *extra):
 
 
 @pytest.mark.spark
-def test_snapshot_range_queries_run_exact_on_spark(spark, tmp_path):
-    rows = run_experiment(_cfg(tmp_path, "strategy=all", "strategy.include=[agrid,kdt,qttree,text_frequency,kop]"))
+def test_the_six_sstd_query_types_run_exact_on_spark(spark, tmp_path):
+    rows = run_experiment(_cfg(tmp_path, "strategy=all", "strategy.include=[agrid,kdt,qttree,text_frequency,kop]",
+                               "latency.arrivals=event_time"))
     assert sorted(r["strategy"] for r in rows) == ["agrid", "kdt", "kop", "qttree", "text_frequency"]
     for r in rows:
         assert r["status"] == "ok", r.get("traceback")
         assert r["oracle_ok"] is True, (r["strategy"], r["result_digest"])
-        assert r["result_count"] > 0 and r["epochs"] >= 3
-        assert r["snapshot_queries"] == 300
+        assert r["family"] == "knn+range+terms" and r["epochs"] >= 3
+        assert r["snapshot_queries"] > 300  # SRQ, SKQ and STQ batches, and the CTQs' reports
         assert r["snapshot_latency_p50_ms"] > 0 and r["stored_objects_max"] > 0
+    assert len({r["result_digest"] for r in rows}) == 1
     by = {r["strategy"]: r for r in rows}
-    assert by["kop"]["snapshot_workers_mean"] == 1.0  # one worker per query, every worker stores everything
     assert by["kop"]["stored_objects_sum"] == 4 * by["kop"]["stored_objects_max"]  # every worker keeps every object
-    assert by["text_frequency"]["snapshot_workers_mean"] == 1.0  # the keyword's owner
+    assert by["kop"]["snapshot_workers_mean"] == 1.0  # one worker answers: it holds everything
 
 
 def test_strategies_that_cannot_answer_are_left_out_or_refused(tmp_path, monkeypatch):
     from strategies import registry
 
     assert "kdt" in strategy_names(_cfg(tmp_path, "strategy=all"))
+    assert "text_frequency" in strategy_names(_cfg(tmp_path, "strategy=all"))  # routes knn like range
     monkeypatch.setattr(registry.get("kdt"), "stores_objects", False)
     assert "kdt" not in strategy_names(_cfg(tmp_path, "strategy=all"))
     with pytest.raises(ConfigError, match="strategy 'kdt' cannot answer snapshot queries exactly"):

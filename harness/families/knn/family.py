@@ -19,7 +19,7 @@ from datasets.workloads.events_file import validate_file_workload
 from datasets.workloads.knn import build_knn_file_workload, build_knn_workload, validate_knn_workload
 import numpy as np
 
-from harness.core.events import INSERT, KNN, SNAPSHOT, Events
+from harness.core.events import INSERT, KNN, OBJECT, SNAPSHOT, Events
 from harness.families.base import Family, IndexContext
 from harness.families.knn.geometry import narrowed_to_balls
 from harness.families.knn.index import KnnIndex
@@ -63,17 +63,21 @@ class KnnFamily(Family):
     @classmethod
     def stream_context(cls, context: IndexContext, events: Events) -> IndexContext:
         """The base class's checks and look-back, after one of its own: a snapshot kNN query's
-        rectangle covers the space, since its answer may lie anywhere and routers send it where its
-        rectangle reaches (the generator gives the dataset's extent)."""
+        rectangle covers every object of the stream, since its answer may be any of them and routers
+        send it where its rectangle reaches (the generator gives the dataset's extent)."""
         rows = np.flatnonzero((events.kind == SNAPSHOT) & (events.family == KNN))
-        x0, y0, x1, y1 = (float(v) for v in context.extent)
+        objs = events.kind == OBJECT
+        if len(rows) == 0 or not objs.any():
+            return super().stream_context(context, events)
+        x0, y0, x1, y1 = (float(events.x[objs].min()), float(events.y[objs].min()), float(events.x[objs].max()),
+                          float(events.y[objs].max()))
         short = rows[(events.xmin[rows] > x0) | (events.ymin[rows] > y0) | (events.xmax[rows] < x1)
                      | (events.ymax[rows] < y1)]
         if len(short):
             i = short[0]
             raise ValueError(f"workload (knn): snapshot query {int(events.id[i])} (seq {int(events.seq[i])}) has region="
                              f"{tuple(float(events.cols[c][i]) for c in ('xmin', 'ymin', 'xmax', 'ymax'))!r}; allowed: "
-                             f"a rectangle covering the space {(x0, y0, x1, y1)}")
+                             f"a rectangle covering every object, {(x0, y0, x1, y1)}")
         return super().stream_context(context, events)
 
     @classmethod
@@ -98,7 +102,7 @@ class KnnFamily(Family):
     @staticmethod
     def build_workload(objects, term_df, extent, cfg, seed: int):
         """The DkM-SKS / SSTD generator, SSTD's snapshot kNN queries (protocol skq), or a user's event file (`workload.source=file`)."""
-        if getattr(cfg, "source", "generator") == "generator" and cfg.protocol == "skq":
+        if getattr(cfg, "source", "generator") == "generator" and cfg.protocol in ("skq", "mix"):
             return build_snapshot_workload(objects, term_df, extent, cfg, seed)
         if getattr(cfg, "source", "generator") == "file":
             return build_knn_file_workload(objects, term_df, extent, cfg)
@@ -108,7 +112,7 @@ class KnnFamily(Family):
     def validate_workload(cfg) -> None:
         validate_file_workload(cfg)
         if getattr(cfg, "source", "generator") == "generator":
-            if cfg.protocol == "skq":
-                validate_snapshot_workload(cfg)
+            if cfg.protocol in ("skq", "mix"):
+                validate_snapshot_workload(cfg, ("skq", "mix"))
             else:
                 validate_knn_workload(cfg)

@@ -37,7 +37,7 @@ class RangeFamily(Family):
     @staticmethod
     def build_workload(objects, term_df, extent, cfg, seed: int):
         """The STS generator, SSTD's snapshot range queries (protocol srq), or a user's event file (`workload.source=file`)."""
-        if getattr(cfg, "source", "generator") == "generator" and cfg.protocol == "srq":
+        if getattr(cfg, "source", "generator") == "generator" and cfg.protocol in ("srq", "mix"):
             return build_snapshot_workload(objects, term_df, extent, cfg, seed)
         if getattr(cfg, "source", "generator") == "file":
             return build_file_workload(objects, term_df, cfg, RANGE, needs=RECTANGLE)
@@ -47,7 +47,7 @@ class RangeFamily(Family):
     def validate_workload(cfg) -> None:
         validate_file_workload(cfg)
         if getattr(cfg, "source", "generator") == "generator":
-            if cfg.protocol == "srq":
-                validate_snapshot_workload(cfg)
+            if cfg.protocol in ("srq", "mix"):
+                validate_snapshot_workload(cfg, ("srq", "mix"))
             else:
                 validate_range_workload(cfg)

@@ -76,7 +76,7 @@ class TermsFamily(Family):
     def validate_workload(cfg) -> None:
         validate_file_workload(cfg)
         if getattr(cfg, "source", "generator") == "generator":
-            validate_snapshot_workload(cfg, ("stq", "ctq"))
+            validate_snapshot_workload(cfg, ("stq", "ctq", "mix"))
 
 
 def _refuse(events: Events, i: int, field: str, value, allowed: str):
