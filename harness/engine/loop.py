@@ -21,6 +21,7 @@ from harness.engine.epochs import epoch_row, epoch_stats, migration_pause, plan_
 from harness.engine.migration import MigrationResult
 from harness.engine.pipeline import EpochResult
 from harness.engine.setup import FamilySetup
+from harness.engine.versions import Version, keep_versions, versioned
 from harness.engine.worker import routing_view
 from strategies.base import Router
 
@@ -96,6 +97,8 @@ def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, b
     pause: dict[int, float] = {}
     feedback: dict = {}  # the mergers' feedback of the previous epoch: the workers read it first
     resend = None  # live subscriptions whose routes gained workers with that feedback
+    older: list[Version] = []  # replaced routers whose kept objects snapshot queries may still see
+    look_back = max([ctx.look_back for ctx in setup.contexts.values()], default=0.0)
     for i, (epoch, lo, hi) in enumerate(bounds):
         if progress is not None:
             name = "warm-up" if epoch == 0 else f"measured {epoch}/{last}"
@@ -104,7 +107,8 @@ def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, b
         observe_s = timed_upkeep(router, view, lo + np.flatnonzero(view.kind[lo:hi] == INSERT), n_reps)
         # thresholds valid until the next epoch's end, for a router that routes by them
         horizon = bounds[i + 1][2] if router.wants_thresholds and epoch < last else None
-        reps = executor.epoch(epoch, lo, hi, router, collect_service=epoch > 0,
+        older = keep_versions(older, float(events.ts[lo]), look_back)
+        reps = executor.epoch(epoch, lo, hi, versioned(router, older), collect_service=epoch > 0,
                               monitor=adjuster is not None and 0 < epoch < last, feedback=feedback,
                               keep_state=epoch < last,  # nothing reads the last epoch's state
                               horizon=horizon, resend=resend, repeat=n_reps)
@@ -128,6 +132,8 @@ def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, b
                 row["select_s"] = step.select_s
                 if step.plan is not None:
                     mig = executor.migrate(epoch, step.plan.router, router)
+                    if setup.stores_objects:  # its objects stay put: snapshot queries still go there
+                        older.append(Version(router, hi, float(events.ts[hi - 1])))
                     router = step.plan.router
                     out.plans.append(step.plan)
                     pause = migration_pause(step, mig)

@@ -183,9 +183,9 @@ def _results_of(results: pa.Table | None, qids: np.ndarray) -> pa.Table | None:
 def split_bundle(bundle: StateBundle, router, worker: int, old_router=None,
                  codes=None) -> tuple[dict[int, StateBundle], float, int]:
     """`split_state` for a worker's whole state of one family: its subscriptions by destination,
-    each with the results the worker keeps for it; its stored objects where the new router sends
-    them. Returns the parts by destination, the seconds spent on what leaves, and how many
-    subscriptions and objects leave."""
+    each with the results the worker keeps for it; its stored objects stay where they are (SSTD's
+    versioned routing sends a snapshot query to them: harness/engine/versions.py). Returns the
+    parts by destination, the seconds spent on what leaves, and how many subscriptions leave."""
     q_parts, out_s, leaving = split_state(bundle.queries, router, worker, old_router, codes)
     parts = {dest: StateBundle(queries=q) for dest, q in q_parts.items()}
     for dest, part in parts.items():
@@ -194,14 +194,7 @@ def split_bundle(bundle: StateBundle, router, worker: int, old_router=None,
         if dest != worker:
             out_s += time.perf_counter() - t0
     if len(bundle.objects):
-        r, w = router.route_objects(routing_view(bundle.objects, codes), np.arange(len(bundle.objects)))
-        for dest in np.unique(w).tolist():
-            t0 = time.perf_counter()
-            part = parts.setdefault(dest, StateBundle())
-            part.objects = bundle.objects.take(np.sort(r[w == dest]))
-            if dest != worker:
-                out_s += time.perf_counter() - t0
-                leaving += len(part.objects)
+        parts.setdefault(worker, StateBundle()).objects = bundle.objects
     return parts, out_s, leaving
 
 

@@ -90,18 +90,15 @@ def family_setup(workload_families: list[str], routed: frozenset[str] | set[str]
                        contexts=contexts)
 
 
-def check_snapshots(strategy, adjust: str = "none") -> None:
+def check_snapshots(strategy) -> None:
     """A workload with snapshot queries runs only where they are answered exactly: under a strategy
-    whose router keeps every object where a later snapshot query looks (`Strategy.stores_objects`),
-    and with objects staying where they were stored (no adjuster yet: SSTD's versioned routing is
-    not built). A ValueError naming what is allowed otherwise."""
+    whose router keeps every object where a later snapshot query looks (`Strategy.stores_objects`).
+    A ValueError naming the strategies that can otherwise. (Load adjusters may run: objects stay
+    where they were kept and snapshot queries follow them, harness/engine/versions.py.)"""
     from strategies import registry
 
-    if strategy is not None and not strategy.stores_objects:
+    if not strategy.stores_objects:
         able = [n for n in registry.names() if registry.get(n).stores_objects]
         raise ValueError(f"strategy {strategy.name!r} cannot answer snapshot queries exactly: its router may send an "
                          f"object nowhere and has no rule to keep it (docs/decisions.md, \"Snapshot queries\"); "
                          f"strategies that can: {', '.join(able)}")
-    if adjust != "none":
-        raise ValueError(f"adjust={adjust} cannot run a workload with snapshot queries yet: stored objects do not "
-                         "move, and a snapshot query is not yet routed to their earlier workers; allowed: adjust=none")

@@ -83,7 +83,7 @@ def simulate(events: Events, warmup: int, strategy: str, n_workers: int, epoch_e
         adj_cls = get_adjuster(adjust)
         adjuster = adj_cls(adj_cls.make_params(adjust_params), n_workers, context, strategy)
     if setup.stores_objects:
-        check_snapshots(cls, adjuster.name)
+        check_snapshots(cls)
     fixed = [n for n in names if not families.get(n).migratable]
     if adjuster.name != "none" and fixed:
         raise ValueError(f"adjust={adjuster.name} cannot run a {fixed[0]!r} stream: its workers' state does not "

@@ -420,13 +420,6 @@ def adjustable_runs(cfg, runs: list[RunSpec]) -> list[RunSpec]:
         return runs
     from harness.families import registry as families
 
-    if snapshot_workload(cfg):
-        from harness.engine.setup import check_snapshots
-
-        try:
-            check_snapshots(None, cfg.adjust.name)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
     if not all(families.get(f).migratable for f in configured_families(cfg)):
         raise ConfigError(f"adjust={cfg.adjust.name} cannot run a {cfg.workload.family!r} workload: its workers' "
                           "state does not move between workers (docs/decisions.md); allowed: adjust=none")

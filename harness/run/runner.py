@@ -261,7 +261,7 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
         setup = family_setup(run_families(cfg, events), cls.families, IndexContext(ds.extent, ds.vocab.num_rows),
                              dict(cfg.index), events=events)
         if setup.stores_objects:
-            check_snapshots(cls, cfg.adjust.name)
+            check_snapshots(cls)
         # pairs of sole objects finished on the workers: exact while object ids are unique in the stream
         setup.local_pairs = bool(cfg.local_pairs and not cfg.keep_pairs
                                  and (inputs or {}).get("duplicate_object_ids", 1) == 0)

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from harness.core import kernels
-from harness.core.events import INSERT, OBJECT, RANGE, SNAPSHOT, Events, csr_take, splitmix64
+from harness.core.events import INSERT, OBJECT, RANGE, SNAPSHOT, TERMS, Events, csr_take, splitmix64
 from strategies.base import Pairs, Router
 from harness.core.grid import UniformGrid
 from strategies.ps2stream.gridt_grow import assign_new_terms, expand_h2_keys, merge_h2, object_tables
@@ -404,7 +404,20 @@ class GridtRouter(Router):
         rows = np.asarray(rows, np.int64)
         is_obj = ev.kind[rows] == OBJECT
         qs = rows[~is_obj]
-        return self._targets(ev, rows[is_obj], qs[ev.family[qs] == RANGE], True)
+        wide = (ev.kind[qs] == SNAPSHOT) | (ev.family[qs] == TERMS)  # routed by snapshot_targets
+        r, u = self._targets(ev, rows[is_obj], qs[(ev.family[qs] == RANGE) & ~wide], True)
+        if not wide.any():
+            return r, u
+        rs, us = self._snapshot_units(ev, qs[wide])
+        return np.concatenate([r, rs]), np.concatenate([u, us])
+
+    def _snapshot_units(self, ev: Events, rows: np.ndarray) -> Pairs:
+        """Every unit (slot) of every cell the rectangles overlap: `snapshot_targets` on units."""
+        r, c = kernels.rect_cells(np.asarray(rows, np.int64), ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args)
+        nslot, _, _ = self.unit_layout()
+        n = nslot[c]
+        slot = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+        return np.repeat(r, n), self.unit_of(np.repeat(c, n), slot)
 
     def with_unit_owner(self, owner: np.ndarray) -> GridtRouter:
         """Space cells take their unit's worker; text cells that share a term map and get the same

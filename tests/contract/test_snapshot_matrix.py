@@ -69,12 +69,6 @@ def test_a_strategy_that_drops_objects_has_a_rule_to_keep_them(name):
     assert type(router).store_objects is not Router.store_objects
 
 
-def test_an_adjuster_is_refused_with_snapshot_queries(workloads):
-    wl = workloads["range"]
-    with pytest.raises(ValueError, match="adjust=pm cannot run a workload with snapshot queries"):
-        simulate(wl.events, wl.warmup, "qttree", 4, epoch_events=len(wl.events) // 4, adjust="pm")
-
-
 @pytest.fixture(scope="module")
 def mixed():
     """SSTD's six query types in one stream (protocol mix)."""
@@ -102,3 +96,35 @@ def test_the_mixed_stream_equals_the_oracle(mixed, strategy):
     for n_workers in (3, 8):
         res = simulate(mixed.events, mixed.warmup, strategy, n_workers, epoch_events=len(mixed.events) // 3)
         assert res.exact, (strategy, n_workers, res.digest, res.oracle_digest)
+
+
+UNIT_ROUTERS = [n for n in registry.names() if registry.get(n).unit_router]
+
+
+@pytest.mark.parametrize("strategy", UNIT_ROUTERS)
+def test_answers_stay_exact_when_units_move_and_objects_stay(mixed, strategy):
+    """Units move to random workers after every epoch; the kept objects stay where they were and
+    snapshot queries also go where the earlier routers kept them (harness/engine/versions.py)."""
+    from harness.engine.simulate import default_context
+    from tests.engine.test_migration import RandomMoves
+
+    adjuster = RandomMoves(RandomMoves.make_params({}), 4, default_context(mixed.events), strategy)
+    res = simulate(mixed.events, mixed.warmup, strategy, 4, epoch_events=len(mixed.events) // 8, adjust=adjuster)
+    assert len(res.plans) >= 3
+    assert res.exact, (strategy, res.digest, res.oracle_digest)
+
+
+def test_earlier_routers_are_needed_and_forgotten_past_the_look_back(mixed, monkeypatch):
+    """Without the earlier routers a snapshot query misses objects kept before a move; a router
+    whose objects are all older than any look-back is dropped."""
+    from harness.engine import loop, versions
+    from harness.engine.simulate import default_context
+    from tests.engine.test_migration import RandomMoves
+
+    old = [versions.Version("a", 10, 5.0), versions.Version("b", 20, 9.0)]
+    assert [v.router for v in versions.keep_versions(old, 12.0, 4.0)] == ["b"]
+    assert versions.versioned("r", []) == "r"
+    monkeypatch.setattr(loop, "keep_versions", lambda older, ts_now, look_back: [])
+    adjuster = RandomMoves(RandomMoves.make_params({}), 4, default_context(mixed.events), "grid")
+    res = simulate(mixed.events, mixed.warmup, "grid", 4, epoch_events=len(mixed.events) // 8, adjust=adjuster)
+    assert not res.exact
