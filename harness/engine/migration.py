@@ -28,8 +28,8 @@ import pyarrow.compute as pc
 
 from harness.core import store
 from harness.core.events import DELETE, INSERT, Events, row_bytes, sorted_runs
-from harness.engine.blocks import (BLOCK_SCHEMA, from_ipc, one_row, read_bundle, spark_schema, to_ipc,
-                                   write_bundle)
+from harness.engine.blocks import (BLOCK_SCHEMA, from_ipc, one_row, read_bundle, read_merge_state, spark_schema,
+                                   to_ipc, write_bundle, write_merge_state)
 from harness.engine.faults import maybe_kill_executor
 from harness.engine.pipeline import merge_buckets
 from harness.engine.worker import routing_view
@@ -348,6 +348,10 @@ def migrate_state(spark, state_in: str, state_out: str, router, n_workers: int, 
     )
     job_s = time.perf_counter() - t0
     routers_bc.unpersist()
+    # the mergers' state is kept by bucket of query ids, not by worker: it stays as it is
+    for code in setup.stateful:
+        for bucket in range(parts):
+            write_merge_state(out_dir, code, bucket, read_merge_state(str(state_in), code, bucket))
     infos = [json.loads(v) for v in rows.column("info").to_pylist()]
     return summarise(infos, n_workers, job_s)
 

@@ -1,9 +1,9 @@
-"""SSTD's six query types in one stream through the real Spark pipeline over several epochs: the
-stored objects cross Spark tasks in the state files, A-Grid keeps the objects its summaries would
-drop, kdt one keeper per object in its cell, the terms counted once however a router copies
-objects, and every strategy gives the oracle's answers for all three families; the run row carries
-the snapshot figures; a strategy that cannot keep objects is left out of strategy=all and refused
-by name before Spark starts."""
+"""SSTD's six query types in one stream through the real Spark pipeline over several epochs, with
+units moving between them: the stored objects cross Spark tasks in the state files and stay put
+in a migration, A-Grid keeps the objects its summaries would drop, kdt one keeper per object in
+its cell, the terms counted once however a router copies objects, and every strategy gives the
+oracle's answers for all three families; the run row carries the snapshot figures; a strategy that
+cannot keep objects is left out of strategy=all and refused by name before Spark starts."""
 
 from __future__ import annotations
 
@@ -28,20 +28,21 @@ def _cfg(tmp_path, *extra):
 
 
 @pytest.mark.spark
-def test_the_six_sstd_query_types_run_exact_on_spark(spark, tmp_path):
-    rows = run_experiment(_cfg(tmp_path, "strategy=all", "strategy.include=[agrid,kdt,qttree,text_frequency,kop]",
-                               "latency.arrivals=event_time"))
-    assert sorted(r["strategy"] for r in rows) == ["agrid", "kdt", "kop", "qttree", "text_frequency"]
+def test_the_six_sstd_query_types_run_exact_on_spark_while_units_move(spark, tmp_path):
+    """PS2Stream's greedy adjuster moves units between epochs (kdt's cells, A-Grid's and the
+    QT-tree's leaves): the kept objects stay, snapshot queries follow them (harness/engine/
+    versions.py), and the kNN merger's state carries over the migration."""
+    rows = run_experiment(_cfg(tmp_path, "strategy=all", "strategy.include=[agrid,kdt,qttree]", "adjust=gr",
+                               "epochs.size=300", "latency.arrivals=event_time"))
+    assert sorted(r["strategy"] for r in rows) == ["agrid", "kdt", "qttree"]
     for r in rows:
         assert r["status"] == "ok", r.get("traceback")
         assert r["oracle_ok"] is True, (r["strategy"], r["result_digest"])
-        assert r["family"] == "knn+range+terms" and r["epochs"] >= 3
+        assert r["family"] == "knn+range+terms" and r["epochs"] >= 5
         assert r["snapshot_queries"] > 300  # SRQ, SKQ and STQ batches, and the CTQs' reports
         assert r["snapshot_latency_p50_ms"] > 0 and r["stored_objects_max"] > 0
     assert len({r["result_digest"] for r in rows}) == 1
-    by = {r["strategy"]: r for r in rows}
-    assert by["kop"]["stored_objects_sum"] == 4 * by["kop"]["stored_objects_max"]  # every worker keeps every object
-    assert by["kop"]["snapshot_workers_mean"] == 1.0  # one worker answers: it holds everything
+    assert max(r["adjustments"] for r in rows) > 0
 
 
 def test_strategies_that_cannot_answer_are_left_out_or_refused(tmp_path, monkeypatch):
