@@ -116,20 +116,21 @@ def _common(a, a_lo, a_hi, b, b_lo, b_hi):
 
 
 @njit(cache=True)
-def _candidates(c, q, q_op, q_off, q_val, cell_ptr, cell_pos, ukeys, starts, post, vocab):
-    """The sorted positions to scan in cell c for query q: the postings of its keyword with the
-    fewest in c under AND, else every object of c. (array, lo, hi)."""
+def _candidates(c, q, lo, hi, q_op, q_off, q_val, cell_ptr, cell_pos, ukeys, starts, post, vocab):
+    """The positions in [lo, hi) to scan in cell c for query q, sorted: the postings of its keyword
+    with the fewest in c under AND, else every object of c. (array, first, end)."""
+    arr, a, b = cell_pos, cell_ptr[c], cell_ptr[c + 1]
     if q_op[q] == AND and q_off[q + 1] > q_off[q]:
-        best_lo, best_hi = 0, 0
+        arr, a, b = post, 0, 0
         for j in range(q_off[q], q_off[q + 1]):
             key = c * vocab + q_val[j]
             at = lower_bound(ukeys, 0, len(ukeys), key)
             if at == len(ukeys) or ukeys[at] != key:
                 return post, 0, 0  # no object of this cell has that keyword
-            if j == q_off[q] or starts[at + 1] - starts[at] < best_hi - best_lo:
-                best_lo, best_hi = starts[at], starts[at + 1]
-        return post, best_lo, best_hi
-    return cell_pos, cell_ptr[c], cell_ptr[c + 1]
+            if j == q_off[q] or starts[at + 1] - starts[at] < b - a:
+                a, b = starts[at], starts[at + 1]
+    a = lower_bound(arr, a, b, lo)
+    return arr, a, lower_bound(arr, a, b, hi)
 
 
 @njit(cache=True, inline="always")
@@ -158,10 +159,8 @@ def range_answers(q_rows, q_lo, q_hi, q_id, xmin, ymin, xmax, ymax, q_op, q_off,
             iy0, iy1 = axis_cell(ymin[q], y0, ich, ny), axis_cell(ymax[q], y0, ich, ny)
             for cy in range(iy0, iy1 + 1):
                 for cx in range(ix0, ix1 + 1):
-                    arr, a, b = _candidates(cy * nx + cx, q, q_op, q_off, q_val, cell_ptr, cell_pos, ukeys,
+                    arr, a, b = _candidates(cy * nx + cx, q, lo, hi, q_op, q_off, q_val, cell_ptr, cell_pos, ukeys,
                                             starts, post, vocab)
-                    a = lower_bound(arr, a, b, lo)
-                    b = lower_bound(arr, a, b, hi)
                     for t in range(a, b):
                         p = arr[t]
                         checked += 1
@@ -218,10 +217,8 @@ def knn_answers(q_rows, q_lo, q_hi, q_id, q_x, q_y, q_k, q_op, q_off, q_val,
                 for gx in range(max(cx - r, 0), min(cx + r, nx - 1) + 1):
                     if not edge_row and gx != cx - r and gx != cx + r:
                         continue  # inside the ring: scanned before
-                    arr, a, b = _candidates(gy * nx + gx, q, q_op, q_off, q_val, cell_ptr, cell_pos, ukeys,
+                    arr, a, b = _candidates(gy * nx + gx, q, lo, hi, q_op, q_off, q_val, cell_ptr, cell_pos, ukeys,
                                             starts, post, vocab)
-                    a = lower_bound(arr, a, b, lo)
-                    b = lower_bound(arr, a, b, hi)
                     for t in range(a, b):
                         p = arr[t]
                         checked += 1
