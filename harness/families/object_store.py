@@ -38,10 +38,11 @@ class ObjectStore:
         self.vocab = max(int(vocab), 1)
         self.objects = Events.empty()
         self._index: tuple | None = None
+        self._by_term: tuple | None = None
 
     def restore(self, objects: Events) -> None:
         self.objects = objects
-        self._index = None
+        self._index = self._by_term = None
 
     def add(self, ev: Events) -> None:
         """Keep the objects of a slice of the stream (seq order); forget those no query of this
@@ -52,12 +53,12 @@ class ObjectStore:
             old = self.objects.ts <= ev.ts[0] - self.look_back
             if old.any():
                 self.objects = self.objects.take(np.flatnonzero(~old))
-                self._index = None
+                self._index = self._by_term = None
         rows = np.flatnonzero(ev.kind == OBJECT)
         if len(rows):
             new = ev.take(rows)
             self.objects = Events.concat([self.objects, new]) if len(self.objects) else new
-            self._index = None
+            self._index = self._by_term = None
 
     def index(self) -> tuple:
         """(cell_ptr, cell_pos, ukeys, starts, post): positions by cell, and by (cell, term)."""
@@ -75,6 +76,23 @@ class ObjectStore:
             starts = np.r_[np.flatnonzero(first), len(key)].astype(np.int64)
             self._index = (cell_ptr, cell_pos, key[first], starts, owner[order])
         return self._index
+
+    def by_term(self) -> tuple:
+        """(terms, starts, positions): each term's stored objects, by position; and the cell box
+        (ix0, ix1, iy0, iy1) the objects occupy. For kNN queries whose keyword few objects hold,
+        and ring searches that need not look past the objects."""
+        if self._by_term is None:
+            o = self.objects
+            owner = np.repeat(np.arange(len(o), dtype=np.int64), np.diff(o.offsets))
+            order = np.argsort(o.values, kind="stable")
+            terms = o.values[order].astype(np.int64)
+            first = np.r_[True, terms[1:] != terms[:-1]] if len(terms) else np.zeros(0, np.bool_)
+            cells = self.grid.cells_of(o.x, o.y)
+            ix, iy = cells % self.grid.nx, cells // self.grid.nx
+            box = (int(ix.min()), int(ix.max()), int(iy.min()), int(iy.max())) if len(o) else (0, -1, 0, -1)
+            self._by_term = (terms[first], np.r_[np.flatnonzero(first), len(terms)].astype(np.int64), owner[order],
+                             np.array(box, np.int64))
+        return self._by_term
 
     def bounds(self, ev: Events, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per snapshot query, the positions [lo, hi) of the objects it may see."""
@@ -96,6 +114,9 @@ def split_snapshots(ev: Events) -> tuple[np.ndarray, np.ndarray]:
 
 
 # -- kernels ------------------------------------------------------------------------------------
+
+
+DIRECT_POSTINGS = 2048  # an SKQ whose rarest keyword fewer stored objects hold checks them directly
 
 
 @njit(cache=True, inline="always")
@@ -178,14 +199,34 @@ def range_answers(q_rows, q_lo, q_hi, q_id, xmin, ymin, xmax, ymax, q_op, q_off,
     return out_q[:n], out_o[:n]
 
 
+@njit(cache=True, inline="always")
+def _offer(p, o_x, o_y, o_seq, qx, qy, kk, best_d, best_p, have):
+    """Object p into the k best by (d2, seq) so far; returns the new count."""
+    dx = o_x[p] - qx
+    dy = o_y[p] - qy
+    d2 = dx * dx + dy * dy
+    if have == kk and not (d2 < best_d[kk - 1] or (d2 == best_d[kk - 1] and o_seq[p] < o_seq[best_p[kk - 1]])):
+        return have
+    pos = have if have < kk else kk - 1
+    while pos > 0 and (best_d[pos - 1] > d2 or (best_d[pos - 1] == d2 and o_seq[best_p[pos - 1]] > o_seq[p])):
+        best_d[pos] = best_d[pos - 1]
+        best_p[pos] = best_p[pos - 1]
+        pos -= 1
+    best_d[pos] = d2
+    best_p[pos] = p
+    return have + 1 if have < kk else have
+
+
 @njit(cache=True)
 def knn_answers(q_rows, q_lo, q_hi, q_id, q_x, q_y, q_k, q_op, q_off, q_val,
                 o_id, o_seq, o_x, o_y, o_off, o_val, cell_ptr, cell_pos, ukeys, starts, post,
-                x0, y0, icw, ich, nx, ny, vocab, work):
-    """Each query's k nearest qualifying stored objects by (d2, seq), found ring by ring around its
-    cell: ring r lies outside the square of rings < r, so once that square's inner distance
-    exceeds the k-th d2 no unscanned object can rank (strictly: an older object at the same
-    distance would). Rows (qid, oid, seq) and d2, query by query."""
+                x0, y0, icw, ich, nx, ny, vocab, t_terms, t_starts, t_post, box, direct, work):
+    """Each query's k nearest qualifying stored objects by (d2, seq). Under AND, when the query's
+    rarest keyword is held by few stored objects of its bounds (at most `direct`), those are
+    checked directly; otherwise the search goes ring by ring around the query's cell, within the
+    cells the objects occupy (`box`): ring r lies outside the square of rings < r, so once that
+    square's inner distance exceeds the k-th d2 no unscanned object can rank (strictly: an older
+    object at the same distance would). Rows (qid, oid, seq) and d2, query by query."""
     total = 0
     for i in range(len(q_rows)):
         total += max(q_k[q_rows[i]], 1)
@@ -203,8 +244,25 @@ def knn_answers(q_rows, q_lo, q_hi, q_id, q_x, q_y, q_k, q_op, q_off, q_val,
         checked = 0
         qx, qy = q_x[q], q_y[q]
         cx, cy = axis_cell(qx, x0, icw, nx), axis_cell(qy, y0, ich, ny)
-        last = max(max(cx, nx - 1 - cx), max(cy, ny - 1 - cy))
+        last = max(max(cx - box[0], box[1] - cx), max(cy - box[2], box[3] - cy))
         r = 0
+        if q_op[q] == AND and q_off[q + 1] > q_off[q] and hi > lo:  # the rarest keyword's holders
+            best_a, best_b = 0, -1
+            for j in range(q_off[q], q_off[q + 1]):
+                at = lower_bound(t_terms, 0, len(t_terms), q_val[j])
+                a, b = 0, 0
+                if at < len(t_terms) and t_terms[at] == q_val[j]:
+                    a = lower_bound(t_post, t_starts[at], t_starts[at + 1], lo)
+                    b = lower_bound(t_post, a, t_starts[at + 1], hi)
+                if best_b < 0 or b - a < best_b - best_a:
+                    best_a, best_b = a, b
+            if best_b - best_a <= direct:
+                for t in range(best_a, best_b):
+                    p = t_post[t]
+                    checked += 1
+                    if _qualifies(p, q, q_op, q_off, q_val, o_off, o_val):
+                        have = _offer(p, o_x, o_y, o_seq, qx, qy, kk, best_d, best_p, have)
+                r = last + 1  # done
         while hi > lo and r <= last:
             if r > 0 and have == kk:
                 inner = min(min(qx - (x0 + (cx - r + 1) * cw), (x0 + (cx + r) * cw) - qx),
@@ -212,9 +270,9 @@ def knn_answers(q_rows, q_lo, q_hi, q_id, q_x, q_y, q_k, q_op, q_off, q_val,
                 inner *= 1.0 - 1e-9  # a margin for the boundaries' rounding: stopping later is safe
                 if inner > 0.0 and inner * inner > best_d[kk - 1]:
                     break
-            for gy in range(max(cy - r, 0), min(cy + r, ny - 1) + 1):
+            for gy in range(max(cy - r, box[2]), min(cy + r, box[3]) + 1):
                 edge_row = gy == cy - r or gy == cy + r
-                for gx in range(max(cx - r, 0), min(cx + r, nx - 1) + 1):
+                for gx in range(max(cx - r, box[0]), min(cx + r, box[1]) + 1):
                     if not edge_row and gx != cx - r and gx != cx + r:
                         continue  # inside the ring: scanned before
                     arr, a, b = _candidates(gy * nx + gx, q, lo, hi, q_op, q_off, q_val, cell_ptr, cell_pos, ukeys,
@@ -222,24 +280,8 @@ def knn_answers(q_rows, q_lo, q_hi, q_id, q_x, q_y, q_k, q_op, q_off, q_val,
                     for t in range(a, b):
                         p = arr[t]
                         checked += 1
-                        if not _qualifies(p, q, q_op, q_off, q_val, o_off, o_val):
-                            continue
-                        dx = o_x[p] - qx
-                        dy = o_y[p] - qy
-                        d2 = dx * dx + dy * dy
-                        if have == kk and not (d2 < best_d[kk - 1] or (d2 == best_d[kk - 1]
-                                                                      and o_seq[p] < o_seq[best_p[kk - 1]])):
-                            continue
-                        pos = have if have < kk else kk - 1
-                        while pos > 0 and (best_d[pos - 1] > d2 or (best_d[pos - 1] == d2
-                                                                     and o_seq[best_p[pos - 1]] > o_seq[p])):
-                            best_d[pos] = best_d[pos - 1]
-                            best_p[pos] = best_p[pos - 1]
-                            pos -= 1
-                        best_d[pos] = d2
-                        best_p[pos] = p
-                        if have < kk:
-                            have += 1
+                        if _qualifies(p, q, q_op, q_off, q_val, o_off, o_val):
+                            have = _offer(p, o_x, o_y, o_seq, qx, qy, kk, best_d, best_p, have)
             r += 1
         for j in range(have):
             ids[n, 0] = q_id[q]
@@ -419,7 +461,7 @@ def answer_knn(store: ObjectStore, ev: Events, rows: np.ndarray) -> tuple[np.nda
     o = store.objects
     ids, d2 = knn_answers(rows, lo, hi, ev.id, ev.x, ev.y, ev.k.astype(np.int64), ev.op, ev.offsets, ev.values,
                           o.id, o.seq, o.x, o.y, o.offsets, o.values, *store.index(), *store.grid.args, store.vocab,
-                          work)
+                          *store.by_term(), DIRECT_POSTINGS, work)
     return ids, d2, work
 
 

@@ -76,13 +76,17 @@ def test_look_back_and_arrival_bounds():
     assert work[0] >= 1
 
 
-def test_equal_distances_the_older_object_wins():
+def test_equal_distances_the_older_object_wins(monkeypatch):
+    from harness.families import object_store
+
     items = [("o", 8, 5, [1]), ("o", 2, 5, [1]), ("o", 5, 8, [1]), ("q", (0, 0, 10, 10), [1], AND)]
     ev = item_events(items)
     ev.cols["x"][3], ev.cols["y"][3] = 5.0, 5.0
     ev = _snapshot(ev, [3], tau=1e9, family=KNN, k=2)
-    ids, d2, _ = answer_knn(_store(ev), ev, np.array([3]))
-    assert ids[:, 1].tolist() == [0, 1] and d2.tolist() == [9.0, 9.0]
+    for direct in (0, 2048):  # the ring search, and the keyword's holders checked directly
+        monkeypatch.setattr(object_store, "DIRECT_POSTINGS", direct)
+        ids, d2, _ = answer_knn(_store(ev), ev, np.array([3]))
+        assert ids[:, 1].tolist() == [0, 1] and d2.tolist() == [9.0, 9.0]
     assert sorted((snapshot_knn_keys(ev, KNN) & 0xFFFFFFFF).tolist()) == [0, 1]
 
 
@@ -97,18 +101,25 @@ def test_the_store_forgets_what_no_later_query_can_see():
     assert len(store.objects) == 14
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), knn=st.booleans(), mixed=st.booleans(), workers=st.sampled_from([1, 3, 5]),
-       strategy=st.sampled_from(["grid", "text_frequency", "qttree", "kop"]))
-def test_random_snapshot_streams_equal_the_oracle(seed, knn, mixed, workers, strategy):
+       strategy=st.sampled_from(["grid", "text_frequency", "qttree", "kop"]), direct=st.sampled_from([0, 2048]))
+def test_random_snapshot_streams_equal_the_oracle(seed, knn, mixed, workers, strategy, direct):
     """Snapshot queries with and without subscriptions of the same family beside them, over
-    several epochs: the run's answers are the oracle's."""
+    several epochs: the run's answers are the oracle's (kNN ones by the ring search, `direct` 0,
+    or from the rarest keyword's holders)."""
+    from harness.families import object_store
+
+    object_store.DIRECT_POSTINGS = direct  # read at each call; hypothesis runs examples in turn
     ev = random_snapshot_stream(seed, KNN if knn else RANGE, with_subscriptions=mixed)
     warm = int(np.flatnonzero(ev.kind != OBJECT)[0]) if (ev.kind != OBJECT).any() else len(ev)
     if strategy == "kop" and not knn:
         strategy = "hash"
-    res = simulate(ev, max(warm, 1), strategy, workers, epoch_events=max(len(ev) // 4, 1))
-    assert res.exact, (seed, knn, mixed, workers, strategy)
+    try:
+        res = simulate(ev, max(warm, 1), strategy, workers, epoch_events=max(len(ev) // 4, 1))
+    finally:
+        object_store.DIRECT_POSTINGS = 2048
+    assert res.exact, (seed, knn, mixed, workers, strategy, direct)
 
 
 def test_a_look_back_that_is_not_positive_is_refused():
