@@ -196,6 +196,8 @@ _METRICS = [
     # snapshot queries (SSTD's SRQ / SKQ; NaN-free only in workloads that have them)
     *(Metric(f"snapshot_latency_{k}_ms", f"snapshot latency {k}", "ms", f"{k} latency of the snapshot queries "
              "alone under the queue model (SSTD's measure)", "lower") for k in ("mean", "p50", "p95")),
+    *(Metric(f"{t}_latency_mean_ms", f"{t.upper()} latency mean", "ms", f"mean latency of the {t.upper()}s alone "
+             "under the queue model (a mixed workload's per-type figure)", "lower") for t in ("srq", "skq", "stq")),
     Metric("snapshot_queries", "snapshot queries", "queries", "snapshot queries in the measured part", None, _COUNT),
     Metric("snapshot_workers_mean", "workers per snapshot query", "workers", "workers a snapshot query reaches, "
            "mean (SSTD's partitions accessed)", "lower", "{:.2f}"),

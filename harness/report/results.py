@@ -41,7 +41,8 @@ RUNS_TABLE_COLUMNS = [
     "latency_share_100ms_1s", "latency_share_gt_1s", "observe_s", "merge_s", "feedback_rows", "family", "run_dir",
     "replicas_dropped", "stored_replication", "reevaluations", "resent", "buffer_size_mean",
     "snapshot_latency_mean_ms", "snapshot_latency_p50_ms", "snapshot_latency_p95_ms", "snapshot_queries",
-    "snapshot_workers_mean", "stored_objects_max", "stored_objects_sum",
+    "snapshot_workers_mean", "stored_objects_max", "stored_objects_sum", "srq_latency_mean_ms", "skq_latency_mean_ms",
+    "stq_latency_mean_ms",
     "driver_peak_rss_bytes", "executor_peak_rss_bytes", "results_local",
     "time_spark_start_s", "time_data_s", "time_oracle_s", "time_invocation_share_s", *metrics_mod.TIMESTAMP_METRICS, *metrics_mod.INPUT_METRICS,
 ]

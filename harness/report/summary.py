@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from harness.core.events import DELETE, INSERT, OBJECT, SNAPSHOT, Events, row_bytes
+from harness.core.events import DELETE, INSERT, KNN, OBJECT, RANGE, SNAPSHOT, TERMS, Events, row_bytes
 from harness.engine.monitor import worker_table
 from harness.report import latency as latency_model
 from harness.report.metrics import run_metrics
@@ -57,15 +57,24 @@ def native_rate(ts: np.ndarray) -> float | None:
     return (len(ts) - 1) / float(ts[-1] - ts[0])
 
 
-def snapshot_metrics(latency_s: np.ndarray, kinds: np.ndarray, copies: Copies, workers: pd.DataFrame) -> dict:
+SNAPSHOT_TYPES = {RANGE: "srq", KNN: "skq", TERMS: "stq"}  # SSTD's names (a CTQ's reports count as STQs)
+
+
+def snapshot_metrics(latency_s: np.ndarray, kinds: np.ndarray, copies: Copies, workers: pd.DataFrame,
+                     family: np.ndarray | None = None) -> dict:
     """Snapshot queries' own figures (SSTD's measure is their latency): latency under the queue
-    model over the snapshot events alone, workers reached per query, objects the workers keep.
-    Empty for a workload without snapshot queries."""
+    model over the snapshot events alone, and per SSTD type (`family`: the events' family column),
+    workers reached per query, objects the workers keep. Empty for a workload without snapshot
+    queries."""
     snap = kinds == SNAPSHOT
     if not snap.any():
         return {}
     out = {f"snapshot_{k}": v for k, v in latency_model.summarise(latency_s[snap]).items()
            if k in ("latency_mean_ms", "latency_p50_ms", "latency_p95_ms")}
+    for code, name in SNAPSHOT_TYPES.items():
+        mine = snap & (family == code) if family is not None else np.zeros(len(snap), np.bool_)
+        if mine.any():
+            out[f"{name}_latency_mean_ms"] = float(latency_s[mine].mean() * 1000.0)
     out["snapshot_queries"] = float(snap.sum())
     out["snapshot_workers_mean"] = float(snap[copies.pos].sum() / snap.sum())
     out["stored_objects_max"] = float(workers["stored_objects"].max())
@@ -186,7 +195,7 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     metrics["latency_rate_eps"] = rate
     metrics["stored_replication"] = stored_replication(measured, events, warmup)
     metrics["buffer_size_mean"] = buffer_size_mean(measured)
-    metrics.update(snapshot_metrics(lat, events.kind[warmup:], copies, workers))
+    metrics.update(snapshot_metrics(lat, events.kind[warmup:], copies, workers, events.family[warmup:]))
     for key in SERIES_TOTALS:
         metrics[key] = float(sum(r.get(key, 0.0) for r in series))
     metrics["adjustments"] = float(sum(1 for r in series if "operation" in r))

@@ -48,3 +48,21 @@ def test_event_time_arrivals_keep_the_mean_rate_and_bring_a_batch_together():
     assert np.allclose(even, np.arange(7) / 2.0)
     assert by_time[0] == by_time[2] == 0.0 and by_time[-1] == even[-1] and by_time[4] == by_time[5]
     assert np.allclose(arrival_times(3, 1.0, np.zeros(3)), [0.0, 1.0, 2.0])  # no time passes: even
+
+
+def test_snapshot_latency_by_sstd_type():
+    import pandas as pd
+    import pytest
+
+    from harness.core.events import INSERT, KNN, OBJECT, RANGE, SNAPSHOT, TERMS
+    from harness.report.network import Copies
+    from harness.report.summary import snapshot_metrics
+
+    kinds = np.array([OBJECT, SNAPSHOT, SNAPSHOT, SNAPSHOT, INSERT, SNAPSHOT], np.int8)
+    family = np.array([-1, RANGE, KNN, RANGE, RANGE, TERMS], np.int8)
+    lat = np.array([9.0, 0.001, 0.004, 0.003, 9.0, 0.006])
+    copies = Copies.of(np.arange(6), np.full(6, 10), {0: (np.arange(6), np.zeros(6))}, 1)
+    got = snapshot_metrics(lat, kinds, copies, pd.DataFrame({"stored_objects": [3, 4]}), family)
+    assert got["srq_latency_mean_ms"] == pytest.approx(2.0) and got["skq_latency_mean_ms"] == pytest.approx(4.0)
+    assert got["stq_latency_mean_ms"] == pytest.approx(6.0) and got["snapshot_queries"] == 4
+    assert got["snapshot_latency_mean_ms"] == pytest.approx(3.5) and got["stored_objects_sum"] == 7
