@@ -101,7 +101,7 @@ def test_the_store_forgets_what_no_later_query_can_see():
     assert len(store.objects) == 14
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=24, deadline=None)
 @given(seed=st.integers(0, 10_000), knn=st.booleans(), mixed=st.booleans(), workers=st.sampled_from([1, 3, 5]),
        strategy=st.sampled_from(["grid", "text_frequency", "qttree", "kop"]), direct=st.sampled_from([0, 2048]))
 def test_random_snapshot_streams_equal_the_oracle(seed, knn, mixed, workers, strategy, direct):

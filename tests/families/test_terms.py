@@ -27,7 +27,7 @@ from tests.streams import random_terms_stream
 REPLICATING = ["text_frequency", "text_hash", "dskype_keyword", "hash", "kop", "qttree"]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000), ctq=st.booleans(), workers=st.sampled_from([2, 3, 5]),
        strategy=st.sampled_from(REPLICATING + ["grid", "agrid", "kdt"]), slice_size=st.sampled_from([0, 3, 16]))
 def test_counting_once_under_replication(seed, ctq, workers, strategy, slice_size):
