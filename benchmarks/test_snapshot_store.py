@@ -98,7 +98,7 @@ def test_snapshot_answers_against_a_scan(scale, record, kind, area, target):
         one = np.ones((len(rows), 1), np.uint64)
         masks = copy_masks((np.arange(len(o)), np.zeros(len(o), np.int64)), len(o), 1)
         lo, hi = store.bounds(ev, rows)
-        cell_ptr, cell_pos, *_ = store.index()
+        cell_ptr, cell_pos = store.by_cell()
         build_s, tables = cpu_timer(lambda: count_tables(store, np.ones(len(o), np.bool_), SLICE), rounds=1)
 
         def answer():
@@ -114,9 +114,9 @@ def test_snapshot_answers_against_a_scan(scale, record, kind, area, target):
     n = len(store.objects)
     ref = f"{kind}@{n // 1000}k/scan"
     record(ref, n_base / scan_s, "queries/s/core", note=f"numpy over every stored object, {n_base} queries")
+    where = (f"region {area}" if isinstance(area, str) else f"region {area:.2%} of the space" if area else "k = 10")
     record(f"{kind}@{n // 1000}k/store", len(rows) / index_s, "queries/s/core", baseline=ref, target=target,
-           target_on=ref, note=f"{len(rows)} queries" + (f", region {area}" if isinstance(area, str)
-                                                          else f", region {area:.2%} of the space" if area else ", k = 10"))
+           target_on=ref, note=f"{len(rows)} queries, {where}")
 
 
 def test_a_5m_object_store_over_8_workers(scale, record):
@@ -138,4 +138,5 @@ def test_a_5m_object_store_over_8_workers(scale, record):
         store.add(ev.take(np.flatnonzero(cell == w)))
         store.index()
         total += store.size_bytes()
-    record("store@5M/bytes_8_workers", total / 2**30, "GiB", note="objects, their terms and the cell / (cell, term) index")
+    record("store@5M/bytes_8_workers", total / 2**30, "GiB",
+           note="objects, their terms and the cell / (cell, term) index")

@@ -165,8 +165,8 @@ class Router(ABC):
         return present
 
     def to_every_worker(self, ev: Events, rows: np.ndarray) -> Pairs:
-        """Every row to every worker: how a family that `routes_everywhere` is routed by a router
-        without a rule of its own for it."""
+        """Every row to every worker: broadcast objects, and how a family that `routes_everywhere`
+        is routed by a router without a rule of its own for it."""
         rows = np.asarray(rows, np.int64)
         return np.repeat(rows, self.n_workers), np.tile(np.arange(self.n_workers, dtype=np.int64), len(rows))
 

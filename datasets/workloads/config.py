@@ -32,8 +32,8 @@ KNN_FIELDS = ("protocol", "init_objects", "timestamps", "objects_per_ts", "inser
 # snapshot queries (datasets/workloads/snapshot.py): protocol srq (family range) or skq (family knn);
 # it also reads queries, keywords_min/max, k_min/k_max, op, tau_hours, hour_s
 SNAPSHOT_PROTOCOLS = ("srq", "skq", "stq", "ctq", "mix")
-SNAPSHOT_FIELDS = ("types", "preload_objects", "sample_queries", "batch", "batch_every_s", "objects_per_s", "area_fraction", "ctq_window_hours",
-                   "ctq_step_hours", "ctq_span_s")
+SNAPSHOT_FIELDS = ("types", "preload_objects", "sample_queries", "batch", "batch_every_s", "objects_per_s",
+                   "area_fraction", "ctq_window_hours", "ctq_step_hours", "ctq_span_s")
 # the top-k generator's knobs (datasets/workloads/topk.py); it also reads queries, keywords_min/max,
 # k_min/k_max
 TOPK_FIELDS = ("window", "measured_messages", "alpha_low", "alpha_high")

@@ -128,7 +128,7 @@ def build_knn_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, seed
     obj_ts = np.concatenate([np.zeros(n_init), np.repeat(np.arange(1, T + 1, dtype=np.float64), per_ts)])
 
     o_off, o_val = list_to_csr(objects.column("terms"))
-    x, y, k, q_off, q_val = _subscriptions(rng_q, objects, o_off, o_val, n_q, cfg)
+    x, y, k, q_off, q_val = sampled_queries(rng_q, objects, o_off, o_val, n_q, cfg)
 
     # stream order: time-stamp, then deletions (0), insertions (1), objects (2), then id
     ts = np.concatenate([del_ts, ins_ts, obj_ts])
@@ -243,7 +243,7 @@ def _ckq_timeline(rng, mu: int, T: int, L: int):
     return t_del.astype(np.float64), del_q.astype(np.int64), ins_ts, tau
 
 
-def _subscriptions(rng, objects: pa.Table, o_off, o_val, n_q: int, cfg):
+def sampled_queries(rng, objects: pa.Table, o_off, o_val, n_q: int, cfg):
     """Per subscription: location and keywords of a uniformly random dataset object with at least
     keywords_min terms (min(keywords_max, |terms|) of them, uniformly, sorted), and k."""
     lens = np.diff(o_off)

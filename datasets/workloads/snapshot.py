@@ -8,8 +8,8 @@ queries in batches of `batch`, one batch every `batch_every_s` seconds of event 
 keep arriving at `objects_per_s` (a decision: SSTD's stream does not stop for its queries).
 
 The warm-up ends with `sample_queries` queries (answered, and the strategies' fitting sample of
-queries, which SSTD's QT-tree builds its cost model from). A query (protocol `srq` or `skq`) takes the location and keywords of a uniformly random dataset
-object with at least `keywords_min` terms (min(keywords_max, |terms|) of them, drawn uniformly, as
+queries, which SSTD's QT-tree builds its cost model from). A query (protocol `srq` or `skq`)
+takes the location and keywords of a uniformly random dataset object with at least `keywords_min` terms (min(keywords_max, |terms|) of them, drawn uniformly, as
 the kNN generator does; SSTD: "we sample a small set of tweets and for each tweet, we utilize its
 textual content and geo-location to generate one query"); `op` joins them (SSTD: and). An SRQ's
 region is a square of `area_fraction` of the dataset extent's area centred there (SSTD: 0.0001% to
@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 
 from datasets.workloads.config import SNAPSHOT_PROTOCOLS, Workload, check_k_and_keywords, invalid
-from datasets.workloads.knn import SPAN_HOURS, _subscriptions
+from datasets.workloads.knn import SPAN_HOURS, sampled_queries
 from datasets.workloads.range import object_reuse
 from harness.core.events import (AND, DELETE, FAMILY_NAMES, INSERT, KNN, OBJECT, OR, RANGE, SNAPSHOT, TERMS, Events,
                                  csr_take, list_to_csr)
@@ -101,7 +101,8 @@ def build_snapshot_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg,
     snap = [t for t in types if t not in CONTINUOUS]
     rng = np.random.default_rng(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(cfg.seed_offset) & 0xFFFFFFFF,
                                                         0x534E4150]))
-    n_meas, per_batch, every, rate = int(cfg.queries), int(cfg.batch), float(cfg.batch_every_s), float(cfg.objects_per_s)
+    n_meas, per_batch = int(cfg.queries), int(cfg.batch)
+    every, rate = float(cfg.batch_every_s), float(cfg.objects_per_s)
     n_sample = int(cfg.sample_queries)
     n_batches = -(-n_meas * len(snap) // per_batch)
     preload = int(cfg.preload_objects)
@@ -119,7 +120,7 @@ def build_snapshot_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg,
     blocks = []  # per type: (rank, ts, payload arrays)
     for rank, t in enumerate(types):
         n = n_meas + n_sample if t not in CONTINUOUS else n_meas
-        x, y, k, q_off, q_val = _subscriptions(rng, objects, o_off, o_val, n, cfg)
+        x, y, k, q_off, q_val = sampled_queries(rng, objects, o_off, o_val, n, cfg)
         if TYPE_FAMILY[t] == TERMS:  # no keywords
             q_off, q_val = np.zeros(n + 1, np.int64), np.zeros(0, np.int32)
         if t in CONTINUOUS:
@@ -183,8 +184,8 @@ def build_snapshot_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg,
     row[is_q] = n_rows + q
     offsets, values = csr_take(np.concatenate(offs), np.concatenate(vals), row)
     info = object_reuse(n_obj, n_rows)
-    info["query_keywords_mean"] = float(np.diff(np.concatenate([b["off"] for b in blocks])).clip(0).mean()) \
-        if n_q else float("nan")
+    lengths = np.concatenate([np.diff(b["off"]) for b in blocks])
+    info["query_keywords_mean"] = float(lengths.mean()) if n_q else float("nan")
     n_warm = preload + sum(n_sample if t not in CONTINUOUS else n_meas for t in types)
     events, warmup = Events(cols, offsets, values), n_warm
     if "ctq" in types:

@@ -95,7 +95,7 @@ class InProcessExecutor:
                 blobs[code].append(blob)
             self.states[w] = run.kept
             start_q, end_q = stored_queries(start), stored_queries(run.kept)
-            holding = held(start, run.kept)
+            holding = held(start_q, end_q, run.kept)
             for r, st in enumerate(run.stats):
                 stats[r][w] = {**st, **holding}
             if monitor:

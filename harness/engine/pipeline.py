@@ -212,7 +212,7 @@ def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list
     if spec.collect_service and len(run.events):
         yield out_row(SERVICE, w, payload=service_block(run.events.seq, run.work, run.busy_s), lane=lane)
     start_q, end_q = stored_queries(bundles), stored_queries(run.kept)
-    holding = held(bundles, run.kept)
+    holding = held(start_q, end_q, run.kept)
     if spec.monitor:
         from harness.engine.monitor import unit_stats
 

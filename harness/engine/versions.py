@@ -35,20 +35,11 @@ class Versions:
     def __init__(self, current, older: list[Version]):
         self.current, self.older = current, list(older)
 
-    def __getattr__(self, name):  # everything else is the current router's
+    def __getattr__(self, name):  # everything else is the current router's (none while unpickling)
         current = self.__dict__.get("current")
         if current is None:
             raise AttributeError(name)
         return getattr(current, name)
-
-    def __getstate__(self):
-        return self.__dict__
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-
-    def route(self, ev: Events):
-        return self.current.route(ev)
 
     def storing_copies(self, ev: Events):
         """Objects by the router of their own seq; queries by the current router, and snapshot
@@ -56,20 +47,17 @@ class Versions:
         is_obj = ev.kind == OBJECT
         objs, qs = np.flatnonzero(is_obj), np.flatnonzero(~is_obj)
         version = np.searchsorted([v.seq_end for v in self.older], ev.seq[objs], side="right")
-        parts = [self.current.storing_copies(ev.take(qs))]
-        parts[0] = (qs[parts[0][0]], parts[0][1])
+        parts = [self.current.route_queries(ev, qs)]
         for i, router in enumerate([v.router for v in self.older] + [self.current]):
             mine = objs[version == i]
             if len(mine):
                 r, w = router.storing_copies(ev.take(mine))
                 parts.append((mine[r], w))
         snap = qs[ev.kind[qs] == SNAPSHOT]
-        for i, v in enumerate(self.older):
-            start = self.older[i - 1].ts_end if i else -np.inf
-            reach = snap[(ev.ts[snap] - ev.tau[snap] < v.ts_end) & (ev.ts[snap] >= start)]
+        for v in self.older:  # its objects are no newer than ts_end: visible when ts_end > t_q - tau
+            reach = snap[ev.ts[snap] - ev.tau[snap] < v.ts_end]
             if len(reach):
-                r, w = v.router.route_queries(ev, reach)
-                parts.append((r, w))
+                parts.append(v.router.route_queries(ev, reach))
         rows = np.concatenate([p[0] for p in parts])
         workers = np.concatenate([p[1] for p in parts])
         key = np.unique(rows * self.current.n_workers + workers)

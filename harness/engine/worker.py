@@ -167,8 +167,7 @@ def stored_queries(bundles: dict[int, StateBundle]) -> Events:
     return merged.take(np.argsort(merged.seq, kind="stable")) if len(merged) else merged
 
 
-def held(start: dict[int, StateBundle], kept: dict[int, StateBundle]) -> dict[str, int]:
-    """A worker's statistics on what it holds: subscriptions at the epoch's start and end, and the
-    objects it keeps for snapshot queries at the end."""
-    return {"restored": len(stored_queries(start)), "kept": len(stored_queries(kept)),
-            "stored_objects": sum(len(b.objects) for b in kept.values())}
+def held(start_q: Events, end_q: Events, kept: dict[int, StateBundle]) -> dict[str, int]:
+    """A worker's statistics on what it holds: subscriptions at the epoch's start and end
+    (`stored_queries`), and the objects it keeps for snapshot queries at the end."""
+    return {"restored": len(start_q), "kept": len(end_q), "stored_objects": sum(len(b.objects) for b in kept.values())}

@@ -39,10 +39,11 @@ class ObjectStore:
         self.objects = Events.empty()
         self._index: tuple | None = None
         self._by_term: tuple | None = None
+        self._cells: np.ndarray | None = None
 
     def restore(self, objects: Events) -> None:
         self.objects = objects
-        self._index = self._by_term = None
+        self._index = self._by_term = self._cells = None
 
     def add(self, ev: Events) -> None:
         """Keep the objects of a slice of the stream (seq order); forget those no query of this
@@ -53,21 +54,32 @@ class ObjectStore:
             old = self.objects.ts <= ev.ts[0] - self.look_back
             if old.any():
                 self.objects = self.objects.take(np.flatnonzero(~old))
-                self._index = self._by_term = None
+                self._index = self._by_term = self._cells = None
         rows = np.flatnonzero(ev.kind == OBJECT)
         if len(rows):
             new = ev.take(rows)
             self.objects = Events.concat([self.objects, new]) if len(self.objects) else new
-            self._index = self._by_term = None
+            self._index = self._by_term = self._cells = None
+
+    def cells(self) -> np.ndarray:
+        """Each stored object's grid cell."""
+        if self._cells is None:
+            self._cells = self.grid.cells_of(self.objects.x, self.objects.y)
+        return self._cells
+
+    def by_cell(self) -> tuple[np.ndarray, np.ndarray]:
+        """(cell_ptr, cell_pos): the stored objects' positions by cell, each cell's in order."""
+        cell = self.cells()
+        cell_pos = np.argsort(cell, kind="stable").astype(np.int64)
+        return np.r_[0, np.cumsum(np.bincount(cell, minlength=self.grid.n_cells))].astype(np.int64), cell_pos
 
     def index(self) -> tuple:
         """(cell_ptr, cell_pos, ukeys, starts, post): positions by cell, and by (cell, term)."""
         if self._index is None:
             o = self.objects
             n = len(o)
-            cell = self.grid.cells_of(o.x, o.y)
-            cell_pos = np.argsort(cell, kind="stable").astype(np.int64)
-            cell_ptr = np.r_[0, np.cumsum(np.bincount(cell, minlength=self.grid.n_cells))].astype(np.int64)
+            cell = self.cells()
+            cell_ptr, cell_pos = self.by_cell()
             owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(o.offsets))
             key = cell[owner] * np.int64(self.vocab) + o.values.astype(np.int64)
             order = np.argsort(key, kind="stable")
@@ -87,7 +99,7 @@ class ObjectStore:
             order = np.argsort(o.values, kind="stable")
             terms = o.values[order].astype(np.int64)
             first = np.r_[True, terms[1:] != terms[:-1]] if len(terms) else np.zeros(0, np.bool_)
-            cells = self.grid.cells_of(o.x, o.y)
+            cells = self.cells()
             ix, iy = cells % self.grid.nx, cells // self.grid.nx
             box = (int(ix.min()), int(ix.max()), int(iy.min()), int(iy.max())) if len(o) else (0, -1, 0, -1)
             self._by_term = (terms[first], np.r_[np.flatnonzero(first), len(terms)].astype(np.int64), owner[order],
@@ -423,7 +435,7 @@ def count_tables(store: ObjectStore, own: np.ndarray, slice_size: int) -> tuple[
     SSTD keeps such tables per node of each time slice's R-tree (Sec. 6.1)."""
     o = store.objects
     n, n_cells, vocab = len(o), store.grid.n_cells, np.int64(store.vocab)
-    cell = store.grid.cells_of(o.x, o.y)
+    cell = store.cells()
     n_slices = max(-(-n // slice_size), 1)
     owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(o.offsets))
     mine = own[owner]

@@ -300,7 +300,8 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
             e.route_ns / 1e9 + e.merge_busy_s + sum(st.get("busy_s", 0.0) for st in e.worker_stats.values())
             for reps in loop.repetitions for e in reps)
         row = {
-            **base, **metrics, "status": "ok", "error": None, "build_s": build_s, "family": "+".join(run_families(cfg, events)),
+            **base, **metrics, "status": "ok", "error": None, "build_s": build_s,
+            "family": "+".join(sorted(setup.names.values())),
             "dispatcher_bytes": float(router.size_bytes()), "result_count": count, "result_digest": digest,
             "oracle_ok": None if oracle is None else bool(digest == oracle), "epochs": len(loop.measured),
             "adjust": cfg.adjust.name,

@@ -77,8 +77,7 @@ class DSkypeLocationRouter(KdTreeRouter):
         self.prob = np.asarray(prob, np.float64)  # per node smoothed p(nd)
 
     def route_objects(self, ev: Events, rows: np.ndarray) -> Pairs:
-        n = self.n_workers
-        return np.repeat(rows, n), np.tile(np.arange(n, dtype=np.int64), len(rows))
+        return self.to_every_worker(ev, rows)
 
     def leaf_of(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """The worker of the leaf holding each point, after clamping it into the root region."""

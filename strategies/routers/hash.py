@@ -14,8 +14,7 @@ from strategies.base import Pairs, Router
 
 class HashRouter(Router):
     def route_objects(self, ev: Events, rows: np.ndarray) -> Pairs:
-        n = self.n_workers
-        return np.repeat(rows, n), np.tile(np.arange(n, dtype=np.int64), len(rows))
+        return self.to_every_worker(ev, rows)
 
     def _by_id(self, ev: Events, rows: np.ndarray) -> Pairs:
         """Hashed id, so consecutive ids do not land on workers in lock step."""

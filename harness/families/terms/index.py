@@ -58,7 +58,6 @@ class TermsIndex(WorkerIndex):
         self.store = ObjectStore(context.extent, cells_per_side, max(context.look_back, 0.0), context.vocab_size)
         self.route, self.worker, self.n_workers = None, 0, 1
         self.slice_size = int(slice_size)  # positions per count-table slice; 0: no tables (scan every object)
-        self._tables_key, self._cached = None, None
 
     def observe_routing(self, route, worker: int, n_workers: int) -> None:
         self.route, self.worker, self.n_workers = route, int(worker), int(n_workers)
@@ -73,18 +72,13 @@ class TermsIndex(WorkerIndex):
         return copy_masks(self.route(events), len(events), self.n_workers), time.process_time() - t0
 
     def _tables(self, o_mask: np.ndarray) -> tuple:
-        """The store's count tables (`count_tables`) over the objects only this worker holds; kept
-        while the store is unchanged."""
-        seq = self.store.objects.seq
-        key = (len(seq), int(seq[0]) if len(seq) else -1, int(seq[-1]) if len(seq) else -1)
+        """The store's count tables (`count_tables`) over the objects only this worker holds (built
+        once per epoch: the index is not chunked); empty ones when `slice_size` is 0."""
         if self.slice_size <= 0:
-            return (np.zeros(1, np.int64),) + (np.zeros(0, np.int64),) * 2 + (np.zeros(1, np.int64),
-                                                                             np.zeros(0, np.int64))
-        if self._tables_key != key:
-            own = copy_masks((np.full(1, 0), np.full(1, self.worker)), 1, self.n_workers)[0]
-            self._cached = count_tables(self.store, (o_mask == own).all(axis=1), self.slice_size)
-            self._tables_key = key
-        return self._cached
+            return np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64), \
+                np.zeros(0, np.int64)
+        only_here = copy_masks((np.zeros(1, np.int64), np.full(1, self.worker)), 1, self.n_workers)[0]
+        return count_tables(self.store, (o_mask == only_here).all(axis=1), self.slice_size)
 
     def process(self, ev: Events) -> WorkerOutput:
         with CompileClock() as compiling:
@@ -111,7 +105,7 @@ class TermsIndex(WorkerIndex):
             o_mask, s2 = self._masks(o)
             bookkeeping = s1 + s2
             lo, hi = self.store.bounds(ev, rows)
-            cell_ptr, cell_pos, *_ = self.store.index()
+            cell_ptr, cell_pos = self.store.by_cell()
             tables = self._tables(o_mask)
             q_work = np.ones(len(rows), np.int64)
             qi, term, count = terms_answers(rows, lo, hi, ev.xmin, ev.ymin, ev.xmax, ev.ymax, q_mask, o.x, o.y,

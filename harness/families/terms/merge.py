@@ -68,8 +68,10 @@ class TermsMerger(Merger):
 
         def k_of(q, r):
             key = (q << 32) | r
+            if len(ask_key) == 0:
+                raise RuntimeError("terms merge: partial counts for a query the merge was not given")
             at = ask_order[np.minimum(np.searchsorted(ask_key[ask_order], key), len(ask_key) - 1)]
-            if len(ask_key) == 0 or not (ask_key[at] == key).all():
+            if not (ask_key[at] == key).all():
                 raise RuntimeError("terms merge: partial counts for a query the merge was not given")
             return np.maximum(asks.k[at].astype(np.int64), 1)
 

@@ -103,8 +103,7 @@ class QTTreeRouter(Router):
     def route_knn(self, ev: Events, rows: np.ndarray) -> Pairs:
         if not self.knn_to_all:
             return self.route_range(ev, rows)
-        rows = np.asarray(rows, np.int64)
-        return np.repeat(rows, self.n_workers), np.tile(np.arange(self.n_workers, dtype=np.int64), len(rows))
+        return self.to_every_worker(ev, rows)
 
     def route_terms(self, ev: Events, rows: np.ndarray) -> Pairs:
         """A top-k-terms query (no keywords) to every leaf its rectangle reaches, every textual child

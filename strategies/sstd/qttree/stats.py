@@ -81,9 +81,10 @@ class QueryStats:
         other = np.setdiff1d(np.unique(sample.family[is_query]), [RANGE, KNN, TERMS])
         self.other_families = [FAMILY_NAMES.get(int(f), str(int(f))) for f in other]
         self.qs = np.flatnonzero(is_query & np.isin(sample.family, (RANGE, KNN, TERMS)))
-        code = {key: i for i, key in enumerate(TYPES)}
-        self.qtype = np.array([code[(int(f), int(k))] for f, k in zip(sample.family[self.qs], sample.kind[self.qs])],
-                              np.int64)
+        lut = np.full((max(f for f, _ in TYPES) + 1, max(k for _, k in TYPES) + 1), -1, np.int64)
+        for i, (f, k) in enumerate(TYPES):
+            lut[f, k] = i
+        self.qtype = lut[sample.family[self.qs].astype(np.int64), sample.kind[self.qs].astype(np.int64)]
         self.type_counts = {t: int(c) for t, c in zip(TYPE_NAMES, np.bincount(self.qtype, minlength=len(TYPES))) if c}
         self.is_knn = np.isin(self.qtype, [TYPE_NAMES.index(t) for t in KNN_TYPES])
         # the queries routed by their keywords: range ones, and kNN ones under ckq_routing: ball
