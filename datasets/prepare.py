@@ -95,6 +95,10 @@ def cache_key(cfg) -> dict:
         if v is not None:
             v = float(v) if f in _FLOATS else (int(v) if isinstance(v, (int, np.integer)) else str(v))
         key[f] = v
+    if source == "synthetic" and cfg.locations != "places":  # SSTD's Uni/Gau; `places` keeps its old digest
+        key["locations"] = str(cfg.locations)
+        if cfg.locations == "gaussian":
+            key["location_sd_deg"] = float(cfg.location_sd_deg)
     if source == "file":
         key["path"] = os.path.abspath(str(cfg.path))
         key["files"] = _file_fingerprint(key["path"])

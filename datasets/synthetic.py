@@ -11,6 +11,13 @@ over the bbox, so text and space correlate with different strength in different 
 Words are pronounceable consonant-vowel syllable strings, shorter for frequent ranks.
 Time: Poisson arrivals at `rate`/s, generated per chunk as sorted uniforms (a Poisson process
 conditioned on its count), so ts increases with the row id across partitions.
+Location variants (SSTD Fig. 7's Uni and Gau, `locations`): `places` keeps the locations above;
+`uniform` redraws every location uniformly over the places' bbox (uniform in lon/lat, so also in
+the projected km); `gaussian` from a 2-D Gaussian with its means at the bbox's midpoints, sd
+`location_sd_deg` degrees on both axes, no correlation, truncated to the bbox. Text and time are
+drawn from the place location first and the new location last, so a variant's objects have exactly
+the `places` dataset's text and times (same seed): only where they are changes, as SSTD built Uni
+and Gau from TW14. Text then no longer follows the location's region.
 Determinism: partition p, chunk c draws from default_rng([seed, p, c]) with a fixed partition
 count (`partitions`), so the same config gives the same objects whatever the scheduling.
 """
@@ -20,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from scipy.special import ndtr, ndtri
 
 from .geonames import load_places
 from .text import STOP_WORDS_SET
@@ -78,6 +86,7 @@ def build_model(cfg) -> dict:
         "topic_cdf": _zipf_cdf(t, 1.0),
         "words": pa.array(make_words(v + g * g * t), pa.string()),
         "noise": float(cfg.noise_fraction), "rate": float(cfg.rate),
+        "locations": str(cfg.locations), "location_sd_deg": float(cfg.location_sd_deg),
         "min_terms": int(cfg.min_terms), "max_terms": int(cfg.max_terms), "seed": int(cfg.seed),
     }
 
@@ -120,10 +129,28 @@ def generate_chunk(m: dict, rng: np.random.Generator, first_id: int, n: int) -> 
     # time: Poisson process conditioned on n arrivals in [first_id, first_id + n) / rate
     ts = (first_id + np.sort(rng.random(n)) * n) / m["rate"]
     rows = np.arange(first_id, first_id + n, dtype=np.int64)
+    if m["locations"] != "places":  # after every other draw: text and ts stay the places dataset's
+        lon, lat = redraw_locations(m, rng, n)
     return pa.RecordBatch.from_arrays(
         [pa.array(lon), pa.array(lat), text, pa.array(ts), pa.array(rows)],
         names=["lon", "lat", "text", "ts", "_row"],
     )
+
+
+def redraw_locations(m: dict, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n new (lon, lat) of the `locations` variant: uniform over the places' bbox, or a Gaussian
+    centred on its midpoints with sd `location_sd_deg` degrees per axis (rho = 0), truncated to
+    the bbox by drawing each coordinate's quantile within the box (no pile-up at the edges)."""
+    x0, y0, x1, y1 = m["box"]
+    if m["locations"] == "uniform":
+        return rng.uniform(x0, x1, n), rng.uniform(y0, y1, n)
+    sd = m["location_sd_deg"]
+    out = []
+    for lo, hi in ((x0, x1), (y0, y1)):
+        mid = (lo + hi) / 2.0
+        p_lo, p_hi = ndtr((lo - mid) / sd), ndtr((hi - mid) / sd)
+        out.append(np.clip(mid + sd * ndtri(p_lo + rng.random(n) * (p_hi - p_lo)), lo, hi))
+    return out[0], out[1]
 
 
 def raw_dataframe(cfg, spark):
