@@ -63,8 +63,8 @@ def unit_stats(router, worker: int, ev: Events, work: np.ndarray, busy_s: float,
 
 COUNTERS = ("events", "objects", "inserts", "deletes", "candidates", "results", "busy_s", "restore_s",
             "index_bytes", "restored", "pause_s", "replicas_dropped", "reevaluations", "resent", "snapshots",
-            "snapshot_checks", "stored_objects")
-LEVELS = ("index_bytes", "stored_objects")  # what a worker holds: the largest over the epochs, not a sum
+            "snapshot_checks", "stored_objects", "stored_bytes")
+LEVELS = ("index_bytes", "stored_objects", "stored_bytes")  # what a worker holds: the largest over the epochs, not a sum
 
 
 def worker_table(epoch_stats: list[dict[int, dict]], n_workers: int) -> pd.DataFrame:

@@ -15,6 +15,7 @@ import numpy as np
 
 from harness.core.events import OBJECT, Events
 from harness.families.base import StateBundle, WorkerIndex, WorkerOutput
+from harness.families.object_store import ObjectStore
 
 
 def routing_view(ev: Events, codes: np.ndarray | None) -> Events:
@@ -77,7 +78,7 @@ class WorkerSet:
         work per event, the counters and the busy time."""
         whole = not all(index.chunkable for index in self.indexes.values())
         step = max(len(ev) if whole or chunk_events <= 0 else chunk_events, 1)
-        self._work, self._counters, self._busy = [], {}, 0.0
+        self._work, self._counters, self._busy, self._stored = [], {}, 0.0, self.stored_bytes()
         for lo in range(0, max(len(ev), 1), step):
             rows = np.arange(lo, min(lo + step, len(ev)))
             outs, work, counters, busy = self.process(ev if len(rows) == len(ev) else ev.take(rows))
@@ -85,10 +86,29 @@ class WorkerSet:
             for k, v in counters.items():
                 self._counters[k] = self._counters.get(k, 0) + v
             self._busy += busy
+            self._stored = max(self._stored, self.stored_bytes())
             yield rows, outs
 
+    def followups(self) -> dict:
+        """Each family's first rounds of the epoch (`WorkerIndex.followups`), where it has any."""
+        out = {code: index.followups() for code, index in self.indexes.items()}
+        return {code: t for code, t in out.items() if t is not None and t.num_rows}
+
     def totals(self) -> tuple[np.ndarray, dict, float]:
-        return (np.concatenate(self._work) if self._work else np.zeros(0, np.int64)), self._counters, self._busy
+        """The work per event, the summed counters and the busy time of the last `process_chunks`;
+        with object stores, the counters' `stored_bytes` is the most they held after any slice (a
+        level, not a sum)."""
+        counters = {**self._counters, "stored_bytes": self._stored} if self.stores() else self._counters
+        return (np.concatenate(self._work) if self._work else np.zeros(0, np.int64)), counters, self._busy
+
+    def stores(self) -> list[ObjectStore]:
+        """The indexes' object stores (SSTD's snapshot queries; none without them)."""
+        stores = (getattr(index, "store", None) for index in self.indexes.values())
+        return [s for s in stores if isinstance(s, ObjectStore)]
+
+    def stored_bytes(self) -> int:
+        """Bytes the object stores hold now (ObjectStore.stored_bytes), each family's counted."""
+        return sum(s.stored_bytes() for s in self.stores())
 
     def prune_replicas(self, router, worker: int, codes: np.ndarray | None) -> dict[str, float]:
         """Drop the replicas that narrowed subscriptions no longer need on this worker.

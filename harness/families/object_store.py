@@ -118,6 +118,20 @@ class ObjectStore:
         parts = [o.offsets, o.values, *o.cols.values(), *(self._index or ())]
         return int(sum(a.nbytes for a in parts))
 
+    def stored_bytes(self) -> int:
+        """The bytes of the arrays the store holds now (numpy nbytes): the objects' columns (every
+        Events column, the blank query ones too), their terms (offsets, values), each object's
+        cell, and whichever indexes are built at the moment (`index`: positions by cell and by
+        (cell, term); `by_term`: positions by term and the cell box). Left out: Python object
+        overhead (the Events, dicts, tuples, grid), the temporaries of an index build or a query,
+        and the terms index's count tables and worker masks, which TermsIndex builds per call
+        and does not keep. The stats' `stored_bytes` per worker (harness/engine/worker.py)."""
+        o = self.objects
+        parts = [o.offsets, o.values, *o.cols.values(), *(self._index or ()), *(self._by_term or ())]
+        if self._cells is not None:
+            parts.append(self._cells)
+        return int(sum(a.nbytes for a in parts))
+
 
 def split_snapshots(ev: Events) -> tuple[np.ndarray, np.ndarray]:
     """(rows of snapshot queries, the other rows) of a slice of the stream."""

@@ -72,10 +72,11 @@ PLOT_METRICS = _registered({
     "reevaluations_vs_x": ("reevaluations",),
     "buffer_vs_x": ("buffer_size_mean",),
     # SSTD's snapshot queries (Figs. 7-10, 13(a)): their latency, the workers each one reaches, and
-    # the objects the workers keep for them
+    # the objects the workers keep for them and their bytes
     "snapshot_latency_vs_x": ("snapshot_latency_mean_ms",),
     "snapshot_workers_vs_x": ("snapshot_workers_mean",),
     "stored_bars": ("stored_objects_max", "stored_objects_sum"),
+    "stored_bytes_bars": ("stored_bytes_max", "stored_bytes_sum"),
     # issue 16: how a run grows with its size
     "scale_vs_x": ("wall_s", "time_oracle_s", "result_count", "driver_peak_rss_bytes", "executor_peak_rss_bytes"),
 })
@@ -359,6 +360,8 @@ def figures(runs: pd.DataFrame, exp) -> dict[str, object]:
         "snapshot_workers_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: workers a snapshot query reaches", facet,
                                                 metric="snapshot_workers_mean"),
         "stored_bars": lambda: _bars(runs, PLOT_METRICS["stored_bars"], f"{title}: objects kept for snapshot queries"),
+        "stored_bytes_bars": lambda: _bars(runs, PLOT_METRICS["stored_bytes_bars"],
+                                           f"{title}: bytes kept for snapshot queries"),
         "bandwidth_lines": lambda: sensitivity.bandwidth_lines(runs, f"{title}: throughput against link bandwidth"),
     }
     return {name: makers[name]() for name in exp.plots}

@@ -205,6 +205,11 @@ _METRICS = [
            "queries at the end of an epoch (largest over the measured epochs)", "lower", _COUNT),
     Metric("stored_objects_sum", "stored objects", "objects", "objects all workers keep for snapshot queries "
            "(copies counted: a broadcast strategy keeps one per worker)", "lower", _COUNT),
+    Metric("stored_bytes_max", "stored bytes (max)", "bytes", "bytes the fullest worker's object stores hold for "
+           "snapshot queries: objects, their terms and cells, the postings built (ObjectStore.stored_bytes); the "
+           "most after any slice of an epoch, largest over the measured epochs", "lower", **_MB),
+    Metric("stored_bytes_sum", "stored bytes", "bytes", "bytes all workers' object stores hold for snapshot "
+           "queries (each worker's largest over the measured epochs, summed; copies counted)", "lower", **_MB),
     Metric("reevaluations", "re-evaluations", "re-evaluations", "top-k lists recomputed against a worker's window "
            "because a member expired (Skype Sec. 6)", "lower", _COUNT),
     Metric("resent", "subscriptions re-sent", "copies", "subscription copies sent to workers their route gained "

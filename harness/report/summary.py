@@ -64,7 +64,7 @@ def snapshot_metrics(latency_s: np.ndarray, kinds: np.ndarray, copies: Copies, w
                      family: np.ndarray | None = None) -> dict:
     """Snapshot queries' own figures (SSTD's measure is their latency): latency under the queue
     model over the snapshot events alone, and per SSTD type (`family`: the events' family column),
-    workers reached per query, objects the workers keep. Empty for a workload without snapshot
+    workers reached per query, objects the workers keep and their bytes. Empty for a workload without snapshot
     queries."""
     snap = kinds == SNAPSHOT
     if not snap.any():
@@ -79,6 +79,8 @@ def snapshot_metrics(latency_s: np.ndarray, kinds: np.ndarray, copies: Copies, w
     out["snapshot_workers_mean"] = float(snap[copies.pos].sum() / snap.sum())
     out["stored_objects_max"] = float(workers["stored_objects"].max())
     out["stored_objects_sum"] = float(workers["stored_objects"].sum())
+    out["stored_bytes_max"] = float(workers["stored_bytes"].max())
+    out["stored_bytes_sum"] = float(workers["stored_bytes"].sum())
     return out
 
 

@@ -62,7 +62,9 @@ def test_snapshot_latency_by_sstd_type():
     family = np.array([-1, RANGE, KNN, RANGE, RANGE, TERMS], np.int8)
     lat = np.array([9.0, 0.001, 0.004, 0.003, 9.0, 0.006])
     copies = Copies.of(np.arange(6), np.full(6, 10), {0: (np.arange(6), np.zeros(6))}, 1)
-    got = snapshot_metrics(lat, kinds, copies, pd.DataFrame({"stored_objects": [3, 4]}), family)
+    workers = pd.DataFrame({"stored_objects": [3, 4], "stored_bytes": [300, 500]})
+    got = snapshot_metrics(lat, kinds, copies, workers, family)
     assert got["srq_latency_mean_ms"] == pytest.approx(2.0) and got["skq_latency_mean_ms"] == pytest.approx(4.0)
     assert got["stq_latency_mean_ms"] == pytest.approx(6.0) and got["snapshot_queries"] == 4
     assert got["snapshot_latency_mean_ms"] == pytest.approx(3.5) and got["stored_objects_sum"] == 7
+    assert got["stored_bytes_max"] == 500 and got["stored_bytes_sum"] == 800

@@ -41,6 +41,7 @@ def test_the_six_sstd_query_types_run_exact_on_spark_while_units_move(spark, tmp
         assert r["family"] == "knn+range+terms" and r["epochs"] >= 5
         assert r["snapshot_queries"] > 300  # SRQ, SKQ and STQ batches, and the CTQs' reports
         assert r["snapshot_latency_p50_ms"] > 0 and r["stored_objects_max"] > 0
+        assert r["stored_bytes_sum"] >= r["stored_bytes_max"] > r["stored_objects_max"] * 64  # 64: 8 int64 columns
         assert min(r["srq_latency_mean_ms"], r["skq_latency_mean_ms"], r["stq_latency_mean_ms"]) > 0
     assert len({r["result_digest"] for r in rows}) == 1
     assert max(r["adjustments"] for r in rows) > 0
