@@ -5,8 +5,8 @@ numpy scan of every stored object (the same predicate, no index; sharing no code
 - SRQ at 0.01% of the space, one keyword: target 50x the scan;
 - SKQ (k = 10, one keyword): target 20x;
 - STQ at 1% of the space (k = 10): target 10x; the store counts the region's objects' terms with
-  no per-cell count tables yet, so this figure says how far that is;
-- a 5M-object store over 8 workers: its bytes (full scale only), reported.
+  no per-cell count tables yet, so this figure says how far that is.
+The 5M-object store over 8 workers, its bytes and peak memory: benchmarks/test_store_memory.py.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pytest
 
-from bench_data import EXTENT, synthetic_objects
+from bench_data import synthetic_objects
 from conftest import cpu_timer
 from datasets.workloads.config import WorkloadConfig
 from datasets.workloads.snapshot import build_snapshot_workload
@@ -118,25 +118,3 @@ def test_snapshot_answers_against_a_scan(scale, record, kind, area, target):
     record(f"{kind}@{n // 1000}k/store", len(rows) / index_s, "queries/s/core", baseline=ref, target=target,
            target_on=ref, note=f"{len(rows)} queries, {where}")
 
-
-def test_a_5m_object_store_over_8_workers(scale, record):
-    if scale["name"] != "full":
-        pytest.skip("the 5M-object store is the full scale's figure")
-    table, df, extent = synthetic_objects(5_000_000, seed=12)
-    from harness.core.events import Events, list_to_csr
-
-    offsets, values = list_to_csr(table.column("terms"))
-    n = table.num_rows
-    cols = {"seq": np.arange(n, dtype=np.int64), "ts": np.zeros(n), "kind": np.zeros(n, np.int8),
-            "family": np.full(n, -1, np.int8), "id": np.arange(n, dtype=np.int64),
-            "x": table.column("x").to_numpy(), "y": table.column("y").to_numpy()}
-    ev = Events(cols, offsets, values)
-    cell = (ev.x * 8 / (EXTENT[2] + 1e-9)).astype(np.int64)  # 8 vertical strips, one per worker
-    total = 0
-    for w in range(8):
-        store = ObjectStore(tuple(extent), 64, math.inf, len(df))
-        store.add(ev.take(np.flatnonzero(cell == w)))
-        store.index()
-        total += store.size_bytes()
-    record("store@5M/bytes_8_workers", total / 2**30, "GiB",
-           note="objects, their terms and the cell / (cell, term) index")
