@@ -9,6 +9,11 @@ sweep's x (a positive slope and R^2 >= value); `gap_grows` claims compare the su
 over each other strategy (their ratio, oriented so that > 1 favours the subject) at the sweep's
 largest x with that at its smallest. Which way "better" points
 comes from the metrics registry, so a claim cannot read a metric backwards.
+
+`check.across: dataset` (with `check.variant`) turns a comparison claim around: subject and
+others name datasets (the runs table's `dataset`), compared on that one variant's runs within each
+(variant, workload, workers[, x]) (SSTD Fig. 7: one system on four datasets). The rows are
+relabelled (dataset <-> variant) and go through the same comparisons.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from harness.report.results import PROJECT_ROOT
 CLAIMS_FILE = PROJECT_ROOT / "conf" / "claims.yaml"
 KINDS = ("better", "ratio_at_least", "scales", "bound", "linear", "gap_grows")
 KEYS = ("dataset", "workload", "workers")
+ACROSS = ("variant", "dataset")  # what a claim's subject and others name (check.across; variant by default)
+ACROSS_KINDS = ("better", "ratio_at_least", "gap_grows")  # the kinds that compare a subject with others
 
 
 @dataclass
@@ -62,7 +69,39 @@ def load_claims_from(claims: list[dict]) -> list[dict]:
                                  "smallest and largest x it compares)")
         else:
             higher_is_better(c)
+        _check_across(c)
     return claims
+
+
+def _check_across(claim: dict) -> None:
+    """check.across (and check.variant, which only it uses): a known value, a comparison kind, one
+    variant to compare the datasets on, and a subject that is not among the others."""
+    chk, cid = claim["check"], claim.get("id")
+    across = chk.get("across", "variant")
+    if across not in ACROSS:
+        raise ValueError(f"claim {cid!r}: check.across={across!r} is invalid; allowed: {', '.join(ACROSS)}")
+    if across == "variant":
+        if chk.get("variant") is not None:
+            raise ValueError(f"claim {cid!r}: check.variant={chk['variant']!r} is only read with check.across: "
+                             "dataset (the subject and others already name variants)")
+        return
+    if chk["kind"] not in ACROSS_KINDS:
+        raise ValueError(f"claim {cid!r}: check.across=dataset needs a kind that compares a subject with others "
+                         f"({', '.join(ACROSS_KINDS)}), not check.kind={chk['kind']!r}")
+    if not isinstance(chk.get("variant"), str) or not chk["variant"]:
+        raise ValueError(f"claim {cid!r}: check.across=dataset needs check.variant, the one variant (e.g. qttree) "
+                         f"whose runs on the datasets are compared; got {chk.get('variant')!r}")
+    others = list(chk.get("others") or [])
+    if not others or chk.get("subject") in others:
+        raise ValueError(f"claim {cid!r}: check.across=dataset needs check.subject (a dataset) and check.others "
+                         f"(other datasets, without the subject); got {chk.get('subject')!r} and {others!r}")
+
+
+def across_datasets(rows: pd.DataFrame, variant: str) -> pd.DataFrame:
+    """One variant's rows with `dataset` and `variant` swapped: the datasets become what the
+    comparisons compare, and the variant (in the `dataset` key) what they compare within."""
+    rows = rows[rows["variant"] == variant]
+    return rows.assign(variant=rows["dataset"], dataset=variant)
 
 
 def higher_is_better(claim: dict) -> bool:
@@ -177,6 +216,8 @@ def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
         if xn.notna().all():
             rows = rows.assign(x=xn)
     rows = _where(rows, chk.get("where", {}))
+    if chk.get("across") == "dataset":
+        rows = across_datasets(rows, chk["variant"])
     if metric not in rows:
         return Verdict(claim, "not measured", [f"no column {metric!r}"])
     held, notes = [], []
@@ -225,7 +266,8 @@ def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
             notes.append(f"{_where_label(key)}: {subject} {metrics.show(metric, mine, unit=True)}; {detail} "
                          f"({'yes' if ok else 'no'})")
     if not held:
-        return Verdict(claim, "not measured", ["no run of the subject and a comparison strategy matches"])
+        what = f"dataset ({chk['variant']} runs)" if chk.get("across") == "dataset" else "strategy"
+        return Verdict(claim, "not measured", [f"no run of the subject and a comparison {what} matches"])
     verdict = "holds" if all(held) else ("does not hold" if not any(held) else f"partly ({sum(held)}/{len(held)})")
     return Verdict(claim, verdict, notes)
 
