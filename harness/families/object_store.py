@@ -40,17 +40,22 @@ class ObjectStore:
         self._index: tuple | None = None
         self._by_term: tuple | None = None
         self._cells: np.ndarray | None = None
+        self._fresh = True  # no slice added since the epoch's restore: the next one evicts
 
     def restore(self, objects: Events) -> None:
         self.objects = objects
         self._index = self._by_term = self._cells = None
+        self._fresh = True
 
     def add(self, ev: Events) -> None:
-        """Keep the objects of a slice of the stream (seq order); forget those no query of this
-        slice or a later one can look back to."""
+        """Keep the objects of a slice of the stream (seq order). The epoch's first slice forgets
+        the objects no query of the epoch can look back to; later slices forget nothing, so a
+        query of the epoch can still be answered from the store the epoch leaves (SSTD's two-phase
+        SKQ answers its second phase after the epoch, harness/engine/rounds.py)."""
         if len(ev) == 0:
             return
-        if len(self.objects) and np.isfinite(self.look_back):
+        fresh, self._fresh = self._fresh, False
+        if fresh and len(self.objects) and np.isfinite(self.look_back):
             old = self.objects.ts <= ev.ts[0] - self.look_back
             if old.any():
                 self.objects = self.objects.take(np.flatnonzero(~old))
@@ -226,11 +231,13 @@ def range_answers(q_rows, q_lo, q_hi, q_id, xmin, ymin, xmax, ymax, q_op, q_off,
 
 
 @njit(cache=True, inline="always")
-def _offer(p, o_x, o_y, o_seq, qx, qy, kk, best_d, best_p, have):
-    """Object p into the k best by (d2, seq) so far; returns the new count."""
+def _offer(p, o_x, o_y, o_seq, qx, qy, kk, best_d, best_p, have, limit):
+    """Object p into the k best by (d2, seq) so far, if d2 <= limit; returns the new count."""
     dx = o_x[p] - qx
     dy = o_y[p] - qy
     d2 = dx * dx + dy * dy
+    if d2 > limit:
+        return have
     if have == kk and not (d2 < best_d[kk - 1] or (d2 == best_d[kk - 1] and o_seq[p] < o_seq[best_p[kk - 1]])):
         return have
     pos = have if have < kk else kk - 1
@@ -244,7 +251,7 @@ def _offer(p, o_x, o_y, o_seq, qx, qy, kk, best_d, best_p, have):
 
 
 @njit(cache=True)
-def knn_answers(q_rows, q_lo, q_hi, q_id, q_x, q_y, q_k, q_op, q_off, q_val,
+def knn_answers(q_rows, q_lo, q_hi, q_id, q_x, q_y, q_k, q_r2, q_op, q_off, q_val,
                 o_id, o_seq, o_x, o_y, o_off, o_val, cell_ptr, cell_pos, ukeys, starts, post,
                 x0, y0, icw, ich, nx, ny, vocab, t_terms, t_starts, t_post, box, direct, work):
     """Each query's k nearest qualifying stored objects by (d2, seq). Under AND, when the query's
@@ -252,7 +259,8 @@ def knn_answers(q_rows, q_lo, q_hi, q_id, q_x, q_y, q_k, q_op, q_off, q_val,
     checked directly; otherwise the search goes ring by ring around the query's cell, within the
     cells the objects occupy (`box`): ring r lies outside the square of rings < r, so once that
     square's inner distance exceeds the k-th d2 no unscanned object can rank (strictly: an older
-    object at the same distance would). Rows (qid, oid, seq) and d2, query by query."""
+    object at the same distance would). `q_r2`: per query, the largest d2 an answer may have (inf:
+    none; SSTD's second SKQ phase). Rows (qid, oid, seq) and d2, query by query."""
     total = 0
     for i in range(len(q_rows)):
         total += max(q_k[q_rows[i]], 1)
@@ -268,7 +276,7 @@ def knn_answers(q_rows, q_lo, q_hi, q_id, q_x, q_y, q_k, q_op, q_off, q_val,
         best_p = np.empty(kk, np.int64)
         have = 0
         checked = 0
-        qx, qy = q_x[q], q_y[q]
+        qx, qy, limit = q_x[q], q_y[q], q_r2[q]
         cx, cy = axis_cell(qx, x0, icw, nx), axis_cell(qy, y0, ich, ny)
         last = max(max(cx - box[0], box[1] - cx), max(cy - box[2], box[3] - cy))
         r = 0
@@ -287,14 +295,14 @@ def knn_answers(q_rows, q_lo, q_hi, q_id, q_x, q_y, q_k, q_op, q_off, q_val,
                     p = t_post[t]
                     checked += 1
                     if _qualifies(p, q, q_op, q_off, q_val, o_off, o_val):
-                        have = _offer(p, o_x, o_y, o_seq, qx, qy, kk, best_d, best_p, have)
+                        have = _offer(p, o_x, o_y, o_seq, qx, qy, kk, best_d, best_p, have, limit)
                 r = last + 1  # done
         while hi > lo and r <= last:
-            if r > 0 and have == kk:
+            if r > 0 and (have == kk or limit < np.inf):
                 inner = min(min(qx - (x0 + (cx - r + 1) * cw), (x0 + (cx + r) * cw) - qx),
                             min(qy - (y0 + (cy - r + 1) * ch), (y0 + (cy + r) * ch) - qy))
                 inner *= 1.0 - 1e-9  # a margin for the boundaries' rounding: stopping later is safe
-                if inner > 0.0 and inner * inner > best_d[kk - 1]:
+                if inner > 0.0 and inner * inner > (min(best_d[kk - 1], limit) if have == kk else limit):
                     break
             for gy in range(max(cy - r, box[2]), min(cy + r, box[3]) + 1):
                 edge_row = gy == cy - r or gy == cy + r
@@ -307,7 +315,7 @@ def knn_answers(q_rows, q_lo, q_hi, q_id, q_x, q_y, q_k, q_op, q_off, q_val,
                         p = arr[t]
                         checked += 1
                         if _qualifies(p, q, q_op, q_off, q_val, o_off, o_val):
-                            have = _offer(p, o_x, o_y, o_seq, qx, qy, kk, best_d, best_p, have)
+                            have = _offer(p, o_x, o_y, o_seq, qx, qy, kk, best_d, best_p, have, limit)
             r += 1
         for j in range(have):
             ids[n, 0] = q_id[q]
@@ -478,14 +486,17 @@ def answer_range(store: ObjectStore, ev: Events, rows: np.ndarray) -> tuple[np.n
     return pair_keys(qid, oid), work
 
 
-def answer_knn(store: ObjectStore, ev: Events, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """SKQ: the local k nearest as (qid, oid, seq) rows and d2, and the work of each snapshot row."""
+def answer_knn(store: ObjectStore, ev: Events, rows: np.ndarray,
+               r2: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """SKQ: the local k nearest as (qid, oid, seq) rows and d2, and the work of each snapshot row;
+    `r2` (per event of `ev`): the largest d2 an answer may have (None: no bound)."""
     work = np.ones(len(rows), np.int64)
     if len(rows) == 0 or len(store.objects) == 0:
         return np.zeros((0, 3), np.int64), np.zeros(0), work
     lo, hi = store.bounds(ev, rows)
     o = store.objects
-    ids, d2 = knn_answers(rows, lo, hi, ev.id, ev.x, ev.y, ev.k.astype(np.int64), ev.op, ev.offsets, ev.values,
+    r2 = np.full(len(ev), np.inf) if r2 is None else np.asarray(r2, np.float64)
+    ids, d2 = knn_answers(rows, lo, hi, ev.id, ev.x, ev.y, ev.k.astype(np.int64), r2, ev.op, ev.offsets, ev.values,
                           o.id, o.seq, o.x, o.y, o.offsets, o.values, *store.index(), *store.grid.args, store.vocab,
                           *store.by_term(), DIRECT_POSTINGS, work)
     return ids, d2, work

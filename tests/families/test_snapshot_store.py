@@ -90,14 +90,19 @@ def test_equal_distances_the_older_object_wins(monkeypatch):
     assert sorted((snapshot_knn_keys(ev, KNN) & 0xFFFFFFFF).tolist()) == [0, 1]
 
 
-def test_the_store_forgets_what_no_later_query_can_see():
-    items = [("o", i % 10, i % 7, [1]) for i in range(30)]
+def test_the_store_forgets_what_no_query_of_the_epoch_can_see():
+    """Once per epoch, at its first slice: a query of the epoch may be answered after it (a
+    two-round query's second round), so later slices forget nothing."""
+    items = [("o", i % 10, i % 7, [1]) for i in range(40)]
     ev = item_events(items)
-    ev.cols["ts"] = np.arange(30, dtype=np.float64)
+    ev.cols["ts"] = np.arange(40, dtype=np.float64)
     store = ObjectStore((0.0, 0.0, 10.0, 10.0), 4, 5.0, 8)
     store.add(ev.take(np.arange(20)))
     store.add(ev.take(np.arange(20, 30)))
-    assert store.objects.ts.min() > 20 - 5.0  # the second slice starts at ts 20
+    assert len(store.objects) == 30  # the same epoch: the query at ts 0 may still be answered
+    store.restore(store.objects)  # the next epoch
+    store.add(ev.take(np.arange(30, 40)))
+    assert store.objects.ts.min() > 30 - 5.0  # its first slice starts at ts 30
     assert len(store.objects) == 14
 
 
