@@ -30,8 +30,9 @@ BLOCK_SCHEMA = pa.schema([("worker", pa.int32()), ("payload", pa.binary()), ("in
 # statistics (info JSON), merge statistics (info JSON), the monitor's per-unit statistics
 # (payload IPC), query events for a merger, a tick that makes a stateful merger's bucket run,
 # and feedback for the router (payload IPC of qid, value), and the count and hash of the pairs a
-# worker stage task finished itself (info JSON; harness/engine/local_pairs.py)
-RESULT, STATS, SERVICE, DISPATCH, MERGED, UNITS, QUERIES, TICK, FEEDBACK, LOCAL = range(10)
+# worker stage task finished itself (info JSON; harness/engine/local_pairs.py), and a worker's first
+# rounds of two-round snapshot queries for the driver (payload IPC of qid, seq, value; rounds.py)
+RESULT, STATS, SERVICE, DISPATCH, MERGED, UNITS, QUERIES, TICK, FEEDBACK, LOCAL, FOLLOWUP = range(11)
 OUT_SCHEMA = pa.schema(
     [("rtype", pa.int8()), ("worker", pa.int32()), ("bucket", pa.int32()), ("payload", pa.binary()),
      ("info", pa.string()), ("family", pa.int8()), ("lane", pa.int32())]

@@ -23,7 +23,8 @@ from harness.engine.merge import merge_bucket, query_rows
 from harness.engine.migration import MigrationResult, gather_bundle, migrate_state, split_bundle, summarise
 from harness.engine.monitor import unit_stats
 from harness.engine.lockstep import Lockstep
-from harness.engine.pipeline import EpochResult, Lane, LaneEpoch
+from harness.engine.pipeline import EpochResult, Lane, LaneEpoch, run_second_round
+from harness.engine.rounds import answer_second_round
 from harness.engine.setup import FamilySetup
 from harness.engine.worker import held, routing_view, stored_queries
 from harness.engine.worker_epoch import WorkerEpoch
@@ -59,6 +60,11 @@ class SparkExecutor:
         self.state = nxt
         return reps
 
+    def second_round(self, epoch: int, requests: dict[int, dict[int, Events]]) -> list[tuple]:
+        """The epoch's second round (harness/engine/rounds.py): its own job over the state the epoch
+        kept, run while this run holds the lockstep's baton."""
+        return run_second_round(self.lockstep.spark, Lane(self.setup, None, self.state), requests)
+
     def migrate(self, epoch, router, old_router) -> MigrationResult:
         moved = store.join(self.state_root, f"epoch={epoch}-migrated")
         mig = migrate_state(self.lockstep.spark, self.state, moved, router, self.n_workers, self.setup,
@@ -78,13 +84,14 @@ class InProcessExecutor:
     def epoch(self, epoch, lo, hi, router, collect_service, monitor, feedback=None, keep_state=True,
               horizon=None, resend=None, repeat=1) -> list[EpochResult]:
         ev = self.events.take(np.arange(lo, hi))
-        rows, workers = self.setup.route(router, routing_view(ev, self.setup.codes))
+        rows, workers = self.setup.route(router, routing_view(ev, self.setup.codes), ev)
         n_obj_copies = int(np.count_nonzero(ev.kind[rows] == OBJECT))
         res = EpochResult(epoch, hi - lo, 0, len(rows), n_obj_copies, len(rows) - n_obj_copies)
         blobs: dict[int, list[bytes]] = {code: [] for code in self.setup.mergers}
         sole = sole_copies(rows, len(ev)) if self.setup.local_codes else None
         local = LocalCount()
         stats: list[dict[int, dict]] = [{} for _ in range(repeat)]
+        followups: dict[int, list[pa.Table]] = {}
         for w in range(self.n_workers):
             mine = np.flatnonzero(workers == w)
             mine = mine[np.argsort(rows[mine], kind="stable")]
@@ -94,6 +101,8 @@ class InProcessExecutor:
             for code, _, blob in run.results(local):
                 blobs[code].append(blob)
             self.states[w] = run.kept
+            for code, table in run.followups.items():
+                followups.setdefault(code, []).append(table)
             start_q, end_q = stored_queries(start), stored_queries(run.kept)
             holding = held(start_q, end_q, run.kept)
             for r, st in enumerate(run.stats):
@@ -104,6 +113,7 @@ class InProcessExecutor:
                                             run.median_busy_s(), routing_view(start_q, codes),
                                             routing_view(end_q, codes)))
         res.result_count, res.result_hash, res.local_pairs = local.count, local.hash, local.count
+        res.followups = {code: pa.concat_tables(ts) for code, ts in followups.items()}
         merge_busy = np.zeros(repeat)
         for code, merger in self.setup.mergers.items():
             queries = ev.take(query_rows(ev, {code})) if merger.needs_queries else None
@@ -117,6 +127,11 @@ class InProcessExecutor:
         # one merge task: its CPU time is the busiest's
         return [replace(res, worker_stats=stats[r], merge_busy_s=float(merge_busy[r]), merge_max_s=float(merge_busy[r]))
                 for r in range(repeat)]
+
+    def second_round(self, epoch: int, requests: dict[int, dict[int, Events]]) -> list[tuple]:
+        """The epoch's second round (harness/engine/rounds.py) over the workers' kept state."""
+        return [(code, w, *answer_second_round(self.setup, code, self.states[w].get(code, StateBundle()), ev))
+                for code, by_worker in sorted(requests.items()) for w, ev in sorted(by_worker.items())]
 
     def migrate(self, epoch, router, old_router) -> MigrationResult:
         infos = []

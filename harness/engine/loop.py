@@ -20,6 +20,7 @@ from harness.core.events import DELETE, INSERT, Events
 from harness.engine.epochs import epoch_row, epoch_stats, migration_pause, plan_step, stall
 from harness.engine.migration import MigrationResult
 from harness.engine.pipeline import EpochResult
+from harness.engine.rounds import finish_epoch
 from harness.engine.setup import FamilySetup
 from harness.engine.versions import Version, keep_versions, versioned
 from harness.engine.worker import routing_view
@@ -36,6 +37,10 @@ class Executor(Protocol):
         state inside its tasks (harness/engine/worker_epoch.py), the same results in each."""
 
     def migrate(self, epoch: int, router, old_router) -> MigrationResult: ...
+
+    def second_round(self, epoch: int, requests: dict) -> list[tuple]:
+        """The epoch's second round over its kept state: per (family, worker) block of `requests`,
+        (code, worker, result blobs, work, busy seconds) (harness/engine/rounds.py)."""
 
 
 @dataclass
@@ -108,10 +113,14 @@ def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, b
         # thresholds valid until the next epoch's end, for a router that routes by them
         horizon = bounds[i + 1][2] if router.wants_thresholds and epoch < last else None
         older = keep_versions(older, float(events.ts[lo]), look_back)
-        reps = executor.epoch(epoch, lo, hi, versioned(router, older), collect_service=epoch > 0,
+        dispatch = versioned(router, older)
+        reps = executor.epoch(epoch, lo, hi, dispatch, collect_service=epoch > 0,
                               monitor=adjuster is not None and 0 < epoch < last, feedback=feedback,
-                              keep_state=epoch < last,  # nothing reads the last epoch's state
+                              # nothing reads the last epoch's state, but a second round
+                              keep_state=epoch < last or bool(setup.two_rounds),
                               horizon=horizon, resend=resend, repeat=n_reps)
+        if setup.two_rounds:
+            finish_epoch(executor, epoch, events, setup, dispatch, reps)
         for res, upkeep_s in zip(reps, observe_s):
             res.observe_s = upkeep_s
             stall(res, pause)

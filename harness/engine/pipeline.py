@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from harness.core import store
 from harness.core.events import Events, key_hash_sum, sorted_runs
-from harness.engine.blocks import (BLOCK_SCHEMA, DISPATCH, FEEDBACK, MERGED, OUT_SCHEMA, QUERIES, RESULT, SERVICE,
+from harness.engine.blocks import (BLOCK_SCHEMA, DISPATCH, FEEDBACK, FOLLOWUP, MERGED, OUT_SCHEMA, QUERIES, RESULT, SERVICE,
                                    STATS, TICK, UNITS, LOCAL, from_ipc, one_row, out_row, read_bundle,
                                    read_merge_state, read_service, service_block, spark_schema, to_ipc, write_bundle,
                                    write_merge_state)
@@ -44,6 +44,7 @@ from harness.engine.faults import maybe_kill_executor
 from harness.engine.local_pairs import SOLE, LocalCount, sole_copies, with_sole
 from harness.engine.memory import task_peak_bytes
 from harness.engine.merge import merge_bucket, query_rows
+from harness.engine.rounds import answer_second_round
 from harness.engine.setup import FamilySetup
 from harness.engine.worker import held, routing_view, stored_queries
 from harness.engine.worker_epoch import WorkerEpoch
@@ -87,7 +88,7 @@ def _route_batch(batch: pa.RecordBatch, ev: Events, router, setup: FamilySetup, 
     ns = []
     for r in range(repeat):
         t0 = time.perf_counter_ns()
-        got = setup.route(router, view)
+        got = setup.route(router, view, ev)
         ns.append(time.perf_counter_ns() - t0)
         if r == 0:
             rows, workers = got
@@ -209,6 +210,8 @@ def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list
                       spec.resend, n_buckets, spec.repeat)
     for code, bucket, blob in run.results(local):
         yield out_row(RESULT, w, bucket, blob, family=code, lane=lane)
+    for code, table in run.followups.items():
+        yield out_row(FOLLOWUP, w, payload=to_ipc(table), family=code, lane=lane)
     if spec.collect_service and len(run.events):
         yield out_row(SERVICE, w, payload=service_block(run.events.seq, run.work, run.busy_s), lane=lane)
     start_q, end_q = stored_queries(bundles), stored_queries(run.kept)
@@ -305,6 +308,10 @@ class EpochResult:
     local_pairs: int = 0  # distinct pairs the workers finished themselves (sole objects), not shuffled
     feedback: dict[int, pa.Table] = field(default_factory=dict)  # family code -> (qid, value) for the router
     timings: dict[str, float] = field(default_factory=dict)
+    # family code -> (qid, seq, value) of the first rounds its workers ran (harness/engine/rounds.py)
+    followups: dict[int, pa.Table] = field(default_factory=dict)
+    # the second round's copies per worker, (seq, service seconds): queued after their first round
+    second_service: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 def _span(infos: list[dict]) -> float:
@@ -366,6 +373,26 @@ def run_epoch(spark, events_df, events_uri: str, epoch: int, seq_lo: int, seq_hi
     return collect_lanes(epoch, table, lanes, job_s)
 
 
+def run_second_round(spark, lane: Lane, requests: dict[int, dict[int, Events]]) -> list[tuple]:
+    """A second round's Spark job (harness/engine/rounds.py): per family and worker, the queries
+    routed there (`requests`) answered from the state the lane's workers kept this epoch
+    (`lane.state_out`), one task per worker block; returns per block (family code, worker, its
+    result blobs by merge bucket 0, work, busy seconds). One stage and no shuffle: the answers are
+    at most k per query and worker, so the driver merges them (`rounds.finish_epoch`)."""
+    blocks = [(code, w, to_ipc(ev.to_arrow())) for code, by_worker in sorted(requests.items())
+              for w, ev in sorted(by_worker.items())]
+    if not blocks:
+        return []
+    setup, state = lane.setup, lane.state_out
+
+    def answer(block):
+        code, w, blob = block
+        return (code, w, *answer_second_round(setup, code, read_bundle(state, w, code),
+                                              Events.from_arrow(from_ipc(blob))))
+
+    return spark.sparkContext.parallelize(blocks, len(blocks)).map(answer).collect()
+
+
 def collect_lanes(epoch: int, out: pa.Table, lanes: list[Lane], job_s: float) -> list[list[EpochResult]]:
     """Each lane's EpochResults (one per repetition) from a job's rows. The stage spans, the job
     time and the peak memory are the job's; `job_share` is the lane's part of the job's task time
@@ -390,6 +417,15 @@ def collect_lanes(epoch: int, out: pa.Table, lanes: list[Lane], job_s: float) ->
             r.timings = {**timings, "job_lanes": len(lanes), "job_share": t / total if total > 0 else 1 / len(lanes)}
             r.executor_peak_bytes = peak
     return results
+
+
+def tables_by_family(out: pa.Table, mask: np.ndarray) -> dict[int, pa.Table]:
+    """The IPC payloads of the rows `mask`, concatenated per family code."""
+    payload, fam = out.column("payload"), out.column("family")
+    tables: dict[int, list[pa.Table]] = {}
+    for i in np.flatnonzero(mask):
+        tables.setdefault(int(fam[int(i)].as_py()), []).append(from_ipc(payload[int(i)].as_py()))
+    return {code: pa.concat_tables(ts) for code, ts in tables.items()}
 
 
 def _infos(out: pa.Table, mask: np.ndarray) -> list[dict]:
@@ -419,12 +455,10 @@ def collect(epoch: int, out: pa.Table, collect_service: bool, repeat: int = 1) -
         result_hash=sum(m["hash"] for m in merged + local) % (1 << 64),
         local_pairs=sum(m["count"] for m in local),
     )
-    payload, fam, info = out.column("payload"), out.column("family"), out.column("info")
+    payload, info = out.column("payload"), out.column("info")
     base.units = [from_ipc(payload[int(i)].as_py()) for i in np.flatnonzero(rtype == UNITS)]
-    feedback: dict[int, list[pa.Table]] = {}
-    for i in np.flatnonzero(rtype == FEEDBACK):
-        feedback.setdefault(int(fam[int(i)].as_py()), []).append(from_ipc(payload[int(i)].as_py()))
-    base.feedback = {code: pa.concat_tables(ts) for code, ts in feedback.items()}
+    base.feedback = tables_by_family(out, rtype == FEEDBACK)
+    base.followups = tables_by_family(out, rtype == FOLLOWUP)
     service = ({int(wcol[i]): read_service(payload[int(i)].as_py()) for i in np.flatnonzero(rtype == SERVICE)}
                if collect_service else {})
     stats = np.flatnonzero((rtype == STATS) & (wcol >= 0))

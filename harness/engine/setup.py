@@ -10,7 +10,8 @@ from typing import Callable
 import numpy as np
 
 from harness.families import registry as families
-from harness.core.events import Events
+from harness.core.events import SNAPSHOT, Events
+from harness.engine.rounds import with_first_round
 from harness.engine.worker import routing_view
 from harness.families.base import IndexContext, Merger, WorkerIndex
 
@@ -26,6 +27,8 @@ class FamilySetup:
     # a time (families whose merge is a union of pairs; the others take the epoch whole)
     chunk_events: int = 1 << 15
     contexts: dict[str, IndexContext] = field(default_factory=dict)  # family name -> the workers' context
+    # families whose snapshot queries take two rounds (Family.snapshot_rounds: SSTD's two-phase SKQ)
+    two_rounds: frozenset[int] = frozenset()
 
     def fit_sample(self, events: Events, warmup: int, context: IndexContext) -> Events:
         """The warm-up prefix as the strategy fits on it: each family's `fit_view`, then the
@@ -50,10 +53,17 @@ class FamilySetup:
         """Whether a family of the workload has snapshot queries, so that workers keep objects."""
         return any(ctx.look_back > 0 for ctx in self.contexts.values())
 
-    def route(self, router, view: Events):
+    def route(self, router, view: Events, raw: Events | None = None):
         """A batch's copies (`view`: the batch as the router sees it, `routing_view`): objects
-        where the router keeps them when workers store objects."""
-        return router.storing_copies(view) if self.stores_objects else router.route(view)
+        where the router keeps them when workers store objects. Given the batch itself (`raw`),
+        the snapshot queries of a two-round family go to their first round's one worker
+        (harness/engine/rounds.py); without it, every query where its rectangle reaches."""
+        copies = (lambda v: router.storing_copies(v)) if self.stores_objects else router.route
+        first = (np.flatnonzero((raw.kind == SNAPSHOT) & np.isin(raw.family, list(self.two_rounds)))
+                 if self.two_rounds and raw is not None else ())
+        if len(first) == 0:
+            return copies(view)
+        return with_first_round(copies, view, first)
 
     @property
     def stateful(self) -> set[int]:
@@ -75,7 +85,7 @@ def family_setup(workload_families: list[str], routed: frozenset[str] | set[str]
     `Strategy.paper_index`) over the shared ones. With the run's `events`, each family derives its
     stream-wide context (`Family.stream_context`)."""
     index_params = dict(index_params or {})
-    factories, mergers, names, contexts = {}, {}, {}, {}
+    factories, mergers, names, contexts, two_rounds = {}, {}, {}, {}, set()
     for name in workload_families:
         fam = families.get(name)
         params = dict(index_params.get(name) or {})
@@ -86,8 +96,10 @@ def family_setup(workload_families: list[str], routed: frozenset[str] | set[str]
         contexts[name] = ctx
         mergers[fam.code] = fam.merger
         names[fam.code] = name
+        if ctx.look_back > 0 and fam.snapshot_rounds(params) == 2:
+            two_rounds.add(fam.code)
     return FamilySetup(factories, mergers, families.routing_codes(workload_families, routed), names,
-                       contexts=contexts)
+                       contexts=contexts, two_rounds=frozenset(two_rounds))
 
 
 def check_snapshots(strategy) -> None:

@@ -49,6 +49,7 @@ class WorkerEpoch:
     work: np.ndarray | None = None
     kept: dict[int, StateBundle] = field(default_factory=dict)
     stats: list[dict] = field(default_factory=list)
+    followups: dict[int, pa.Table] = field(default_factory=dict)  # family code -> its first rounds (rounds.py)
 
     def results(self, local: LocalCount):
         """Run the repetitions; yield the first one's result blocks (family code, bucket, block) and
@@ -77,6 +78,7 @@ class WorkerEpoch:
             if r == 0:
                 first = digest.crc
                 self.events, self.work, self.kept = own, work, indexes.export_state()
+                self.followups = indexes.followups()
                 size = indexes.size_bytes()
             elif digest.crc != first:
                 raise RuntimeError(f"worker {self.worker}: repetition {r + 1} of epoch [{self.lo}, {self.hi}) gave "
@@ -87,7 +89,7 @@ class WorkerEpoch:
 
     def _route(self, ev: Events):
         """The dispatchers' routing of `ev` (for indexes that ask where else things went)."""
-        return self.setup.route(self.router, routing_view(ev, self.setup.codes))
+        return self.setup.route(self.router, routing_view(ev, self.setup.codes), ev)
 
     @property
     def busy_s(self) -> list[float]:

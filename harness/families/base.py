@@ -176,6 +176,18 @@ class WorkerIndex(ABC):
     def process(self, events: Events) -> WorkerOutput:
         """Run the epoch's sub-stream (sorted by seq) through the index."""
 
+    def followups(self) -> pa.Table | None:
+        """The snapshot queries this worker began in a first round since the last call, as (qid,
+        seq, value) rows for the driver, which routes each query's second round by its value (the
+        family's `snapshot_rounds` is 2: SSTD's two-phase SKQ, harness/engine/rounds.py). Default:
+        None, every query answered in one round."""
+        return None
+
+    def answer_followups(self, state: StateBundle, ev: Events) -> WorkerOutput:
+        """A second round over the state this worker kept at the epoch's end: `ev` are its second
+        round's queries (each carrying its first round's value, as the family documents)."""
+        raise NotImplementedError(f"{type(self).__name__} answers every query in one round")
+
     @abstractmethod
     def export_state(self) -> StateBundle:
         """What the next epoch (or a migration) needs: live subscriptions, stored objects, results."""
@@ -238,6 +250,13 @@ class Family(ParamsMixin):
     # route_<name> of its own narrows that
     routes_everywhere: ClassVar[bool] = False
     needs_k: ClassVar[bool] = False  # its queries carry a result size k (checked >= 1 where they are one-shot)
+
+    @classmethod
+    def snapshot_rounds(cls, params: dict | None = None) -> int:
+        """How many rounds its snapshot queries take with these index settings: 1 (routed to every
+        worker that may hold an answer), or 2 (first to one worker, whose `followups` value the
+        driver routes a second round by; `WorkerIndex.answer_followups`)."""
+        return 1
     # False when a worker's state cannot move between workers (a top-k replica's local top-k is over
     # its own worker's share of the window): load adjusters then refuse the workload before Spark
     migratable: ClassVar[bool] = True

@@ -46,6 +46,14 @@ class KnnFamily(Family):
         # > 0: SOP's worker structure (subsets.py) with this many subsets per worker instead of the
         # grid; set by layout=paper for SOP (its theta = 20)
         subsets: int = 0
+        # snapshot kNN queries (SSTD's SKQ): fanout (to every worker its rectangle reaches, the
+        # whole space) or two_phase (SSTD Sec. 6.2: the worker of the query's point first, whose
+        # local k-th distance r bounds the answer; then every worker the square of side 2r reaches)
+        skq_protocol: str = "fanout"
+
+    @classmethod
+    def snapshot_rounds(cls, params: dict | None = None) -> int:
+        return 2 if cls.make_params(params).skq_protocol == "two_phase" else 1
 
     @classmethod
     def check_params(cls, params) -> None:
@@ -55,6 +63,8 @@ class KnnFamily(Family):
         if not isinstance(params.subsets, int) or isinstance(params.subsets, bool) or params.subsets < 0:
             raise ValueError(f"index.knn.subsets={params.subsets!r} is invalid; allowed: an integer >= 0 "
                              "(0: the grid)")
+        if params.skq_protocol not in ("fanout", "two_phase"):
+            raise ValueError(f"index.knn.skq_protocol={params.skq_protocol!r} is invalid; allowed: fanout, two_phase")
         if params.layout not in ("shared", "paper"):
             raise ValueError(f"index.knn.layout={params.layout!r} is invalid; allowed: shared, paper")
 

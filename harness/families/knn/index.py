@@ -273,8 +273,12 @@ class KnnIndex(WorkerIndex):
     family = "knn"
 
     def __init__(self, context: IndexContext, cells_per_side: int | str = "auto", layout: str = "shared",
-                 subsets: int = 0):
+                 subsets: int = 0, skq_protocol: str = "fanout"):
         super().__init__(context)
+        # two_phase: a snapshot kNN query reaching this worker is SSTD's first phase, which returns
+        # its radius (`followups`) and no candidates; the second phase is `answer_followups`
+        self.two_phase = skq_protocol == "two_phase"
+        self._radii: list[pa.Table] = []
         self.cells_per_side = cells_per_side
         self.subsets = int(subsets)  # > 0: SOP's subsets (subsets.py) instead of the grid
         self.grid = UniformGrid.over(context.extent, self.auto_cells(0))
@@ -458,9 +462,47 @@ class KnnIndex(WorkerIndex):
 
     def process(self, ev: Events) -> WorkerOutput:
         with CompileClock() as compiling:
-            out = with_snapshots(self.store, ev, self._process, answer_knn, _joined_candidates)
+            answer = self._first_phase if self.two_phase else answer_knn
+            out = with_snapshots(self.store, ev, self._process, answer, _joined_candidates)
         out.busy_s = max(out.busy_s - compiling.seconds, 0.0)
         out.counters["compile_s"] = compiling.seconds
+        return out
+
+    def _first_phase(self, store: ObjectStore, ev: Events, rows: np.ndarray):
+        """SSTD's first SKQ phase: the local k nearest give the radius r (their k-th distance; inf
+        with fewer than k) that bounds every global answer, kept for `followups`; no candidates."""
+        ids, d2, work = answer_knn(store, ev, rows)
+        got = np.zeros(len(rows), np.int64)
+        last = np.full(len(rows), np.inf)
+        if len(d2):
+            order = np.argsort(ev.id[rows], kind="stable")  # each row's qid is its own
+            at = order[np.searchsorted(ev.id[rows][order], ids[:, 0])]
+            np.add.at(got, at, 1)
+            last[at] = d2  # each query's rows are in rank order: the last written is its k-th
+        full = got >= np.maximum(ev.k[rows].astype(np.int64), 1)
+        self._radii.append(pa.table({"qid": ev.id[rows].astype(np.int64), "seq": ev.seq[rows].astype(np.int64),
+                                     "value": np.where(full, last, np.inf)}))
+        return np.zeros((0, 3), np.int64), np.zeros(0), work
+
+    def followups(self) -> pa.Table | None:
+        if not self._radii:
+            return None
+        out = pa.concat_tables(self._radii)
+        self._radii = []
+        return out
+
+    def answer_followups(self, state: StateBundle, ev: Events) -> WorkerOutput:
+        """SSTD's second SKQ phase over the objects this worker kept (`state.objects`, the store as
+        the epoch left it): each query's k nearest within its first phase's radius (`ev.win` holds
+        r^2), as of its own arrival."""
+        t0 = time.process_time()
+        store = ObjectStore(self.context.extent, STORE_CELLS, self.context.look_back, self.context.vocab_size)
+        store.restore(state.objects)
+        rows = np.arange(len(ev))
+        ids, d2, work = answer_knn(store, ev, rows, r2=ev.win)
+        out = WorkerOutput(Candidates(ids, d2), work, {"snapshots": len(ev), "results": len(d2),
+                                                      "snapshot_checks": int(work.sum() - len(ev))})
+        out.busy_s = time.process_time() - t0
         return out
 
     def _grow(self, ev: Events, ins_rows: np.ndarray) -> None:
