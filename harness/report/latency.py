@@ -25,25 +25,32 @@ NONE = NetworkProfile()
 
 
 @njit(cache=True)
-def _queue_kernel(ready, service, server, order, n_servers):
-    """FIFO servers (Lindley's recursion), each taking its customers in `order`."""
+def _queue_kernel(ready, service, server, order, n_servers, after, delay):
+    """FIFO servers (Lindley's recursion), each taking its customers in `order`; a customer with
+    `after` >= 0 is ready no sooner than `delay` after that customer left (earlier in `order`)."""
     out = np.empty(len(ready))
     free = np.full(n_servers, -np.inf)
     for i in order:
         s = server[i]
-        start = ready[i] if ready[i] > free[s] else free[s]
+        r = ready[i]
+        if after[i] >= 0 and out[after[i]] + delay > r:
+            r = out[after[i]] + delay
+        start = r if r > free[s] else free[s]
         free[s] = start + service[i]
         out[i] = free[s]
     return out
 
 
-def _queue(ready: np.ndarray, service: np.ndarray, server: np.ndarray, order: np.ndarray) -> np.ndarray:
+def _queue(ready: np.ndarray, service: np.ndarray, server: np.ndarray, order: np.ndarray,
+           after: np.ndarray | None = None, delay: float = 0.0) -> np.ndarray:
     """Departures of the copies from their servers, each server taking its copies in `order`
-    (Lindley's recursion per server, every server in one pass over `order`)."""
+    (Lindley's recursion per server, every server in one pass over `order`); `after`: per copy,
+    the copy it waits for plus `delay` (-1: none; that copy comes first in `order`)."""
     if len(ready) == 0:
         return np.empty(0)
+    after = np.full(len(ready), -1, np.int64) if after is None else np.asarray(after, np.int64)
     return _queue_kernel(np.asarray(ready, np.float64), np.asarray(service, np.float64), np.asarray(server, np.int64),
-                         np.asarray(order, np.int64), int(server.max()) + 1)
+                         np.asarray(order, np.int64), int(server.max()) + 1, after, float(delay))
 
 
 ARRIVALS = ("even", "event_time")
@@ -71,14 +78,19 @@ def event_latencies(copies: Copies, n: int, dispatch_service_s: float, n_dispatc
     if len(copies.pos) == 0:
         return leave_dispatch - arrival
     ready = leave_dispatch[copies.pos]
-    by_seq = np.lexsort((copies.worker, copies.pos))  # an event's copies leave a dispatcher in worker order
+    # an event's copies leave a dispatcher in worker order; a second round's after its first round's
+    second = copies.after >= 0 if copies.after is not None else np.zeros(len(copies.pos), np.bool_)
+    by_seq = np.lexsort((copies.worker, second, copies.pos))
     if profile.bandwidth_bps > 0:
         tx = profile.link_s(copies.nbytes.astype(np.float64))
         ready = _queue(ready, tx, copies.dispatcher, by_seq) + profile.hop_latency_s
         ready = _queue(ready, tx, copies.worker, np.argsort(ready, kind="stable"))
     else:
         ready = ready + profile.hop_latency_s
-    done_copy = _queue(ready, copies.service_s + recv, copies.worker, by_seq) + profile.hop_latency_s
+    # a second round's copy leaves once its first round's result reached the dispatcher, which
+    # sends it on: two hops after the first round's worker finished
+    done_copy = _queue(ready, copies.service_s + recv, copies.worker, by_seq, copies.after,
+                       2 * profile.hop_latency_s) + profile.hop_latency_s
     done = leave_dispatch.copy()
     pos, last = copies.pos[by_seq], done_copy[by_seq]
     starts = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])

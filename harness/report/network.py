@@ -86,17 +86,30 @@ class Copies:
     nbytes: np.ndarray
     dispatcher: np.ndarray
     service_s: np.ndarray  # the worker's index time for the copy (the latency model's)
+    # the copy that must finish first (-1: none): a second round's copy waits for its first round's
+    after: np.ndarray | None = None
     _blocks: dict = field(default_factory=dict, repr=False)  # blocks() by (block_events, dispatchers)
     _kept: dict = field(default_factory=dict, repr=False)  # worker -> which of its seqs are copies here
 
     @classmethod
     def of(cls, seqs: np.ndarray, sizes: np.ndarray, worker_service: dict[int, tuple[np.ndarray, np.ndarray]],
-           n_dispatchers: int, like: "Copies | None" = None) -> "Copies":
+           n_dispatchers: int, like: "Copies | None" = None,
+           second: dict[int, tuple[np.ndarray, np.ndarray]] | None = None) -> "Copies":
         """The copies of `worker_service` (worker -> (seqs, service seconds)). `like`: copies built
         from the same seqs per worker (another repetition of the same run, or the run of a
-        one-epoch series): only the service times are taken anew, and the blocks are shared."""
+        one-epoch series): only the service times are taken anew, and the blocks are shared.
+        `second`: the copies of two-round snapshot queries' second rounds, each after its query's
+        first-round copy (harness/engine/rounds.py)."""
         cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
-        if like is not None and like._kept and sorted(worker_service) == sorted(like._kept) and all(
+        if second:
+            first = cls.of(seqs, sizes, worker_service, n_dispatchers)
+            extra = cls.of(seqs, sizes, second, n_dispatchers)
+            by_pos = np.full(len(seqs), -1, np.int64)
+            by_pos[first.pos] = np.arange(len(first.pos))
+            return cls(*(np.concatenate([getattr(first, k), getattr(extra, k)])
+                         for k in ("pos", "worker", "nbytes", "dispatcher", "service_s")),
+                       after=np.concatenate([np.full(len(first.pos), -1, np.int64), by_pos[extra.pos]]))
+        if like is not None and like.after is None and like._kept and sorted(worker_service) == sorted(like._kept) and all(
                 len(worker_service[w][0]) == len(ok) for w, ok in like._kept.items()):
             svc = [np.asarray(s, np.float64)[like._kept[w]] for w, (_, s) in sorted(worker_service.items())]
             return replace(like, service_s=cat(svc, np.float64))

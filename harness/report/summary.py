@@ -29,11 +29,12 @@ class RunSummary:
     timeline: pd.DataFrame | None = None  # per time-stamp of a time-stamped stream (timestamps.parquet)
 
 
-def merged_service(epochs) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Each worker's (seq, service seconds) over all the given epochs."""
+def merged_service(epochs, attr: str = "service") -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Each worker's (seq, service seconds) over all the given epochs (`second_service`: of the
+    second rounds, harness/engine/rounds.py)."""
     parts: dict[int, list] = {}
     for e in epochs:
-        for w, (seqs, s) in e.service.items():
+        for w, (seqs, s) in getattr(e, attr).items():
             parts.setdefault(w, []).append((seqs, s))
     return {w: (np.concatenate([p[0] for p in ps]), np.concatenate([p[1] for p in ps])) for w, ps in parts.items()}
 
@@ -140,7 +141,8 @@ def epoch_series(series: list[dict], measured, sizes: np.ndarray, seqs: np.ndarr
     network = []
     for e in measured:
         res = _resources(profile, Copies.of(seqs, sizes, e.service, n_dispatchers,
-                                            like=run_copies if len(measured) == 1 else None),
+                                            like=run_copies if len(measured) == 1 else None,
+                                            second=e.second_service),
                          worker_table([e.worker_stats], n_workers), n_dispatchers,
                          e.route_ns / 1e9 / n_dispatchers + e.observe_s, e.merge_max_s)
         network.append(e.n_events / max(res.bottleneck[1], 1e-12))
@@ -176,7 +178,8 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     workers = worker_table([e.worker_stats for e in measured], n_workers)
     metrics = run_metrics(measured, workers, n_dispatchers, *measured_inputs(events, warmup))
     seqs, sizes, service = events.seq[warmup:], row_bytes(events)[warmup:], merged_service(measured)
-    copies = Copies.of(seqs, sizes, service, n_dispatchers, like=like)
+    copies = Copies.of(seqs, sizes, service, n_dispatchers, like=like,
+                       second=merged_service(measured, "second_service"))
     metrics.update(network_metrics(profile, copies, metrics, workers, n_dispatchers,
                                    sum(e.merge_max_s for e in measured)))
     metrics.update(balance_metrics(workers))
@@ -234,7 +237,7 @@ def summarise_repetitions(repetitions: list[list], series: list[dict], events: E
     runs = {r: [reps[r] for reps in repetitions] for r in counted}
     n_obj, n_q = measured_inputs(events, warmup)
     copies = Copies.of(events.seq[warmup:], row_bytes(events)[warmup:], merged_service(runs[counted[0]]),
-                       n_dispatchers)
+                       n_dispatchers, second=merged_service(runs[counted[0]], "second_service"))
     figures = [repeated_figures(runs[r], copies, n_obj, n_q, n_workers, n_dispatchers, profile) for r in counted]
     values = {k: [f[k] for f in figures] for k in REPEATED}
     pick = counted[int(np.argsort(values["throughput_eps"], kind="stable")[(len(counted) - 1) // 2])]

@@ -33,6 +33,7 @@ def test_the_six_sstd_query_types_run_exact_on_spark_while_units_move(spark, tmp
     QT-tree's leaves): the kept objects stay, snapshot queries follow them (harness/engine/
     versions.py), and the kNN merger's state carries over the migration."""
     rows = run_experiment(_cfg(tmp_path, "strategy=all", "strategy.include=[kdt,qttree]", "adjust=gr",
+                               "index.knn.skq_protocol=two_phase",
                                "epochs.size=300", "latency.arrivals=event_time"))
     assert sorted(r["strategy"] for r in rows) == ["kdt", "qttree"]
     for r in rows:
