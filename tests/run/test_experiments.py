@@ -105,7 +105,13 @@ def test_claims_name_registered_strategies_and_runs_table_metrics():
         assert set(_listed((chk.get("where") or {}).get("dataset"))) <= set(DATASET_NAMES), c["id"]
         assert not chk.get("experiment") or chk["experiment"] in PRESETS, c["id"]
         assert "higher_is_better" not in chk or metrics.higher_is_better(chk["metric"]) is None, c["id"]
+        across_datasets = chk.get("across") == "dataset"  # SSTD Fig. 7: subject and others name datasets
+        if across_datasets:
+            assert chk["variant"] in registry.names() or chk["variant"] in variant_labels, c["id"]
         for s in [chk["subject"], *(chk.get("others") or [])]:
+            if across_datasets:
+                assert s in DATASET_NAMES, (c["id"], s)
+                continue
             name, _, adjuster = s.partition(" + ")  # adjusted runs: "<strategy> + <adjuster>"
             assert name in registry.names() or name in variant_labels, (c["id"], s)
             assert not adjuster or adjuster in adjuster_names(), (c["id"], s)
