@@ -6,7 +6,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from datasets.workloads.config import invalid
 from datasets.workloads.sts import csr_replace, q3_region, query_payload
+
+
+def validate_hot_spot(cfg) -> None:
+    """The fields every workload with a drift reads: when it starts and the hot square."""
+    if not 0.0 <= cfg.drift_start < 1.0:
+        invalid("drift_start", cfg.drift_start, "a number in [0, 1)")
+    if not 0.0 <= cfg.hotspot_fraction <= 1.0:
+        invalid("hotspot_fraction", cfg.hotspot_fraction, "a number in [0, 1]")
+    if not cfg.hotspot_region_km > 0:
+        invalid("hotspot_region_km", cfg.hotspot_region_km, "a number > 0 (km)")
 
 
 

@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 
 from datasets.workloads.config import DRIFTS, PROFILES, Workload
-from datasets.workloads.drift import drift_objects, drift_queries
+from datasets.workloads.drift import drift_objects, drift_queries, validate_hot_spot
 from datasets.workloads.sts import sts_queries
 from harness.core.events import DELETE, INSERT, OBJECT, RANGE, Events, csr_take, list_to_csr
 
@@ -70,16 +70,11 @@ def validate_range_workload(cfg) -> None:
         bad("drift", cfg.drift, ", ".join(DRIFTS))
     if cfg.drift == "q3_switch" and cfg.profile != "q3":
         bad("drift", cfg.drift, f"q3_switch only with profile q3 (profile is {cfg.profile!r}); or none, hotspot_objects, hotspot_queries, scale")
-    if not 0.0 <= cfg.drift_start < 1.0:
-        bad("drift_start", cfg.drift_start, "a number in [0, 1)")
+    validate_hot_spot(cfg)
     if cfg.drift_every is not None and cfg.drift_every < 1:
         bad("drift_every", cfg.drift_every, "an integer >= 1, or null for queries // 4")
     if not 0.0 < cfg.drift_fraction <= 1.0:
         bad("drift_fraction", cfg.drift_fraction, "a number in (0, 1]")
-    if not 0.0 <= cfg.hotspot_fraction <= 1.0:
-        bad("hotspot_fraction", cfg.hotspot_fraction, "a number in [0, 1]")
-    if not cfg.hotspot_region_km > 0:
-        bad("hotspot_region_km", cfg.hotspot_region_km, "a number > 0 (km)")
     if not 0.0 < cfg.scale_factor <= 1.0:
         bad("scale_factor", cfg.scale_factor, "a number in (0, 1] (Tornado: .4 to .7)")
     if not 0.0 <= cfg.scale_fraction <= 1.0:

@@ -27,6 +27,12 @@ j, `tau` = T, at t_j = registration + j x delta, after every event of time <= t_
 within the lifetime, the stream, and before a deletion of the CTQ. SSTD gives neither T nor delta;
 reports anchored at the registration are our choice (spec 4.1).
 
+Drift `hotspot_objects` (SSTD Fig. 14: "inserting a very large number of objects" into a random
+region) relocates a ramping share of the measured objects into a hot square, as the range
+workload's drift does (datasets/workloads/drift.py; `drift_start`, `hotspot_fraction`,
+`hotspot_region_km`); the queries stay as drawn (SSTD's Fig. 14(c): new snapshot queries after the
+adjustment). No other drift applies to this workload.
+
 Event time: object i (stream order) at i / objects_per_s; batch j at the preload's end + (j + 1) x
 batch_every_s, its queries ahead of the objects of that instant. Ids: objects 0..n-1 in stream
 order (the dataset's objects, cycled), queries 0..queries-1. Deterministic for a seed.
@@ -40,6 +46,7 @@ import numpy as np
 import pyarrow as pa
 
 from datasets.workloads.config import SNAPSHOT_PROTOCOLS, Workload, check_k_and_keywords, invalid
+from datasets.workloads.drift import drift_objects, validate_hot_spot
 from datasets.workloads.knn import SPAN_HOURS, sampled_queries
 from datasets.workloads.range import object_reuse
 from harness.core.events import (AND, DELETE, FAMILY_NAMES, INSERT, KNN, OBJECT, OR, RANGE, SNAPSHOT, TERMS, Events,
@@ -50,6 +57,7 @@ from harness.core.events import (AND, DELETE, FAMILY_NAMES, INSERT, KNN, OBJECT,
 TYPE_FAMILY = {"srq": RANGE, "skq": KNN, "stq": TERMS, "crq": RANGE, "ckq": KNN, "ctq": TERMS}
 CONTINUOUS = ("crq", "ckq", "ctq")
 TYPE_IDS = {t: i * 100_000_000 for i, t in enumerate(TYPE_FAMILY)}
+SNAPSHOT_DRIFTS = ("none", "hotspot_objects")
 
 
 def validate_snapshot_workload(cfg, protocols: tuple[str, ...] = SNAPSHOT_PROTOCOLS) -> None:
@@ -78,6 +86,9 @@ def validate_snapshot_workload(cfg, protocols: tuple[str, ...] = SNAPSHOT_PROTOC
         invalid("area_fraction", cfg.area_fraction, "a share of the extent's area in (0, 1]")
     if cfg.op not in ("and", "or"):
         invalid("op", cfg.op, "and, or")
+    if cfg.drift not in SNAPSHOT_DRIFTS:
+        invalid("drift", cfg.drift, f"{', '.join(SNAPSHOT_DRIFTS)} (protocol {cfg.protocol})")
+    validate_hot_spot(cfg)
     check_k_and_keywords(cfg)
 
 
@@ -155,6 +166,15 @@ def build_snapshot_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg,
     is_q = ~is_obj
     q = src[is_q]
     src_rows = src[is_obj] % objects.num_rows
+    n_warm = preload + sum(n_sample if t not in CONTINUOUS else n_meas for t in types)
+    obj_x, obj_y, drift = objects.column("x").to_numpy()[src_rows], objects.column("y").to_numpy()[src_rows], None
+    if cfg.drift != "none":  # the measured objects (ids from `preload` on), at their stream positions
+        pos = np.flatnonzero(is_obj)
+        meas = np.arange(preload, n_obj)
+        start = n_warm + int(cfg.drift_start * (n - n_warm))
+        src_rows, obj_x, obj_y, drift = drift_objects(cfg, seed, objects, extent, src_rows, obj_x, obj_y, meas,
+                                                      pos[meas], start, (pos[meas] - n_warm) / max(n - n_warm, 1))
+        drift = {"kind": cfg.drift, "start_event": start, **drift}
     cols = {"seq": np.arange(n, dtype=np.int64), "ts": ts, "id": ids,
             "kind": np.where(is_obj, OBJECT, 0).astype(np.int8), "family": np.full(n, -1, np.int8),
             "x": np.empty(n), "y": np.empty(n), "op": np.zeros(n, np.int8), "k": np.zeros(n, np.int32),
@@ -163,8 +183,7 @@ def build_snapshot_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg,
         cols[name] = np.full(n, np.nan)
     cols["kind"][is_q] = cat("kind")[q]
     cols["family"][is_q] = cat("family")[q]
-    cols["x"][is_obj] = objects.column("x").to_numpy()[src_rows]
-    cols["y"][is_obj] = objects.column("y").to_numpy()[src_rows]
+    cols["x"][is_obj], cols["y"][is_obj] = obj_x, obj_y
     cols["x"][is_q], cols["y"][is_q] = cat("x")[q], cat("y")[q]
     for j, name in enumerate(("xmin", "ymin", "xmax", "ymax")):
         cols[name][is_q] = np.concatenate([b["rect"][j] for b in blocks])[q]
@@ -186,12 +205,11 @@ def build_snapshot_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg,
     info = object_reuse(n_obj, n_rows)
     lengths = np.concatenate([np.diff(b["off"]) for b in blocks])
     info["query_keywords_mean"] = float(lengths.mean()) if n_q else float("nan")
-    n_warm = preload + sum(n_sample if t not in CONTINUOUS else n_meas for t in types)
     events, warmup = Events(cols, offsets, values), n_warm
     if "ctq" in types:
         events, warmup = with_ctq_reports(events, warmup)
         info["ctq_reports"] = int(((events.kind == SNAPSHOT) & np.isfinite(events.step)).sum())
-    return Workload(events, warmup=warmup, info=info)
+    return Workload(events, warmup=warmup, info=info, drift=drift)
 
 
 def with_ctq_reports(events: Events, warmup: int | None = None):

@@ -75,6 +75,7 @@ PLOT_METRICS = _registered({
     # the objects the workers keep for them and their bytes
     "snapshot_latency_vs_x": ("snapshot_latency_mean_ms",),
     "snapshot_workers_vs_x": ("snapshot_workers_mean",),
+    "snapshot_latency_bars": ("snapshot_latency_p50_ms", "snapshot_latency_mean_ms", "snapshot_latency_p95_ms"),
     "stored_bars": ("stored_objects_max", "stored_objects_sum"),
     "stored_bytes_bars": ("stored_bytes_max", "stored_bytes_sum"),
     # issue 16: how a run grows with its size
@@ -359,6 +360,8 @@ def figures(runs: pd.DataFrame, exp) -> dict[str, object]:
                                                 facet, metric="snapshot_latency_mean_ms"),
         "snapshot_workers_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: workers a snapshot query reaches", facet,
                                                 metric="snapshot_workers_mean"),
+        "snapshot_latency_bars": lambda: _bars(runs, PLOT_METRICS["snapshot_latency_bars"],
+                                               f"{title}: snapshot query latency (queue model)"),
         "stored_bars": lambda: _bars(runs, PLOT_METRICS["stored_bars"], f"{title}: objects kept for snapshot queries"),
         "stored_bytes_bars": lambda: _bars(runs, PLOT_METRICS["stored_bytes_bars"],
                                            f"{title}: bytes kept for snapshot queries"),

@@ -282,3 +282,33 @@ def test_workload_yaml_composes_and_builds(data, name, drift):
     objs, df, ext = data
     wl = build_workload(objs, df, ext, w, 3)
     assert wl.drift["kind"] == drift and wl.drift["start_event"] > wl.warmup
+
+
+def test_a_snapshot_workload_takes_the_object_hot_spot_and_nothing_else(data):
+    """SSTD Fig. 14(c): objects pile into the hot square after the drift start while the snapshot
+    queries stay as drawn; the warm-up and the queries equal the undrifted stream's; other drifts are
+    refused, naming the protocol."""
+    from datasets.workloads.snapshot import build_snapshot_workload
+    from harness.core.events import SNAPSHOT
+
+    objs, df, ext = data
+    cfg = WorkloadConfig(name="mix", family="range", protocol="mix", types=["crq", "srq"], queries=400, batch=50,
+                         preload_objects=600, sample_queries=20, objects_per_s=200, area_fraction=0.01,
+                         hotspot_region_km=40.0, hotspot_fraction=0.8, drift_start=0.25)
+    flat = build_snapshot_workload(objs, df, ext, cfg, 3)
+    hot = build_snapshot_workload(objs, df, ext, replace(cfg, drift="hotspot_objects"), 3)
+    a, b = flat.events, hot.events
+    assert hot.warmup == flat.warmup and np.array_equal(a.kind, b.kind) and np.array_equal(a.id, b.id)
+    queries = np.flatnonzero(a.kind != OBJECT)
+    same_rows(a, b, queries)
+    same_rows(a, b, np.arange(hot.warmup))
+    x0, y0, x1, y1 = hot.drift["rect"]
+    inside = lambda ev, rows: ((ev.x[rows] >= x0) & (ev.x[rows] <= x1) & (ev.y[rows] >= y0)  # noqa: E731
+                               & (ev.y[rows] <= y1)).mean()
+    late = np.flatnonzero(b.kind == OBJECT)
+    late = late[late >= hot.warmup + 3 * (len(b) - hot.warmup) // 4]
+    assert inside(b, late) > 0.5 > 2 * inside(a, late)
+    assert (b.kind[hot.warmup:] == SNAPSHOT).sum() == 400
+    with pytest.raises(ValueError, match=r"workload.drift='scale' is invalid; allowed: none, hotspot_objects "
+                                         r"\(protocol mix\)"):
+        build_snapshot_workload(objs, df, ext, replace(cfg, drift="scale"), 3)
