@@ -16,6 +16,8 @@ profile every cost is zero and the model is the compute-only one.
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 from numba import njit
 
@@ -25,32 +27,66 @@ NONE = NetworkProfile()
 
 
 @njit(cache=True)
-def _queue_kernel(ready, service, server, order, n_servers, after, delay):
-    """FIFO servers (Lindley's recursion), each taking its customers in `order`; a customer with
-    `after` >= 0 is ready no sooner than `delay` after that customer left (earlier in `order`)."""
+def _queue_kernel(ready, service, server, order, n_servers):
+    """FIFO servers (Lindley's recursion), each taking its customers in `order`."""
     out = np.empty(len(ready))
     free = np.full(n_servers, -np.inf)
     for i in order:
         s = server[i]
-        r = ready[i]
-        if after[i] >= 0 and out[after[i]] + delay > r:
-            r = out[after[i]] + delay
-        start = r if r > free[s] else free[s]
+        start = ready[i] if ready[i] > free[s] else free[s]
         free[s] = start + service[i]
         out[i] = free[s]
+    return out
+
+
+@njit(cache=True)
+def _chained_kernel(ready, service, server, rank, n_servers, after, delay):
+    """FIFO servers taking their customers as they arrive, where a customer with `after` >= 0
+    arrives `delay` after that customer left (a second round's copy, sent once its first round
+    is done): customers in order of arrival (ties by `rank`), each arrival known once its
+    predecessor left. A heap of (arrival, rank, customer)."""
+    n = len(ready)
+    out = np.empty(n)
+    free = np.full(n_servers, -np.inf)
+    n_kids = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        if after[i] >= 0:
+            n_kids[after[i] + 1] += 1
+    ptr = np.cumsum(n_kids)
+    kids = np.empty(ptr[-1], np.int64)
+    fill = ptr[:-1].copy()
+    for i in range(n):
+        if after[i] >= 0:
+            kids[fill[after[i]]] = i
+            fill[after[i]] += 1
+    heap = [(ready[i], rank[i], i) for i in range(n) if after[i] < 0]
+    heapq.heapify(heap)
+    while len(heap):
+        t, _, i = heapq.heappop(heap)
+        s = server[i]
+        start = t if t > free[s] else free[s]
+        free[s] = start + service[i]
+        out[i] = free[s]
+        for j in range(ptr[i], ptr[i + 1]):
+            k = kids[j]
+            heapq.heappush(heap, (max(ready[k], out[i] + delay), rank[k], k))
     return out
 
 
 def _queue(ready: np.ndarray, service: np.ndarray, server: np.ndarray, order: np.ndarray,
            after: np.ndarray | None = None, delay: float = 0.0) -> np.ndarray:
     """Departures of the copies from their servers, each server taking its copies in `order`
-    (Lindley's recursion per server, every server in one pass over `order`); `after`: per copy,
-    the copy it waits for plus `delay` (-1: none; that copy comes first in `order`)."""
+    (Lindley's recursion per server, every server in one pass over `order`). With `after` (per
+    copy, the copy it waits for, -1: none) the copies that wait arrive `delay` after it left, and
+    every server takes its copies in order of arrival, ties in `order`."""
     if len(ready) == 0:
         return np.empty(0)
-    after = np.full(len(ready), -1, np.int64) if after is None else np.asarray(after, np.int64)
-    return _queue_kernel(np.asarray(ready, np.float64), np.asarray(service, np.float64), np.asarray(server, np.int64),
-                         np.asarray(order, np.int64), int(server.max()) + 1, after, float(delay))
+    args = (np.asarray(ready, np.float64), np.asarray(service, np.float64), np.asarray(server, np.int64))
+    if after is None or not (np.asarray(after) >= 0).any():
+        return _queue_kernel(*args, np.asarray(order, np.int64), int(server.max()) + 1)
+    rank = np.empty(len(ready), np.int64)
+    rank[np.asarray(order, np.int64)] = np.arange(len(ready))
+    return _chained_kernel(*args, rank, int(server.max()) + 1, np.asarray(after, np.int64), float(delay))
 
 
 ARRIVALS = ("even", "event_time")

@@ -144,7 +144,8 @@ def test_the_protocol_is_checked():
 
 def test_a_second_rounds_copy_waits_for_its_first_round():
     """Event 0's first round at worker 0 (1 s), its second at worker 1 (1 s): done at 2 s, not 1 s
-    as two copies in parallel; event 1 at worker 1 waits behind it."""
+    as two copies in parallel; event 1, at worker 1 before that second round arrives, does not
+    wait for it (a worker takes copies as they arrive), and a later one there waits behind it."""
     seqs, sizes = np.arange(2), np.zeros(2, np.int64)
     first = {0: (np.array([0]), np.array([1.0])), 1: (np.array([1]), np.array([0.5]))}
     second = {1: (np.array([0]), np.array([1.0]))}
@@ -152,4 +153,7 @@ def test_a_second_rounds_copy_waits_for_its_first_round():
                                2, 0.0, 1, 1e9)
     chained = event_latencies(Copies.of(seqs, sizes, first, 1, second=second), 2, 0.0, 1, 1e9)
     assert np.allclose(parallel, [1.0, 1.5])
-    assert np.allclose(chained, [2.0, 2.5])
+    assert np.allclose(chained, [2.0, 0.5])
+    # event 1 arriving at 1.2 s, while event 0's second round holds worker 1 (1 s to 2 s)
+    later = event_latencies(Copies.of(seqs, sizes, first, 1, second=second), 2, 0.0, 1, 1 / 1.2)
+    assert np.allclose(later, [2.0, 2.5 - 1.2])
