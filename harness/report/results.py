@@ -118,8 +118,10 @@ def labelled(table: pd.DataFrame) -> pd.DataFrame:
         table["variant"] = table["strategy"]
     table["variant"] = table["variant"].fillna(table["strategy"])
     if "adjust" in table:
-        adjusted = table["adjust"].notna() & (table["adjust"] != "none")
-        table.loc[adjusted, "variant"] = table.loc[adjusted, "variant"] + " + " + table.loc[adjusted, "adjust"]
+        suffix = " + " + table["adjust"].astype(str)
+        adjusted = (table["adjust"].notna() & (table["adjust"] != "none")
+                    & ~pd.Series([v.endswith(x) for v, x in zip(table["variant"], suffix)], index=table.index, dtype=bool))
+        table.loc[adjusted, "variant"] = table.loc[adjusted, "variant"] + suffix[adjusted]
     return table
 
 

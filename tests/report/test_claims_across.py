@@ -142,3 +142,15 @@ def test_the_fig7_claims_read_cells_the_sstd_datasets_presets_write():
             assert ds in DATASET_NAMES
             for wl, w in itertools.product(chk["where"]["workload"], chk["where"]["workers"]):
                 assert (ds, wl, w) in cells[chk["experiment"]], (c["id"], ds, wl, w)
+
+
+def test_adjusted_runs_are_labelled_once():
+    """A report checks claims on a sweep's rows it already labelled: "qttree + fg" must not become
+    "qttree + fg + fg", or every claim on adjusted runs reads "not measured"."""
+    from harness.report.results import labelled
+
+    table = pd.DataFrame({"strategy": ["qttree", "qttree", "kdt"], "variant": [None, None, "ps2stream_ext"],
+                          "adjust": ["none", "fg", "gr"]})
+    once = labelled(table)
+    assert once["variant"].tolist() == ["qttree", "qttree + fg", "ps2stream_ext + gr"]
+    assert labelled(once)["variant"].tolist() == once["variant"].tolist()
