@@ -23,7 +23,7 @@ import time
 import numpy as np
 from numba import njit
 
-from harness.core.events import AND, OBJECT, SNAPSHOT, Events, pair_keys
+from harness.core.events import AND, OBJECT, SNAPSHOT, Events, csr_take, pair_keys
 from harness.core.grid import UniformGrid
 from harness.core.kernels import axis_cell, lower_bound
 from harness.families.base import WorkerOutput
@@ -40,11 +40,12 @@ class ObjectStore:
         self._index: tuple | None = None
         self._by_term: tuple | None = None
         self._cells: np.ndarray | None = None
+        self._major: tuple | None = None
         self._fresh = True  # no slice added since the epoch's restore: the next one evicts
 
     def restore(self, objects: Events) -> None:
         self.objects = objects
-        self._index = self._by_term = self._cells = None
+        self._index = self._by_term = self._cells = self._major = None
         self._fresh = True
 
     def add(self, ev: Events) -> None:
@@ -59,12 +60,12 @@ class ObjectStore:
             old = self.objects.ts <= ev.ts[0] - self.look_back
             if old.any():
                 self.objects = self.objects.take(np.flatnonzero(~old))
-                self._index = self._by_term = self._cells = None
+                self._index = self._by_term = self._cells = self._major = None
         rows = np.flatnonzero(ev.kind == OBJECT)
         if len(rows):
             new = ev.take(rows)
             self.objects = Events.concat([self.objects, new]) if len(self.objects) else new
-            self._index = self._by_term = self._cells = None
+            self._index = self._by_term = self._cells = self._major = None
 
     def cells(self) -> np.ndarray:
         """Each stored object's grid cell."""
@@ -77,6 +78,17 @@ class ObjectStore:
         cell = self.cells()
         cell_pos = np.argsort(cell, kind="stable").astype(np.int64)
         return np.r_[0, np.cumsum(np.bincount(cell, minlength=self.grid.n_cells))].astype(np.int64), cell_pos
+
+    def cell_major(self) -> tuple:
+        """(cell_ptr, cell_pos, x, y, offsets, values): `by_cell`, and the objects' locations and
+        terms in that order, so that a scan of a cell's objects reads memory in sequence (in arrival
+        order a cell's objects lie all over the store, and each one cost several cache misses)."""
+        if self._major is None:
+            cell_ptr, cell_pos = self.by_cell()
+            o = self.objects
+            off, val = csr_take(o.offsets, o.values, cell_pos)
+            self._major = (cell_ptr, cell_pos, o.x[cell_pos], o.y[cell_pos], off, val)
+        return self._major
 
     def index(self) -> tuple:
         """(cell_ptr, cell_pos, ukeys, starts, post): positions by cell, and by (cell, term)."""
@@ -135,6 +147,7 @@ class ObjectStore:
         parts = [o.offsets, o.values, *o.cols.values(), *(self._index or ()), *(self._by_term or ())]
         if self._cells is not None:
             parts.append(self._cells)
+        parts += list(self._major or ())
         return int(sum(a.nbytes for a in parts))
 
 
@@ -341,6 +354,19 @@ def _first_common_worker(q_mask, q, o_mask, p):
 
 
 @njit(cache=True, inline="always")
+def _one_bit(q_mask, i):
+    """Whether row i of the bit masks has exactly one bit set."""
+    seen = False
+    for word in range(q_mask.shape[1]):
+        m = q_mask[i, word]
+        if m:
+            if seen or (m & (m - np.uint64(1))):
+                return False
+            seen = True
+    return seen
+
+
+@njit(cache=True, inline="always")
 def _add_terms(p, o_off, o_val, count, touched, n_touched):
     for j in range(o_off[p], o_off[p + 1]):
         term = o_val[j]
@@ -367,8 +393,21 @@ def _scan_terms(arr, a, b, i, q, xmin, ymin, xmax, ymax, q_mask, o_x, o_y, o_off
 
 
 @njit(cache=True)
-def terms_answers(q_rows, q_lo, q_hi, xmin, ymin, xmax, ymax, q_mask, o_x, o_y, o_off, o_val, o_mask,
-                  cell_ptr, cell_pos, x0, y0, icw, ich, nx, ny, vocab, worker, work,
+def _scan_cell_major(a, b, i, q, xmin, ymin, xmax, ymax, q_mask, c_x, c_y, c_off, c_val, c_mask, worker, check_rect,
+                     count, touched, n_touched):
+    """`_scan_terms` over positions a..b of the cell-major arrays (`ObjectStore.cell_major`)."""
+    for t in range(a, b):
+        if check_rect and (c_x[t] < xmin[q] or c_x[t] > xmax[q] or c_y[t] < ymin[q] or c_y[t] > ymax[q]):
+            continue
+        if _first_common_worker(q_mask, i, c_mask, t) != worker:
+            continue
+        n_touched = _add_terms(t, c_off, c_val, count, touched, n_touched)
+    return n_touched, b - a
+
+
+@njit(cache=True)
+def terms_answers(q_rows, q_lo, q_hi, xmin, ymin, xmax, ymax, q_k, q_mask, o_x, o_y, o_off, o_val, o_mask,
+                  cell_ptr, cell_pos, c_x, c_y, c_off, c_val, c_mask, x0, y0, icw, ich, nx, ny, vocab, worker, work,
                   slice_size, tab_ptr, tab_term, tab_count, other_ptr, other_pos):
     """Per query, the term counts of the stored objects in its rectangle and bounds that this worker
     counts: of the workers holding a copy of an object, the lowest one the query reaches (so each
@@ -378,7 +417,11 @@ def terms_answers(q_rows, q_lo, q_hi, xmin, ymin, xmax, ymax, q_mask, o_x, o_y, 
     (edge cells never are: they hold the points beyond the space), each whole slice of positions
     within the query's bounds adds its table (the objects only this worker holds, counted for any
     query that reaches it) and scans the cell's other objects of the slice; the bounds' partial
-    slices, and cells the rectangle cuts, are scanned object by object."""
+    slices, and cells the rectangle cuts, are scanned object by object.
+
+    A query that reaches this worker alone (one bit in its mask) has every object counted here, so
+    only its top `q_k` terms by (count desc, term asc) can be in the answer: only those are emitted
+    (the merge ranks the same way), instead of every distinct term of the region."""
     count = np.zeros(vocab, np.int64)
     touched = np.empty(vocab, np.int64)
     out_i = np.empty(256, np.int64)
@@ -407,18 +450,18 @@ def terms_answers(q_rows, q_lo, q_hi, xmin, ymin, xmax, ymax, q_mask, o_x, o_y, 
                     a = lower_bound(cell_pos, cell_ptr[c], cell_ptr[c + 1], lo)
                     b = lower_bound(cell_pos, a, cell_ptr[c + 1], hi)
                     if not whole:
-                        n_touched, k = _scan_terms(cell_pos, a, b, i, q, xmin, ymin, xmax, ymax, q_mask, o_x, o_y,
-                                                   o_off, o_val, o_mask, worker, True, count, touched, n_touched)
+                        n_touched, k = _scan_cell_major(a, b, i, q, xmin, ymin, xmax, ymax, q_mask, c_x, c_y, c_off,
+                                                        c_val, c_mask, worker, True, count, touched, n_touched)
                         checked += k
                         continue
                     # the partial slices at both ends, object by object
                     m = lower_bound(cell_pos, a, b, s_lo * slice_size)
-                    n_touched, k = _scan_terms(cell_pos, a, m, i, q, xmin, ymin, xmax, ymax, q_mask, o_x, o_y,
-                                               o_off, o_val, o_mask, worker, False, count, touched, n_touched)
+                    n_touched, k = _scan_cell_major(a, m, i, q, xmin, ymin, xmax, ymax, q_mask, c_x, c_y, c_off,
+                                                    c_val, c_mask, worker, False, count, touched, n_touched)
                     checked += k
                     m = lower_bound(cell_pos, a, b, s_hi * slice_size)
-                    n_touched, k = _scan_terms(cell_pos, m, b, i, q, xmin, ymin, xmax, ymax, q_mask, o_x, o_y,
-                                               o_off, o_val, o_mask, worker, False, count, touched, n_touched)
+                    n_touched, k = _scan_cell_major(m, b, i, q, xmin, ymin, xmax, ymax, q_mask, c_x, c_y, c_off,
+                                                    c_val, c_mask, worker, False, count, touched, n_touched)
                     checked += k
                     # the whole slices: the tables, then the objects other workers hold too
                     for sl in range(s_lo, s_hi):
@@ -435,8 +478,17 @@ def terms_answers(q_rows, q_lo, q_hi, xmin, ymin, xmax, ymax, q_mask, o_x, o_y, 
                     n_touched, k = _scan_terms(other_pos, a2, b2, i, q, xmin, ymin, xmax, ymax, q_mask, o_x, o_y,
                                                o_off, o_val, o_mask, worker, False, count, touched, n_touched)
                     checked += k
+        cut = np.iinfo(np.int64).max  # emit the terms whose rank key is <= cut
+        if q_k[q] > 0 and n_touched > q_k[q] and _one_bit(q_mask, i):
+            keys = np.empty(n_touched, np.int64)
+            for j in range(n_touched):
+                keys[j] = -count[touched[j]] * vocab + touched[j]  # (count desc, term asc)
+            cut = np.partition(keys, q_k[q] - 1)[q_k[q] - 1]
         for j in range(n_touched):
             term = touched[j]
+            if -count[term] * vocab + term > cut:
+                count[term] = 0
+                continue
             if n == len(out_i):
                 out_i = np.concatenate((out_i, np.empty(n, np.int64)))
                 out_t = np.concatenate((out_t, np.empty(n, np.int64)))

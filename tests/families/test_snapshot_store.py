@@ -182,3 +182,38 @@ def test_snapshot_regions_and_k_are_checked_against_the_space():
     knn.cols["k"][5], knn.cols["xmax"][5] = 3, 6.0
     with pytest.raises(ValueError, match="allowed: a rectangle covering every object"):
         simulate(knn, 5, "grid", 2, context=context)
+
+
+@pytest.mark.parametrize("slice_size", [0, 4])
+def test_a_query_one_worker_counts_alone_sends_its_top_k_only(slice_size):
+    """terms_answers: with one bit in the query's mask every object is counted here, so only the
+    top k terms by (count desc, term asc) go to the merge; with two bits every counted term goes
+    (another worker counts the rest). Counts from a plain tally of the objects in the rectangle."""
+    from harness.families.object_store import count_tables, terms_answers
+
+    rng = np.random.default_rng(5)
+    items = [("o", float(x), float(y), sorted(set(rng.integers(0, 12, 4).tolist())))
+             for x, y in rng.uniform(0, 10, (300, 2))]
+    items.append(("q", (1.0, 1.0, 8.5, 8.0), [], AND))
+    ev = item_events(items)
+    ev.cols["ts"] = np.arange(len(ev), dtype=np.float64)
+    ev.cols["kind"][-1], ev.cols["tau"], ev.cols["k"][-1] = SNAPSHOT, np.full(len(ev), 1e9), 3
+    store = ObjectStore((0.0, 0.0, 10.0, 10.0), 8, 1e9, 12)
+    store.add(ev)
+    o, rows = store.objects, np.array([len(ev) - 1])
+    inside = (o.x >= 1.0) & (o.x <= 8.5) & (o.y >= 1.0) & (o.y <= 8.0)
+    tally = np.bincount(np.concatenate([o.values[o.offsets[p]:o.offsets[p + 1]] for p in np.flatnonzero(inside)]),
+                        minlength=12)
+    best = sorted(range(12), key=lambda t: (-tally[t], t))[:3]
+    lo, hi = store.bounds(ev, rows)
+    o_mask = np.ones((len(o), 1), np.uint64)  # every object held by worker 0 alone
+    cell_ptr, cell_pos, *major = store.cell_major()
+    tables = count_tables(store, np.ones(len(o), np.bool_), max(slice_size, 1))
+    for q_bits, expect in ((1, best), (3, [t for t in range(12) if tally[t]])):
+        q_mask = np.full((1, 1), q_bits, np.uint64)
+        _, term, count = terms_answers(rows, lo, hi, ev.xmin, ev.ymin, ev.xmax, ev.ymax, ev.k.astype(np.int64),
+                                       q_mask, o.x, o.y, o.offsets, o.values, o_mask, cell_ptr, cell_pos, *major,
+                                       o_mask[cell_pos], *store.grid.args, store.vocab, 0, np.ones(1, np.int64),
+                                       slice_size, *tables)
+        assert sorted(term.tolist()) == sorted(expect)
+        assert count.tolist() == tally[term].tolist()

@@ -105,11 +105,12 @@ class TermsIndex(WorkerIndex):
             o_mask, s2 = self._masks(o)
             bookkeeping = s1 + s2
             lo, hi = self.store.bounds(ev, rows)
-            cell_ptr, cell_pos = self.store.by_cell()
+            cell_ptr, cell_pos, *major = self.store.cell_major()
             tables = self._tables(o_mask)
             q_work = np.ones(len(rows), np.int64)
-            qi, term, count = terms_answers(rows, lo, hi, ev.xmin, ev.ymin, ev.xmax, ev.ymax, q_mask, o.x, o.y,
-                                            o.offsets, o.values, o_mask, cell_ptr, cell_pos, *self.store.grid.args,
+            qi, term, count = terms_answers(rows, lo, hi, ev.xmin, ev.ymin, ev.xmax, ev.ymax, ev.k.astype(np.int64),
+                                            q_mask, o.x, o.y, o.offsets, o.values, o_mask, cell_ptr, cell_pos, *major,
+                                            o_mask[cell_pos], *self.store.grid.args,
                                             self.store.vocab, self.worker, q_work, self.slice_size, *tables)
             work[rows] = q_work
             step = ev.step[rows[qi]]
