@@ -376,7 +376,7 @@ def run_epoch(spark, events_df, events_uri: str, epoch: int, seq_lo: int, seq_hi
 def run_second_round(spark, lane: Lane, requests: dict[int, dict[int, Events]]) -> list[tuple]:
     """A second round's Spark job (harness/engine/rounds.py): per family and worker, the queries
     routed there (`requests`) answered from the state the lane's workers kept this epoch
-    (`lane.state_out`), one task per worker block; returns per block (family code, worker, its
+    (`lane.state_out`), blocks spread over a task per core; returns per block (family code, worker, its
     result blobs by merge bucket 0, work, busy seconds). One stage and no shuffle: the answers are
     at most k per query and worker, so the driver merges them (`rounds.finish_epoch`)."""
     blocks = [(code, w, to_ipc(ev.to_arrow())) for code, by_worker in sorted(requests.items())
@@ -390,7 +390,8 @@ def run_second_round(spark, lane: Lane, requests: dict[int, dict[int, Events]]) 
         return (code, w, *answer_second_round(setup, code, read_bundle(state, w, code),
                                               Events.from_arrow(from_ipc(blob))))
 
-    return spark.sparkContext.parallelize(blocks, len(blocks)).map(answer).collect()
+    sc = spark.sparkContext  # a task per core, not per block: a second round is small
+    return sc.parallelize(blocks, min(len(blocks), sc.defaultParallelism)).map(answer).collect()
 
 
 def collect_lanes(epoch: int, out: pa.Table, lanes: list[Lane], job_s: float) -> list[list[EpochResult]]:
