@@ -378,30 +378,18 @@ def _add_terms(p, o_off, o_val, count, touched, n_touched):
 
 
 @njit(cache=True)
-def _scan_terms(arr, a, b, i, q, xmin, ymin, xmax, ymax, q_mask, o_x, o_y, o_off, o_val, o_mask, worker, check_rect,
-                count, touched, n_touched):
-    """Objects arr[a:b] into the counts: inside the rectangle (unless the cell is known to be) and
-    counted here (`_first_common_worker`). Returns (n_touched, checked)."""
+def _scan_terms(arr, indirect, a, b, i, q, xmin, ymin, xmax, ymax, q_mask, o_x, o_y, o_off, o_val, o_mask, worker,
+                check_rect, count, touched, n_touched):
+    """Objects a..b into the counts (at positions arr[a:b] when `indirect`, else a..b themselves: the
+    cell-major arrays of `ObjectStore.cell_major`): inside the rectangle (unless the cell is known
+    to be) and counted here (`_first_common_worker`). Returns (n_touched, checked)."""
     for t in range(a, b):
-        p = arr[t]
+        p = arr[t] if indirect else t
         if check_rect and (o_x[p] < xmin[q] or o_x[p] > xmax[q] or o_y[p] < ymin[q] or o_y[p] > ymax[q]):
             continue
         if _first_common_worker(q_mask, i, o_mask, p) != worker:
             continue
         n_touched = _add_terms(p, o_off, o_val, count, touched, n_touched)
-    return n_touched, b - a
-
-
-@njit(cache=True)
-def _scan_cell_major(a, b, i, q, xmin, ymin, xmax, ymax, q_mask, c_x, c_y, c_off, c_val, c_mask, worker, check_rect,
-                     count, touched, n_touched):
-    """`_scan_terms` over positions a..b of the cell-major arrays (`ObjectStore.cell_major`)."""
-    for t in range(a, b):
-        if check_rect and (c_x[t] < xmin[q] or c_x[t] > xmax[q] or c_y[t] < ymin[q] or c_y[t] > ymax[q]):
-            continue
-        if _first_common_worker(q_mask, i, c_mask, t) != worker:
-            continue
-        n_touched = _add_terms(t, c_off, c_val, count, touched, n_touched)
     return n_touched, b - a
 
 
@@ -450,18 +438,18 @@ def terms_answers(q_rows, q_lo, q_hi, xmin, ymin, xmax, ymax, q_k, q_mask, o_x, 
                     a = lower_bound(cell_pos, cell_ptr[c], cell_ptr[c + 1], lo)
                     b = lower_bound(cell_pos, a, cell_ptr[c + 1], hi)
                     if not whole:
-                        n_touched, k = _scan_cell_major(a, b, i, q, xmin, ymin, xmax, ymax, q_mask, c_x, c_y, c_off,
-                                                        c_val, c_mask, worker, True, count, touched, n_touched)
+                        n_touched, k = _scan_terms(cell_pos, False, a, b, i, q, xmin, ymin, xmax, ymax, q_mask, c_x,
+                                                   c_y, c_off, c_val, c_mask, worker, True, count, touched, n_touched)
                         checked += k
                         continue
                     # the partial slices at both ends, object by object
                     m = lower_bound(cell_pos, a, b, s_lo * slice_size)
-                    n_touched, k = _scan_cell_major(a, m, i, q, xmin, ymin, xmax, ymax, q_mask, c_x, c_y, c_off,
-                                                    c_val, c_mask, worker, False, count, touched, n_touched)
+                    n_touched, k = _scan_terms(cell_pos, False, a, m, i, q, xmin, ymin, xmax, ymax, q_mask, c_x, c_y,
+                                               c_off, c_val, c_mask, worker, False, count, touched, n_touched)
                     checked += k
                     m = lower_bound(cell_pos, a, b, s_hi * slice_size)
-                    n_touched, k = _scan_cell_major(m, b, i, q, xmin, ymin, xmax, ymax, q_mask, c_x, c_y, c_off,
-                                                    c_val, c_mask, worker, False, count, touched, n_touched)
+                    n_touched, k = _scan_terms(cell_pos, False, m, b, i, q, xmin, ymin, xmax, ymax, q_mask, c_x, c_y,
+                                               c_off, c_val, c_mask, worker, False, count, touched, n_touched)
                     checked += k
                     # the whole slices: the tables, then the objects other workers hold too
                     for sl in range(s_lo, s_hi):
@@ -475,7 +463,7 @@ def terms_answers(q_rows, q_lo, q_hi, xmin, ymin, xmax, ymax, q_k, q_mask, o_x, 
                         checked += tab_ptr[g + 1] - tab_ptr[g]
                     a2 = lower_bound(other_pos, other_ptr[c], other_ptr[c + 1], s_lo * slice_size)
                     b2 = lower_bound(other_pos, a2, other_ptr[c + 1], s_hi * slice_size)
-                    n_touched, k = _scan_terms(other_pos, a2, b2, i, q, xmin, ymin, xmax, ymax, q_mask, o_x, o_y,
+                    n_touched, k = _scan_terms(other_pos, True, a2, b2, i, q, xmin, ymin, xmax, ymax, q_mask, o_x, o_y,
                                                o_off, o_val, o_mask, worker, False, count, touched, n_touched)
                     checked += k
         cut = np.iinfo(np.int64).max  # emit the terms whose rank key is <= cut
