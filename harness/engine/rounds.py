@@ -93,12 +93,15 @@ def finish_epoch(executor, epoch: int, events: Events, setup, router, reps: list
         queries[code] = ev
     answered = executor.second_round(epoch, requests)
     count = hashed = copies = 0
+    kept = []
     busy: dict[int, float] = {}
     service: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for code in requests:
         blobs = [blob for c, _, bs, _, _ in answered if c == code for blob in bs]
         keys = merge_bucket(setup.mergers[code], None, blobs, queries[code], 1).keys
         count, hashed = count + len(keys), (hashed + key_hash_sum(keys)) % (1 << 64)
+        kept.append(keys)
+    executor.keep_pairs_of(epoch, np.concatenate(kept) if kept else np.zeros(0, np.int64))
     for code, w, _, work, busy_s in answered:  # each block's CPU time apportioned by its work
         seq = requests[code][w].seq
         busy[w] = busy.get(w, 0.0) + busy_s

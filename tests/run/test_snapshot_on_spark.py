@@ -7,6 +7,9 @@ cannot keep objects is left out of strategy=all and refused by name before Spark
 
 from __future__ import annotations
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hydra import compose, initialize_config_dir
 
@@ -33,7 +36,7 @@ def test_the_six_sstd_query_types_run_exact_on_spark_while_units_move(spark, tmp
     QT-tree's leaves): the kept objects stay, snapshot queries follow them (harness/engine/
     versions.py), and the kNN merger's state carries over the migration."""
     rows = run_experiment(_cfg(tmp_path, "strategy=all", "strategy.include=[kdt,qttree]", "adjust=gr",
-                               "index.knn.skq_protocol=two_phase",
+                               "index.knn.skq_protocol=two_phase", "keep_pairs=true",
                                "epochs.size=300", "latency.arrivals=event_time"))
     assert sorted(r["strategy"] for r in rows) == ["kdt", "qttree"]
     for r in rows:
@@ -45,6 +48,11 @@ def test_the_six_sstd_query_types_run_exact_on_spark_while_units_move(spark, tmp
         assert r["stored_bytes_sum"] >= r["stored_bytes_max"] > r["stored_objects_max"] * 64  # 64: 8 int64 columns
         assert min(r["srq_latency_mean_ms"], r["skq_latency_mean_ms"], r["stq_latency_mean_ms"]) > 0
     assert len({r["result_digest"] for r in rows}) == 1
+    for r in rows:  # the kept pairs hold the second rounds' answers too (merged on the driver)
+        files = list(tmp_path.glob(f"**/{r['run_id']}/pairs/epoch=*/part-*.parquet"))
+        keys = pa.concat_tables([pq.read_table(f) for f in files]).column("key").to_numpy()
+        assert len(np.unique(keys)) == len(keys) == r["result_count"]
+        assert any(f.name == "part-second-round.parquet" for f in files)
     assert max(r["adjustments"] for r in rows) > 0
 
 
