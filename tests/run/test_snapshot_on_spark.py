@@ -37,7 +37,7 @@ def test_the_six_sstd_query_types_run_exact_on_spark_while_units_move(spark, tmp
     versions.py), and the kNN merger's state carries over the migration."""
     rows = run_experiment(_cfg(tmp_path, "strategy=all", "strategy.include=[kdt,qttree]", "adjust=gr",
                                "index.knn.skq_protocol=two_phase", "keep_pairs=true",
-                               "epochs.size=300", "latency.arrivals=event_time"))
+                               "latency.arrivals=event_time"))
     assert sorted(r["strategy"] for r in rows) == ["kdt", "qttree"]
     for r in rows:
         assert r["status"] == "ok", r.get("traceback")
