@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from harness.core.events import Events, key_hash_sum
 from harness.engine.merge import merge_bucket
+from harness.engine.worker import routing_view
 from harness.families.base import StateBundle
 
 # a margin on the square's half side: sqrt's rounding must not leave out an answer at exactly r
@@ -79,8 +80,6 @@ def finish_epoch(executor, epoch: int, events: Events, setup, router, reps: list
     """Run the epoch's second round, if its workers began any, and add it to each repetition's
     result: its answers, its copies, each worker's busy time, its service times (`second_service`).
     `router`: the one the epoch dispatched with (versioned routing included)."""
-    from harness.engine.worker import routing_view
-
     followups = reps[0].followups
     if not followups:
         return

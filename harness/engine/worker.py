@@ -15,7 +15,6 @@ import numpy as np
 
 from harness.core.events import OBJECT, Events
 from harness.families.base import StateBundle, WorkerIndex, WorkerOutput
-from harness.families.object_store import ObjectStore
 
 
 def routing_view(ev: Events, codes: np.ndarray | None) -> Events:
@@ -86,7 +85,8 @@ class WorkerSet:
             for k, v in counters.items():
                 self._counters[k] = self._counters.get(k, 0) + v
             self._busy += busy
-            self._stored = max(self._stored, self.stored_bytes())
+            if self._stored is not None:
+                self._stored = max(self._stored, self.stored_bytes())
             yield rows, outs
 
     def followups(self) -> dict:
@@ -98,17 +98,14 @@ class WorkerSet:
         """The work per event, the summed counters and the busy time of the last `process_chunks`;
         with object stores, the counters' `stored_bytes` is the most they held after any slice (a
         level, not a sum)."""
-        counters = {**self._counters, "stored_bytes": self._stored} if self.stores() else self._counters
+        counters = {**self._counters, "stored_bytes": self._stored} if self._stored is not None else self._counters
         return (np.concatenate(self._work) if self._work else np.zeros(0, np.int64)), counters, self._busy
 
-    def stores(self) -> list[ObjectStore]:
-        """The indexes' object stores (SSTD's snapshot queries; none without them)."""
-        stores = (getattr(index, "store", None) for index in self.indexes.values())
-        return [s for s in stores if isinstance(s, ObjectStore)]
-
-    def stored_bytes(self) -> int:
-        """Bytes the object stores hold now (ObjectStore.stored_bytes), each family's counted."""
-        return sum(s.stored_bytes() for s in self.stores())
+    def stored_bytes(self) -> int | None:
+        """Bytes the indexes keep for snapshot queries now (`WorkerIndex.stored_bytes`), each
+        family's counted; None when none keeps objects."""
+        sizes = [b for b in (index.stored_bytes() for index in self.indexes.values()) if b is not None]
+        return sum(sizes) if sizes else None
 
     def prune_replicas(self, router, worker: int, codes: np.ndarray | None) -> dict[str, float]:
         """Drop the replicas that narrowed subscriptions no longer need on this worker.

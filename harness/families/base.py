@@ -176,6 +176,12 @@ class WorkerIndex(ABC):
     def process(self, events: Events) -> WorkerOutput:
         """Run the epoch's sub-stream (sorted by seq) through the index."""
 
+    def stored_bytes(self) -> int | None:
+        """Bytes of the objects it keeps for snapshot queries (its `store`, an ObjectStore:
+        `ObjectStore.stored_bytes`); None when it keeps none."""
+        store = getattr(self, "store", None)
+        return None if store is None else store.stored_bytes()
+
     def followups(self) -> pa.Table | None:
         """The snapshot queries this worker began in a first round since the last call, as (qid,
         seq, value) rows for the driver, which routes each query's second round by its value (the

@@ -85,6 +85,9 @@ def test_slices_are_only_taken_when_every_index_allows_them():
     class Whole:  # an index that has not said slices are safe
         chunkable = False
 
+        def stored_bytes(self):  # it keeps no objects (WorkerIndex.stored_bytes)
+            return None
+
         def process(self, e):
             from harness.families.base import WorkerOutput
             return WorkerOutput(results=np.zeros(0, np.int64), work=np.ones(len(e), np.int64), counters={"n": len(e)},
