@@ -50,7 +50,9 @@ _FLOATS = {"spread_km", "noise_fraction", "zipf_s", "topic_weight_min", "topic_w
 @dataclass
 class PreparedDataset:
     name: str
-    objects: pa.Table  # OBJECT_SCHEMA, oid = 0..n-1 in ts order
+    # OBJECT_SCHEMA, oid = 0..n-1 in ts order; None: read from the cache on first use, so a run whose
+    # workload is cached never holds the dataset (10M objects are about 1 GB: issue 16)
+    _objects: pa.Table | None
     vocab: pa.Table  # term_id int32, term string, df int64
     extent: tuple[float, float, float, float]  # xmin, ymin, xmax, ymax (km)
     origin: tuple[float, float]  # lon0, lat0
@@ -59,6 +61,12 @@ class PreparedDataset:
     cache_path: str = ""
     # rows with latitude out of range whose lon and lat, swapped, would both be valid
     swapped_lat_lon_rows: int = 0
+
+    @property
+    def objects(self) -> pa.Table:
+        if self._objects is None:
+            self._objects = pq.read_table(pathlib.Path(self.cache_path) / "objects.parquet").cast(OBJECT_SCHEMA)
+        return self._objects
 
     @property
     def swapped_lat_lon_suspected(self) -> bool:
@@ -114,7 +122,7 @@ def _load(path: pathlib.Path) -> PreparedDataset:
     meta = json.loads((path / "meta.json").read_text())
     return PreparedDataset(
         name=meta["name"],
-        objects=pq.read_table(path / "objects.parquet").cast(OBJECT_SCHEMA),
+        _objects=None,
         vocab=pq.read_table(path / "vocab.parquet").cast(VOCAB_SCHEMA),
         extent=tuple(meta["extent"]), origin=tuple(meta["origin"]),
         # caches written before a reason existed never saw it: 0

@@ -87,18 +87,44 @@ def load_or_build_workload(ds, cfg, cache_root: Path):
     if path.exists() and meta_path.exists():
         meta = json.loads(meta_path.read_text())
         if "info" in meta:  # older caches lack the input facts: rebuild (same seed, same stream)
-            return Events.from_arrow(pq.read_table(path)), meta["warmup"], folder, meta
+            return mapped_events(folder), meta["warmup"], folder, meta
     df = ds.vocab.column("df").to_numpy()
     wl = families.get(cfg.workload.family).build_workload(ds.objects, df, ds.extent, cfg.workload, cfg.seed)
     wl = normalise_workload(wl)  # one meaning for stream anomalies everywhere (datasets/workloads/anomalies.py)
     folder.mkdir(parents=True, exist_ok=True)
+    batch = wl.events.to_arrow()
     tmp = folder / "events.tmp.parquet"
-    pq.write_table(pa.Table.from_batches([wl.events.to_arrow()]), tmp, row_group_size=65536)
+    pq.write_table(pa.Table.from_batches([batch]), tmp, row_group_size=65536)
     tmp.replace(path)
+    _write_mappable(batch, folder)
     meta = {"warmup": wl.warmup, "events": len(wl.events), "key": json.loads(key), "drift": wl.drift, "info": wl.info}
     text = json.dumps(meta, default=str)
     meta_path.write_text(text)
-    return wl.events, wl.warmup, folder, json.loads(text)  # as a cache hit would read it
+    del wl, batch  # the run reads the stream through the map, as a cache hit does
+    return mapped_events(folder), meta["warmup"], folder, json.loads(text)
+
+
+MAPPED = "events.arrow"
+
+
+def _write_mappable(batch: pa.RecordBatch, folder: Path) -> None:
+    """The stream as one uncompressed Arrow IPC record batch beside the Parquet copy (which Spark
+    reads), so the driver can map it instead of reading it into its own memory."""
+    tmp = folder / f"{MAPPED}.tmp"
+    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    tmp.replace(folder / MAPPED)
+
+
+def mapped_events(folder: Path) -> Events:
+    """The cached stream with its columns memory-mapped from `events.arrow` (zero-copy, read-only):
+    the driver's epochs, routing upkeep and summary read the rows and columns they use, which the
+    page cache holds and can drop again, so the driver's own memory does not grow with the stream
+    (issue 16). A cache written before the mapped copy existed gets one from its Parquet file."""
+    if not (folder / MAPPED).exists():
+        _write_mappable(pq.read_table(folder / "events.parquet").combine_chunks().to_batches()[0], folder)
+    with pa.ipc.open_file(pa.memory_map(str(folder / MAPPED))) as reader:
+        return Events.from_arrow(reader.get_batch(0))
 
 
 def input_metrics(ds, meta: dict | None) -> dict:
