@@ -81,11 +81,50 @@ def keyed_postings(offsets, values, wsum, lam, n_terms: int):
 
 
 @njit(cache=True)
-def buffer_oldest(b_off, b_len, a_msg, m_seq):
+def buffer_oldest(b_off, b_len, a_msg):
     out = np.empty(len(b_off), np.int64)
     for s in range(len(b_off)):
-        out[s] = oldest(a_msg, b_off[s], b_len[s], m_seq)
+        out[s] = oldest(a_msg, b_off[s], b_len[s])
     return out
+
+
+@njit(cache=True)
+def oldest_lists(b_old, n_msg):
+    """Message -> the subscriptions whose oldest buffer member it is, as doubly linked lists (head
+    per message, next and previous per subscription): an expiry visits exactly the buffers it
+    leaves instead of every subscription sharing one of its keywords."""
+    head = np.full(n_msg, -1, np.int64)
+    nxt = np.full(len(b_old), -1, np.int64)
+    prv = np.full(len(b_old), -1, np.int64)
+    for s in range(len(b_old)):
+        if b_old[s] >= 0:
+            _link(s, b_old[s], head, nxt, prv)
+    return head, nxt, prv
+
+
+@njit(cache=True, inline="always")
+def _link(s, m, head, nxt, prv):
+    nxt[s], prv[s] = head[m], -1
+    if head[m] >= 0:
+        prv[head[m]] = s
+    head[m] = s
+
+
+@njit(cache=True)
+def set_oldest(s, m, b_old, head, nxt, prv):
+    """s's oldest member is now message m (-1: its buffer is empty); its list follows."""
+    if b_old[s] == m:
+        return
+    if b_old[s] >= 0:
+        if prv[s] >= 0:
+            nxt[prv[s]] = nxt[s]
+        else:
+            head[b_old[s]] = nxt[s]
+        if nxt[s] >= 0:
+            prv[nxt[s]] = prv[s]
+    b_old[s] = m
+    if m >= 0:
+        _link(s, m, head, nxt, prv)
 
 
 @njit(cache=True)
@@ -103,12 +142,14 @@ def suffix_weights(offsets: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, inline="always")
-def oldest(a_msg, o, n, m_seq):
-    """The seq of a buffer's oldest member (NEVER when empty): the FIFO window expires a buffer's
-    members oldest first, so an expiring message is in a buffer only if it is that buffer's oldest."""
-    out = NEVER
+def oldest(a_msg, o, n):
+    """A buffer's oldest member (-1 when empty): messages are indexed in seq order, so the smallest
+    index. The FIFO window expires a buffer's members oldest first, so an expiring message is in a
+    buffer only if it is that buffer's oldest."""
+    out = -1
     for r in range(n):
-        out = min(out, m_seq[a_msg[o + r]])
+        if out < 0 or a_msg[o + r] < out:
+            out = a_msg[o + r]
     return out
 
 
@@ -132,8 +173,8 @@ def text_floors(theta, alpha):
 
 
 @njit(cache=True)
-def _rebuild(s, t, inclusive, k, mode, ratio, window, b_off, b_cap, b_len, b_min, theta, lam, a_msg, a_score, a_dom,
-             a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post, m_post_w,
+def _rebuild(s, t, inclusive, k, mode, ratio, window, b_off, b_cap, b_len, b_old, o_head, o_next, o_prev, theta, lam,
+             a_msg, a_score, a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post, m_post_w,
              s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist):
     """Re-evaluate s against the window at t: theta_s and its buffer (skyband.py). Returns the
     arena, the candidate scratch and the pairs scored."""
@@ -158,7 +199,7 @@ def _rebuild(s, t, inclusive, k, mode, ratio, window, b_off, b_cap, b_len, b_min
     o = b_off[s]
     b_len[s] = skyband(c_msg, c_score, order, th, k, m_seq, a_msg[o:o + b_cap[s]], a_score[o:o + b_cap[s]],
                        a_dom[o:o + b_cap[s]])
-    b_min[s] = oldest(a_msg, o, b_len[s], m_seq)
+    set_oldest(s, oldest(a_msg, o, b_len[s]), b_old, o_head, o_next, o_prev)
     return a_msg, a_score, a_dom, a_used, c_msg, c_score, n
 
 
@@ -197,7 +238,7 @@ def _overflow(s, s_off, s_val, s_wsum, ov_head, ov_next, ov_sub, ov_wsum, n_ov):
 def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post, m_post_w,
                s_ins, s_del, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, s_wsum, s_post_off, s_post, s_post_wsum,
-               s_post_key, b_off, b_cap, b_len, b_min, theta, lam, a_msg, a_score, a_dom, a_used, mode, ratio, max_dist, work):
+               s_post_key, b_off, b_cap, b_len, b_old, theta, lam, a_msg, a_score, a_dom, a_used, mode, ratio, max_dist, work):
     """The epoch's events and expiries in seq order through the subscriptions' buffers (module
     docstring). ev_ref: the message index of an object, the subscription slot of an insert or
     delete. Returns the change rows (slot, trigger, message, score, delta) and their count, the
@@ -231,6 +272,8 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
     ov_wsum = np.empty(16, np.float64)
     n_ov = 0
     in_ov = np.zeros(n_sub, np.bool_)
+    o_head, o_next, o_prev = oldest_lists(b_old, n_msg)
+    leave = np.empty(16, np.int64)
     reevals = 0
     scored_total = 0
     pruned = 0
@@ -250,37 +293,39 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
             e = exp_msg[j]
             j += 1
             live -= 1
-            stamp += 1
-            for q in range(m_off[e], m_off[e + 1]):
-                term = m_val[q]
-                for p in range(s_post_off[term], s_post_off[term + 1]):
-                    s = s_post[p]
-                    if s_seen[s] == stamp:
-                        continue
-                    s_seen[s] = stamp
-                    if b_min[s] != m_seq[e] or not (s_ins[s] < t < s_del[s]):
-                        continue
-                    o = b_off[s]
-                    for r in range(b_len[s]):
-                        if a_msg[o + r] == e:
-                            if s_touch[s] != t:  # the top-k before t, for the diff
-                                s_touch[s] = t
-                                touched, snap_off, snap_msg, snap_score, n_touch = _snapshot(
-                                    s, min(s_k[s], b_len[s]), o, a_msg, a_score, touched, snap_off, snap_msg,
-                                    snap_score, n_touch)
-                            for u in range(r, b_len[s] - 1):
-                                a_msg[o + u] = a_msg[o + u + 1]
-                                a_score[o + u] = a_score[o + u + 1]
-                                a_dom[o + u] = a_dom[o + u + 1]
-                            b_len[s] -= 1
-                            b_min[s] = oldest(a_msg, o, b_len[s], m_seq)
-                            if b_len[s] < s_k[s] and theta[s] > 0.0 and s_redo[s] != t:
-                                s_redo[s] = t
-                                if n_redo == len(redo):
-                                    redo = grown(redo, n_redo + 1)
-                                redo[n_redo] = s
-                                n_redo += 1
-                            break
+            n_leave = 0  # the buffers whose oldest member e is (their lists change below)
+            s = o_head[e]
+            while s >= 0:
+                if n_leave == len(leave):
+                    leave = grown(leave, n_leave + 1)
+                leave[n_leave] = s
+                n_leave += 1
+                s = o_next[s]
+            for v in range(n_leave):
+                s = leave[v]
+                if not (s_ins[s] < t < s_del[s]):
+                    continue
+                o = b_off[s]
+                for r in range(b_len[s]):
+                    if a_msg[o + r] == e:
+                        if s_touch[s] != t:  # the top-k before t, for the diff
+                            s_touch[s] = t
+                            touched, snap_off, snap_msg, snap_score, n_touch = _snapshot(
+                                s, min(s_k[s], b_len[s]), o, a_msg, a_score, touched, snap_off, snap_msg,
+                                snap_score, n_touch)
+                        for u in range(r, b_len[s] - 1):
+                            a_msg[o + u] = a_msg[o + u + 1]
+                            a_score[o + u] = a_score[o + u + 1]
+                            a_dom[o + u] = a_dom[o + u + 1]
+                        b_len[s] -= 1
+                        set_oldest(s, oldest(a_msg, o, b_len[s]), b_old, o_head, o_next, o_prev)
+                        if b_len[s] < s_k[s] and theta[s] > 0.0 and s_redo[s] != t:
+                            s_redo[s] = t
+                            if n_redo == len(redo):
+                                redo = grown(redo, n_redo + 1)
+                            redo[n_redo] = s
+                            n_redo += 1
+                        break
         # (b) the event at t
         if i < n_ev and ev_seq[i] == t:
             kind = ev_kind[i]
@@ -357,7 +402,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                         if d < k:
                             a_msg[o + w], a_score[o + w], a_dom[o + w] = a_msg[o + u], a_score[o + u], d
                             w += 1
-                        elif m_seq[a_msg[o + u]] == b_min[s]:
+                        elif a_msg[o + u] == b_old[s]:
                             lost_oldest = True
                     n_new = w + 1
                     if n_new > b_cap[s]:  # to a larger region at the arena's end
@@ -378,7 +423,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                     a_msg[o + pos], a_score[o + pos], a_dom[o + pos] = m, sc, 0
                     b_len[s] = n_new
                     if lost_oldest or n_new == 1:
-                        b_min[s] = oldest(a_msg, o, n_new, m_seq)
+                        set_oldest(s, oldest(a_msg, o, n_new), b_old, o_head, o_next, o_prev)
             elif kind == 1 or kind == 3:  # an insertion (3: a replica the route gained): from the window
                 s = ref
                 stamp += 1
@@ -387,7 +432,8 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                 touched, snap_off, snap_msg, snap_score, n_touch = _snapshot(
                     s, 0, 0, a_msg, a_score, touched, snap_off, snap_msg, snap_score, n_touch)
                 a_msg, a_score, a_dom, a_used, c_msg, c_score, n_c = _rebuild(
-                    s, t, kind == 3, s_k[s], mode, ratio, live, b_off, b_cap, b_len, b_min, theta, lam, a_msg,
+                    s, t, kind == 3, s_k[s], mode, ratio, live, b_off, b_cap, b_len, b_old, o_head, o_next, o_prev,
+                    theta, lam, a_msg,
                     a_score, a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w,
                     m_post_off, m_post, m_post_w, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
                 scored += n_c
@@ -397,7 +443,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                                                                        ov_sub, ov_wsum, n_ov)
             else:  # a deletion: its replicas go quietly (the merger drops the query at its delete)
                 b_len[ref] = 0
-                b_min[ref] = NEVER
+                set_oldest(ref, -1, b_old, o_head, o_next, o_prev)
             i += 1
         # (c) re-evaluate the buffers that fell below k, the arrival at t included
         for d in range(n_redo):
@@ -405,7 +451,8 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
             stamp += 1
             reevals += 1
             a_msg, a_score, a_dom, a_used, c_msg, c_score, n_c = _rebuild(
-                s, t, True, s_k[s], mode, ratio, live, b_off, b_cap, b_len, b_min, theta, lam, a_msg, a_score,
+                s, t, True, s_k[s], mode, ratio, live, b_off, b_cap, b_len, b_old, o_head, o_next, o_prev, theta, lam,
+                a_msg, a_score,
                 a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off,
                 m_post, m_post_w, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
             scored += n_c
@@ -559,7 +606,7 @@ class TopkIndex(WorkerIndex):
         s_k = np.maximum(subs.k.astype(np.int64), 0)
         s_alpha = subs.alpha.astype(np.float64)
         b_off, b_cap, b_len, theta, a_msg, a_score, a_dom = self._arena(subs, s_k, m_seq)
-        b_min = buffer_oldest(b_off, b_len, a_msg, m_seq)
+        b_old = buffer_oldest(b_off, b_len, a_msg)
 
         # the epoch's events: objects by message index, insertions and deletions by slot
         ref = np.full(len(events), -1, np.int64)
@@ -589,7 +636,7 @@ class TopkIndex(WorkerIndex):
             ev_seq[keep_ev], ev_kind[keep_ev], ref[keep_ev], m_exp[exp_rows], exp_rows, len(self.window),
             m_seq, m_exp, msgs.x, msgs.y, msgs.offsets, msgs.values, m_w, m_post_off, m_post, m_post_w,
             s_ins, s_del, subs.x, subs.y, s_k, s_alpha, subs.offsets, subs.values, s_w, s_wsum, s_post_off, s_post,
-            s_post_wsum, s_post_key, b_off, b_cap, b_len, b_min, theta, lam, a_msg, a_score, a_dom, len(a_msg), self.mode,
+            s_post_wsum, s_post_key, b_off, b_cap, b_len, b_old, theta, lam, a_msg, a_score, a_dom, len(a_msg), self.mode,
             self.ratio, self.max_dist, work_kept)
         o_slot, o_msg = o_slot[:n_out], o_msg[:n_out]
         parts = [self._leaving_rows(lo), {"qid": subs.id[o_slot], "trigger": o_trig[:n_out], "mseq": m_seq[o_msg],
