@@ -68,6 +68,12 @@ class PreparedDataset:
             self._objects = pq.read_table(pathlib.Path(self.cache_path) / "objects.parquet").cast(OBJECT_SCHEMA)
         return self._objects
 
+    def drop_objects(self) -> None:
+        """Forget the objects table (it is read again if asked for): a run needs it only to
+        generate its workload."""
+        if self.cache_path:
+            self._objects = None
+
     @property
     def swapped_lat_lon_suspected(self) -> bool:
         return swap_hint(self.bad_rows, self.swapped_lat_lon_rows, self.n_input_rows) is not None

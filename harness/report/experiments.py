@@ -150,7 +150,10 @@ def _lines(runs: pd.DataFrame, x: str, xlabel: str, title: str, facet: str | Non
 def _scale_panels(runs: pd.DataFrame, x: str, xlabel: str, title: str):
     """One panel per metric of `scale_vs_x` against the size `x`, log-log, a line per variant: how
     time, results and memory grow."""
+    from matplotlib.ticker import NullFormatter
+
     names = PLOT_METRICS["scale_vs_x"]
+    sizes = np.unique(_numeric(runs[x]).dropna().to_numpy(float))
     fig, axes = _grid(len(names))
     for ax, name in zip(axes, names):
         for variant, s in runs.groupby("variant"):
@@ -158,6 +161,8 @@ def _scale_panels(runs: pd.DataFrame, x: str, xlabel: str, title: str):
             ax.plot(s["_x"], s[name].astype(float) * metrics.scale(name), label=variant, **style(variant))
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.set_xticks(sizes, [_short(v) for v in sizes])  # the measured sizes, not crowded decades
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(xlabel)
         ax.set_ylabel(metrics.label(name), fontsize=8)
         ax.grid(alpha=0.3, which="both")
@@ -165,6 +170,14 @@ def _scale_panels(runs: pd.DataFrame, x: str, xlabel: str, title: str):
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return fig
+
+
+def _short(v: float) -> str:
+    """125000 -> 125k, 1000000 -> 1M."""
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            return f"{v / div:g}{suffix}"
+    return f"{v:g}"
 
 
 def _stacked(runs: pd.DataFrame, names: tuple[str, ...], title: str):

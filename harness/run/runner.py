@@ -91,6 +91,7 @@ def load_or_build_workload(ds, cfg, cache_root: Path):
     df = ds.vocab.column("df").to_numpy()
     wl = families.get(cfg.workload.family).build_workload(ds.objects, df, ds.extent, cfg.workload, cfg.seed)
     wl = normalise_workload(wl)  # one meaning for stream anomalies everywhere (datasets/workloads/anomalies.py)
+    ds.drop_objects()
     folder.mkdir(parents=True, exist_ok=True)
     batch = wl.events.to_arrow()
     tmp = folder / "events.tmp.parquet"

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from hydra import compose, initialize_config_dir
@@ -17,7 +18,7 @@ from hydra import compose, initialize_config_dir
 from datasets import prepare_dataset
 from datasets.workloads.config import WorkloadConfig
 from datasets.workloads.range import build_workload
-from harness.core.events import OBJECT
+from harness.core.events import OBJECT, Events
 from harness.report import metrics, results
 from harness.report.results import PROJECT_ROOT, RUN_KEYS, RUNS_TABLE_COLUMNS
 from harness.report.table import comparison_table, input_line, print_comparison
@@ -121,8 +122,22 @@ def test_reuse_and_idle_workers_reach_row_files_mlflow_and_table(spark, tmp_path
 
     # a cached workload reports the same (the prepared dataset and the workload are cache hits now)
     ds = prepare_dataset(cfg.dataset, spark, root / "cache" / "datasets")
-    *_, meta = load_or_build_workload(ds, cfg, root / "cache")
+    events, _, folder, meta = load_or_build_workload(ds, cfg, root / "cache")
     assert meta["info"]["objects_reused"] == n_obj - 20
+    assert ds._objects is None  # a cached workload never reads the dataset's objects
+
+    # the driver maps the stream (read-only views of events.arrow), the same rows Spark reads
+    stored = Events.from_arrow(pq.read_table(folder / "events.parquet"))
+    assert not events.x.flags.writeable and not events.values.flags.writeable
+    for name in ("seq", "kind", "id", "x", "ymax", "ts"):
+        np.testing.assert_array_equal(events.cols[name], stored.cols[name])
+    np.testing.assert_array_equal(events.offsets, stored.offsets)
+    np.testing.assert_array_equal(events.values, stored.values)
+    (folder / "events.arrow").unlink()  # a cache from before the mapped copy: made from its Parquet
+    again, *_ = load_or_build_workload(ds, cfg, root / "cache")
+    assert (folder / "events.arrow").exists()
+    np.testing.assert_array_equal(again.values, stored.values)
+    np.testing.assert_array_equal(again.cols["x"], stored.cols["x"])
 
 
 def test_failed_data_preparation_leaves_error_rows(spark, tmp_path):
