@@ -78,14 +78,14 @@ def prefix_terms(rows, offsets, values, alpha, theta, idf):
     return out_off, out_val[:total]
 
 
-class PrefixRouter(PartitionedTermRouter):
-    """Objects to the workers of all their terms; a top-k subscription to those of its prefix."""
+class Thresholds:
+    """The routing threshold of each subscription, from the workers' feedback, with DSkype's lazy
+    reallocation (module docstring). Mixed into a router whose `route_topk(ev, rows, table)` routes
+    by `thresholds_of(qids, table)`; `table="previous"` routes as before the last feedback."""
 
     wants_thresholds = True
 
-    def __init__(self, n_workers: int, term_worker: np.ndarray, idf: np.ndarray | None, info: dict):
-        super().__init__(n_workers, term_worker, info)
-        self.idf = None if idf is None else np.ascontiguousarray(idf, np.float64)
+    def _init_thresholds(self) -> None:
         self.qid = np.zeros(0, np.int64)  # sorted: the subscriptions with a routing threshold
         self.theta = np.zeros(0)
         self.previous = np.zeros(0)  # their threshold before the last feedback (growth checks)
@@ -96,16 +96,6 @@ class PrefixRouter(PartitionedTermRouter):
         at = np.minimum(np.searchsorted(self.qid, qids), max(len(self.qid) - 1, 0))
         found = (self.qid[at] == qids) if len(self.qid) else np.zeros(len(qids), np.bool_)
         return np.where(found, values[at] if len(values) else 0.0, 0.0)
-
-    def route_topk(self, ev: Events, rows: np.ndarray, table: str = "theta") -> Pairs:
-        if self.idf is None or len(rows) == 0:
-            return super().route_topk(ev, rows)
-        rows = np.asarray(rows, np.int64)
-        theta = self.thresholds_of(ev.id[rows], table)
-        p_off, p_val = prefix_terms(rows, ev.offsets, ev.values, ev.alpha[rows].astype(np.float64), theta, self.idf)
-        r, w = route_kernels.route_term_sets(np.arange(len(rows), dtype=np.int64), p_off, p_val, self.term_worker,
-                                             self.n_workers)
-        return rows[r], w
 
     def observe_feedback(self, family: str, table) -> None:
         """Each subscription's threshold: the first one it gets may shrink its route, later ones only
@@ -141,6 +131,29 @@ class PrefixRouter(PartitionedTermRouter):
         after[r, w] = True
         return (after & ~before).any(axis=1)
 
+    def prefixes(self, ev: Events, rows: np.ndarray, table: str = "theta") -> tuple[np.ndarray, np.ndarray]:
+        """The loose prefix of each of `rows` under its threshold, as CSR over the rows."""
+        theta = self.thresholds_of(ev.id[rows], table)
+        return prefix_terms(rows, ev.offsets, ev.values, ev.alpha[rows].astype(np.float64), theta, self.idf)
+
+
+class PrefixRouter(Thresholds, PartitionedTermRouter):
+    """Objects to the workers of all their terms; a top-k subscription to those of its prefix."""
+
+    def __init__(self, n_workers: int, term_worker: np.ndarray, idf: np.ndarray | None, info: dict):
+        super().__init__(n_workers, term_worker, info)
+        self.idf = None if idf is None else np.ascontiguousarray(idf, np.float64)
+        self._init_thresholds()
+
+    def route_topk(self, ev: Events, rows: np.ndarray, table: str = "theta") -> Pairs:
+        if self.idf is None or len(rows) == 0:
+            return super().route_topk(ev, rows)
+        rows = np.asarray(rows, np.int64)
+        p_off, p_val = self.prefixes(ev, rows, table)
+        r, w = route_kernels.route_term_sets(np.arange(len(rows), dtype=np.int64), p_off, p_val, self.term_worker,
+                                             self.n_workers)
+        return rows[r], w
+
     def describe(self) -> dict:
         return {**super().describe(), "thresholds": int(len(self.qid))}
 
@@ -175,13 +188,21 @@ class DSkypePrefixStrategy(Strategy):
         idf = None if topk is None else topk.term_weight
         objs_rows, subs_rows = sample_parts(sample)
         subs = ItemRanks.of(sample, subs_rows, vocab)
-        if idf is not None:  # N(W) over the loose prefixes the warm-up's thresholds give
-            ins = np.flatnonzero((sample.kind == INSERT) & (sample.family == TOPK))
-            if len(ins):
-                theta = warmup_thresholds(sample, topk)
-                p_off, p_val = prefix_terms(ins, sample.offsets, sample.values,
-                                            sample.alpha[ins].astype(np.float64), theta, idf)
-                view = Events({"kind": np.full(len(ins), INSERT, np.int8)}, p_off, p_val)
-                subs = ItemRanks.of(view, np.arange(len(ins)), vocab)
+        view = sample_prefixes(sample, topk)
+        if view is not None:  # N(W) over the loose prefixes the warm-up's thresholds give
+            subs = ItemRanks.of(view, np.arange(len(view)), vocab)
         term_worker, info = runs_of(subs, ItemRanks.of(sample, objs_rows, vocab), vocab, n_workers)
         return PrefixRouter(n_workers, term_worker, idf, info)
+
+
+def sample_prefixes(sample: Events, topk) -> Events | None:
+    """The sample's top-k insert rows with their terms cut to the loose prefix that their k-th
+    score at the end of the warm-up gives (None without top-k subscriptions or term weights)."""
+    ins = np.flatnonzero((sample.kind == INSERT) & (sample.family == TOPK))
+    if topk is None or topk.term_weight is None or len(ins) == 0:
+        return None
+    theta = warmup_thresholds(sample, topk)
+    p_off, p_val = prefix_terms(ins, sample.offsets, sample.values, sample.alpha[ins].astype(np.float64), theta,
+                                np.asarray(topk.term_weight, np.float64))
+    return Events({"seq": sample.seq[ins], "kind": np.full(len(ins), INSERT, np.int8), "x": sample.x[ins],
+                   "y": sample.y[ins]}, p_off, p_val)
