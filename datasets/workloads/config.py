@@ -36,7 +36,8 @@ SNAPSHOT_FIELDS = ("types", "preload_objects", "sample_queries", "batch", "batch
                    "area_fraction", "ctq_window_hours", "ctq_step_hours", "ctq_span_s")
 # the top-k generator's knobs (datasets/workloads/topk.py); it also reads queries, keywords_min/max,
 # k_min/k_max
-TOPK_FIELDS = ("window", "measured_messages", "alpha_low", "alpha_high")
+TOPK_FIELDS = ("window", "measured_messages", "alpha_low", "alpha_high", "window_by", "window_s")
+TIME_WINDOW_FIELDS = ("window_by", "window_s")  # left out of a count-window workload's cache key
 
 
 @dataclass
@@ -92,6 +93,8 @@ class WorkloadConfig:
     hour_s: Optional[float] = None  # ckq: event seconds (= time-stamps) per paper hour; None = timestamps / 744
     # top-k subscriptions over a sliding window (family topk, datasets/workloads/topk.py)
     window: int = 20_000  # |W|: the count-based window, messages (Skype: 1M)
+    window_by: str = "count"  # count: the last |W| messages; time: those of the last window_s seconds (Skype 6.3)
+    window_s: float = 10.0  # window_by=time: T, seconds of the dataset's own event time
     measured_messages: int = 10_000  # objects after the window is full and the subscriptions registered
     alpha_low: float = 0.01  # alpha uniform in [alpha_low, alpha_high], inside (0, 1)
     alpha_high: float = 0.99

@@ -52,6 +52,12 @@ def validate_topk_workload(cfg) -> None:
             bad(field, a, "a number strictly between 0 and 1 (alpha = 0 or 1 divides by zero in Skype's bounds)")
     if cfg.alpha_high < cfg.alpha_low:
         bad("alpha_high", cfg.alpha_high, f"a number >= alpha_low ({cfg.alpha_low})")
+    by = getattr(cfg, "window_by", "count")
+    if by not in ("count", "time"):
+        bad("window_by", by, "count (the last |W| messages) or time (the last window_s seconds)")
+    t = getattr(cfg, "window_s", 0.0)
+    if by == "time" and (not isinstance(t, (int, float)) or isinstance(t, bool) or not 0.0 < float(t) < np.inf):
+        bad("window_s", t, "a number of seconds > 0 (the time-based window T)")
 
 
 def build_topk_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, seed: int) -> Workload:
@@ -59,6 +65,9 @@ def build_topk_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, see
     validate_topk_workload(cfg)
     n_rows = objects.num_rows
     W, n_q, n_meas = int(cfg.window), int(cfg.queries), int(cfg.measured_messages)
+    timed = getattr(cfg, "window_by", "count") == "time"
+    if timed:  # the window fills with the messages of the first T seconds
+        W = _time_fill(objects, float(cfg.window_s))
     if W > n_rows:
         raise ValueError(f"workload.window={W} is larger than the dataset ({n_rows} objects); allowed: at most "
                          f"{n_rows}, so the window holds distinct messages")
@@ -84,14 +93,25 @@ def build_topk_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, see
     obj_seq = np.flatnonzero(is_obj)
     src_rows = np.arange(n_obj, dtype=np.int64) % n_rows
     win = np.full(n, np.nan)
-    win[obj_seq[:max(n_obj - W, 0)]] = obj_seq[W:].astype(np.float64)
-    win[~is_obj] = float(W)
+    ts = np.empty(n)
+    tau = np.full(n, np.nan)
+    if timed:  # the dataset's own times (cycled as range.py does); a message leaves as the first
+        T = float(cfg.window_s)  # message at least T seconds younger arrives
+        o_ts = _object_times(objects, src_rows)
+        leave = np.searchsorted(o_ts, o_ts + T, side="left")
+        inside = leave < n_obj
+        win[obj_seq[inside]] = obj_seq[leave[inside]].astype(np.float64)
+        ts[is_obj] = o_ts
+        ts[~is_obj] = o_ts[W - 1] if W else 0.0
+        tau[~is_obj] = T
+    else:
+        win[obj_seq[:max(n_obj - W, 0)]] = obj_seq[W:].astype(np.float64)
+        win[~is_obj] = float(W)
+        ts[is_obj] = np.arange(n_obj) / RATE
+        ts[~is_obj] = W / RATE
     ids = np.empty(n, np.int64)
     ids[is_obj] = np.arange(n_obj)
     ids[~is_obj] = np.arange(n_q)
-    ts = np.empty(n)
-    ts[is_obj] = np.arange(n_obj) / RATE
-    ts[~is_obj] = W / RATE
     x, y = np.empty(n), np.empty(n)
     x[is_obj] = objects.column("x").to_numpy()[src_rows]
     y[is_obj] = objects.column("y").to_numpy()[src_rows]
@@ -103,7 +123,7 @@ def build_topk_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, see
         "kind": np.where(is_obj, OBJECT, INSERT).astype(np.int8),
         "family": np.where(is_obj, -1, TOPK).astype(np.int8), "id": ids, "x": x, "y": y,
         "op": np.where(is_obj, 0, OR).astype(np.int8),
-        "k": np.where(q, 0, 0).astype(np.int32), "alpha": np.zeros(n, np.float32), "win": win,
+        "k": np.where(q, 0, 0).astype(np.int32), "alpha": np.zeros(n, np.float32), "win": win, "tau": tau,
     }
     cols["k"][q] = k
     cols["alpha"][q] = alpha
@@ -120,5 +140,26 @@ def build_topk_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, see
     info = object_reuse(n_obj, n_rows)
     info["dataset_keywords_per_object"] = float(lens.mean()) if len(lens) else float("nan")
     info["query_keywords_mean"] = float(np.diff(q_off).mean()) if n_q else float("nan")
-    info["window"] = W
+    info["window"] = W  # time windows: the messages of the first T seconds
     return Workload(Events(cols, offsets, values), warmup=W + n_q, info=info)
+
+
+def _object_times(objects: pa.Table, src_rows: np.ndarray) -> np.ndarray:
+    """The objects' own event times in stream order, kept increasing when the dataset is cycled."""
+    t = objects.column("ts").to_numpy().astype(np.float64)
+    span = float(t[-1] - t[0]) + 1.0 if len(t) else 1.0
+    out = t[src_rows] + span * (np.arange(len(src_rows)) // max(len(t), 1))
+    return np.maximum.accumulate(out) if len(out) else out
+
+
+def _time_fill(objects: pa.Table, T: float) -> int:
+    """How many of the dataset's first messages a time window of T seconds holds when it is full:
+    those before the first message T seconds after the first."""
+    t = objects.column("ts").to_numpy().astype(np.float64)
+    if not len(t):
+        return 0
+    n = int(np.searchsorted(t, t[0] + T, side="left"))
+    if n >= len(t):
+        raise ValueError(f"workload.window_s={T!r} spans the whole dataset ({len(t)} objects over "
+                         f"{t[-1] - t[0]:.1f} s); allowed: less than that, so messages leave the window")
+    return max(n, 1)

@@ -55,7 +55,7 @@ def workload_key(workload_cfg) -> dict:
     and without the kNN knobs for another family (so workloads cached before these existed keep
     their key)."""
     from datasets.workloads.config import (DRIFT_FIELDS, FILE_FIELDS, KNN_FIELDS, SNAPSHOT_FIELDS,
-                                           SNAPSHOT_PROTOCOLS, TOPK_FIELDS)
+                                           SNAPSHOT_PROTOCOLS, TIME_WINDOW_FIELDS, TOPK_FIELDS)
     from datasets.workloads.events_file import file_identity
 
     plain = _plain(workload_cfg)
@@ -69,6 +69,8 @@ def workload_key(workload_cfg) -> dict:
         plain = {k: v for k, v in plain.items() if k not in KNN_FIELDS}
     if family != "topk":  # nor those cached before top-k
         plain = {k: v for k, v in plain.items() if k not in TOPK_FIELDS}
+    elif plain.get("window_by", "count") == "count":  # nor count windows cached before time windows
+        plain = {k: v for k, v in plain.items() if k not in TIME_WINDOW_FIELDS}
     if plain.get("source", "generator") == "generator":
         plain = {k: v for k, v in plain.items() if k not in FILE_FIELDS}
     else:  # an edited event file is a new workload

@@ -4,8 +4,9 @@ Per subscription, its whole life is replayed: at its registration its top-k is t
 messages sharing a keyword with it; then at every seq where one of its candidates (a message
 sharing a keyword) arrives or expires, the live candidates are kept in rank order (score desc, seq
 desc) and every member of the new first k that was not in the old one is an entry with that seq as
-trigger. The window is count-based and read from the subscriptions' own `win` (|W|): message i
-leaves when message i + |W| arrives (the objects' expiry column is not read). Scores follow
+trigger. The window is read from the subscriptions: count-based, their `win` (|W|): message i
+leaves when message i + |W| arrives; time-based, their `tau` (T seconds): message i leaves when the
+first message with ts >= ts_i + T arrives (the objects' expiry column is not read). Scores follow
 Skype's Eq. 1 with the weights of scoring.py's docstring (smoothed idf rounded to 2^-20,
 L2-normalised sets, sums in ascending term order), written out again here; the replay is compiled
 only because a Python loop over every (subscription, message) takes minutes at test-run sizes.
@@ -138,10 +139,12 @@ def topk_oracle(events: Events) -> np.ndarray:
     is_obj = kind == OBJECT
     idf = _idf_table(events, is_obj)
     subs = np.flatnonzero((fam == TOPK) & (kind == INSERT))
-    windows = np.unique(events.win[subs])
+    spans = np.unique(events.tau[subs])  # a time-based window: T seconds (count-based: NaN)
+    timed = len(subs) > 0 and bool(np.isfinite(spans).all())
+    windows = spans if timed else np.unique(events.win[subs])
     if len(windows) > 1:
         raise ValueError(f"top-k oracle: subscriptions name different windows {windows.tolist()}; a stream has one")
-    window = int(windows[0]) if len(windows) else 0
+    window = int(windows[0]) if len(windows) and not timed else 0
     used = is_obj | ((fam == TOPK) & (kind != OBJECT))
     if used.any():
         dx = float(events.x[used].max() - events.x[used].min())
@@ -153,7 +156,11 @@ def topk_oracle(events: Events) -> np.ndarray:
     o_seq = np.full(len(events), INF, np.int64)
     o_exp = np.full(len(events), INF, np.int64)
     o_seq[objs] = events.seq[objs]
-    if window > 0 and len(objs) > window:
+    if timed:  # message i leaves as the first message with ts >= ts_i + T arrives
+        t = events.ts[objs]
+        j = np.searchsorted(t, t + float(windows[0]), side="left")
+        o_exp[objs[j < len(objs)]] = events.seq[objs[j[j < len(objs)]]]
+    elif window > 0 and len(objs) > window:
         o_exp[objs[:-window]] = events.seq[objs[window:]]
     o_w = _unit_vectors(events.offsets, events.values, idf)
     # which objects hold each term
