@@ -231,6 +231,9 @@ class Strategy(ParamsMixin, ABC):
     # False when snapshot queries cannot be answered exactly under this strategy: its router may send
     # an object nowhere and has no rule to keep it anyway (Router.store_objects)
     stores_objects: ClassVar[bool] = True
+    # True when its router routes top-k subscriptions by the thresholds workers report for the next
+    # epoch (DSkype's prefix, Router.wants_thresholds): an epoch must then be shorter than the window
+    routes_by_thresholds: ClassVar[bool] = False
 
     @abstractmethod
     def fit(self, sample: Events, n_workers: int, params: Any, context: FitContext) -> Router: ...

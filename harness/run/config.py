@@ -383,7 +383,27 @@ def validate(cfg) -> list[RunSpec]:
         raise
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    check_threshold_epochs(cfg, runs)
     return adjustable_runs(cfg, runs)
+
+
+def check_threshold_epochs(cfg, runs: list[RunSpec]) -> None:
+    """A top-k run routed by thresholds needs epochs shorter than its count window: a threshold is
+    the k-th score among messages that stay through the next epoch, and with an epoch of |W|
+    messages or more none does (every threshold 0: the prefix is every keyword)."""
+    from strategies import registry
+
+    wl = cfg.workload
+    if wl.family != "topk" or getattr(wl, "window_by", "count") != "count" or cfg.epochs.by != "count":
+        return
+    users = [r.label for r in runs if registry.get(r.name).routes_by_thresholds]
+    epoch = int(cfg.epochs.size) or int(wl.measured_messages)  # 0: the measured stream is one epoch
+    if users and epoch >= int(wl.window):
+        field, value = ("epochs.size", int(cfg.epochs.size)) if cfg.epochs.size else ("workload.measured_messages",
+                                                                                   wl.measured_messages)
+        raise _bad(field, value, f"an epoch shorter than the top-k window (workload.window={wl.window} messages) for "
+                                 f"{', '.join(users)}, which route by thresholds that hold for a whole epoch: set "
+                                 f"epochs.size below {wl.window} (a quarter of it or less lets them prune)")
 
 
 def validate_families(cfg) -> None:

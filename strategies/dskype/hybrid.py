@@ -120,6 +120,7 @@ class HybridRouter(Thresholds, Router):
 
 
 class _Hybrid(Strategy):
+    routes_by_thresholds = True
     families = frozenset({"range", "topk"})
     spatial_first = True
 

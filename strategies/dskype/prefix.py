@@ -176,6 +176,7 @@ def warmup_thresholds(sample: Events, context) -> np.ndarray:
 
 class DSkypePrefixStrategy(Strategy):
     name = "dskype_prefix"
+    routes_by_thresholds = True
     families = frozenset({"range", "topk"})
 
     @dataclass

@@ -77,6 +77,17 @@ def test_bad_topk_workload_values_are_named(override, message):
         validate(composed("workload=topk_q", "strategy=hash", override))
 
 
+def test_an_epoch_as_long_as_the_window_is_refused_for_threshold_routing_only():
+    for strategy in ("dskype_prefix", "dskype_spatial_first"):
+        with pytest.raises(ConfigError, match=r"epochs.size=2000 is invalid; allowed: an epoch shorter than the top-k "
+                                              r"window \(workload.window=2000 messages\) for " + strategy):
+            validate(composed("workload=topk_q", f"strategy={strategy}", "workload.window=2000", "epochs.size=2000"))
+    with pytest.raises(ConfigError, match="workload.measured_messages=10000 is invalid; .*window=5000"):
+        validate(composed("workload=topk_q", "strategy=dskype_prefix", "workload.window=5000"))  # one epoch
+    validate(composed("workload=topk_q", "strategy=dskype_prefix", "workload.window=2000", "epochs.size=1999"))
+    validate(composed("workload=topk_q", "strategy=hash", "workload.window=2000", "epochs.size=2000"))
+
+
 def test_a_window_larger_than_the_dataset_is_refused():
     objects, df, extent = random_objects(100, seed=1)
     cfg = WorkloadConfig(name="t", family="topk", queries=5, window=101, measured_messages=10)
