@@ -96,11 +96,11 @@ def test_a_window_larger_than_the_dataset_is_refused():
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), mode=st.sampled_from(["cskyband", "skyband", "recompute"]),
+@given(seed=st.integers(0, 10_000), mode=st.sampled_from(["cskyband", "skyband", "recompute", "kmax"]),
        strategy=st.sampled_from(["hash", "dskype_keyword", "dskype_prefix"]), epoch=st.integers(4, 40),
        window=st.integers(1, 30))
 def test_every_reevaluation_mode_equals_the_oracle(seed, mode, strategy, epoch, window):
     ev = random_topk_stream(seed, n_objects=70, n_queries=10, window=window, k_max=6)
     res = simulate(ev, window, strategy, 3, epoch_events=epoch,
-                   index_params={"topk": {"reevaluation": mode, "skyband_ratio": 0.8}})
+                   index_params={"topk": {"reevaluation": mode, "skyband_ratio": 0.8, "kmax": 4}})
     assert res.exact, (seed, mode, strategy, epoch, window)

@@ -38,15 +38,20 @@ class TopkFamily(Family):
         # how a worker refills a subscription's top-k (Skype Sec. 6, harness/families/topk/skyband.py):
         # cskyband = the k-skyband buffer with the cost-based threshold (Eq. 9-13, Skype's choice);
         # skyband = the buffer with theta = skyband_ratio x kScore (Skype's Skyband baseline, 0.95);
-        # recompute = the top-k alone, recomputed from the window whenever a member expires
+        # recompute = the top-k alone, recomputed from the window whenever a member expires;
+        # kmax = Yi et al.'s top-k' with k <= k' <= kmax, refilled to kmax below k (Skype's Kmax baseline)
         reevaluation: str = "cskyband"
         skyband_ratio: float = 0.95
+        kmax: int = 60  # Skype's tuned default (Fig. 10: 20-120)
 
     @classmethod
     def check_params(cls, params) -> None:
-        if params.reevaluation not in ("cskyband", "skyband", "recompute"):
+        if params.reevaluation not in ("cskyband", "skyband", "recompute", "kmax"):
             raise ValueError(f"index.topk.reevaluation={params.reevaluation!r} is invalid; allowed: cskyband, "
-                             "skyband, recompute")
+                             "skyband, recompute, kmax")
+        if not isinstance(params.kmax, int) or isinstance(params.kmax, bool) or params.kmax < 1:
+            raise ValueError(f"index.topk.kmax={params.kmax!r} is invalid; allowed: an integer >= 1 (a subscription "
+                             "keeps at least its k)")
         r = params.skyband_ratio
         if not isinstance(r, (int, float)) or isinstance(r, bool) or not 0.0 < float(r) <= 1.0:
             raise ValueError(f"index.topk.skyband_ratio={r!r} is invalid; allowed: a number in (0, 1]")

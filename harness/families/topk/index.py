@@ -36,7 +36,7 @@ from harness.core.events import DELETE, INSERT, OBJECT, TOPK, Events
 from harness.core.kernels import upper_bound
 from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
 from harness.families.topk.scoring import normalised_weights, pair_score
-from harness.families.topk.skyband import (CSKYBAND, DEPTH, RATIO, best_candidates, better, choose_theta, grown,
+from harness.families.topk.skyband import (CSKYBAND, DEPTH, KMAX, RATIO, best_candidates, better, choose_theta, grown,
                                            rank_order, skyband)
 
 # a subscription's buffer between epochs: a header row (mseq = HEADER, score = its theta), then its
@@ -173,12 +173,13 @@ def text_floors(theta, alpha):
 
 
 @njit(cache=True)
-def _rebuild(s, t, inclusive, k, mode, ratio, window, b_off, b_cap, b_len, b_old, o_head, o_next, o_prev, theta, lam,
+def _rebuild(s, t, inclusive, k, mode, ratio, kmax, window, b_off, b_cap, b_len, b_old, o_head, o_next, o_prev, theta, lam,
              a_msg, a_score, a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post, m_post_w,
              s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist):
     """Re-evaluate s against the window at t: theta_s and its buffer (skyband.py). Returns the
     arena, the candidate scratch and the pairs scored."""
-    need, frac = (DEPTH * k, 1.0) if mode == CSKYBAND else (k, ratio)
+    cap = max(kmax, k)  # KMAX: the top-kmax, and the first message left out gives theta
+    need, frac = (DEPTH * k, 1.0) if mode == CSKYBAND else ((cap + 1, 1.0) if mode == KMAX else (k, ratio))
     c_msg, c_score, n, target = best_candidates(s, t, inclusive, 0, need, frac, c_msg, c_score, m_seen, stamp, m_seq,
                                                 m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post, m_post_w,
                                                 s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
@@ -187,7 +188,10 @@ def _rebuild(s, t, inclusive, k, mode, ratio, window, b_off, b_cap, b_len, b_old
     complete = 0  # the candidates at or above the target: every window message that scores as much is one
     while complete < n and ranked[complete] >= target:
         complete += 1
-    th = choose_theta(ranked[:complete], k, window, mode, ratio, n, target == -np.inf)
+    if mode == KMAX:  # admit what ranks above the first message left out (0: nothing was)
+        th = ranked[cap] if complete > cap else 0.0
+    else:
+        th = choose_theta(ranked[:complete], k, window, mode, ratio, n, target == -np.inf)
     theta[s] = th
     lam[s] = text_floor(th, s_alpha[s])
     if n > b_cap[s]:  # a new region at the arena's end
@@ -197,8 +201,13 @@ def _rebuild(s, t, inclusive, k, mode, ratio, window, b_off, b_cap, b_len, b_old
         b_off[s], b_cap[s] = a_used, n
         a_used = need
     o = b_off[s]
-    b_len[s] = skyband(c_msg, c_score, order, th, k, m_seq, a_msg[o:o + b_cap[s]], a_score[o:o + b_cap[s]],
-                       a_dom[o:o + b_cap[s]])
+    if mode == KMAX:  # a rank prefix of the window: no dominance pruning
+        b_len[s] = min(complete, cap)
+        for u in range(b_len[s]):
+            a_msg[o + u], a_score[o + u], a_dom[o + u] = c_msg[order[u]], ranked[u], 0
+    else:
+        b_len[s] = skyband(c_msg, c_score, order, th, k, m_seq, a_msg[o:o + b_cap[s]], a_score[o:o + b_cap[s]],
+                           a_dom[o:o + b_cap[s]])
     set_oldest(s, oldest(a_msg, o, b_len[s]), b_old, o_head, o_next, o_prev)
     return a_msg, a_score, a_dom, a_used, c_msg, c_score, n
 
@@ -238,7 +247,8 @@ def _overflow(s, s_off, s_val, s_wsum, ov_head, ov_next, ov_sub, ov_wsum, n_ov):
 def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post, m_post_w,
                s_ins, s_del, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, s_wsum, s_post_off, s_post, s_post_wsum,
-               s_post_key, b_off, b_cap, b_len, b_old, theta, lam, a_msg, a_score, a_dom, a_used, mode, ratio, max_dist, work):
+               s_post_key, b_off, b_cap, b_len, b_old, theta, lam, a_msg, a_score, a_dom, a_used, mode, ratio, kmax, max_dist,
+               work):
     """The epoch's events and expiries in seq order through the subscriptions' buffers (module
     docstring). ev_ref: the message index of an object, the subscription slot of an insert or
     delete. Returns the change rows (slot, trigger, message, score, delta) and their count, the
@@ -394,12 +404,13 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                         s_touch[s] = t
                         touched, snap_off, snap_msg, snap_score, n_touch = _snapshot(
                             s, min(k, b_len[s]), o, a_msg, a_score, touched, snap_off, snap_msg, snap_score, n_touch)
-                    # the members ranked after it gain a dominator; those reaching k leave
+                    # the members ranked after it gain a dominator; those reaching k leave (KMAX: none)
                     w = pos
                     lost_oldest = False
+                    limit = k if mode != KMAX else NEVER
                     for u in range(pos, b_len[s]):
                         d = a_dom[o + u] + 1
-                        if d < k:
+                        if d < limit:
                             a_msg[o + w], a_score[o + w], a_dom[o + w] = a_msg[o + u], a_score[o + u], d
                             w += 1
                         elif a_msg[o + u] == b_old[s]:
@@ -421,6 +432,11 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                         a_msg[o + u], a_score[o + u], a_dom[o + u] = a_msg[o + u - 1], a_score[o + u - 1], \
                             a_dom[o + u - 1]
                     a_msg[o + pos], a_score[o + pos], a_dom[o + pos] = m, sc, 0
+                    if mode == KMAX and n_new > max(kmax, k):  # past kmax the last leaves and sets theta
+                        n_new -= 1
+                        theta[s] = a_score[o + n_new]
+                        lam[s] = text_floor(theta[s], s_alpha[s])
+                        lost_oldest = lost_oldest or a_msg[o + n_new] == b_old[s]
                     b_len[s] = n_new
                     if lost_oldest or n_new == 1:
                         set_oldest(s, oldest(a_msg, o, n_new), b_old, o_head, o_next, o_prev)
@@ -432,7 +448,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                 touched, snap_off, snap_msg, snap_score, n_touch = _snapshot(
                     s, 0, 0, a_msg, a_score, touched, snap_off, snap_msg, snap_score, n_touch)
                 a_msg, a_score, a_dom, a_used, c_msg, c_score, n_c = _rebuild(
-                    s, t, kind == 3, s_k[s], mode, ratio, live, b_off, b_cap, b_len, b_old, o_head, o_next, o_prev,
+                    s, t, kind == 3, s_k[s], mode, ratio, kmax, live, b_off, b_cap, b_len, b_old, o_head, o_next, o_prev,
                     theta, lam, a_msg,
                     a_score, a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w,
                     m_post_off, m_post, m_post_w, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
@@ -451,7 +467,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
             stamp += 1
             reevals += 1
             a_msg, a_score, a_dom, a_used, c_msg, c_score, n_c = _rebuild(
-                s, t, True, s_k[s], mode, ratio, live, b_off, b_cap, b_len, b_old, o_head, o_next, o_prev, theta, lam,
+                s, t, True, s_k[s], mode, ratio, kmax, live, b_off, b_cap, b_len, b_old, o_head, o_next, o_prev, theta, lam,
                 a_msg, a_score,
                 a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off,
                 m_post, m_post_w, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
@@ -537,14 +553,16 @@ class TopkIndex(WorkerIndex):
 
     family = "topk"
 
-    def __init__(self, context: IndexContext, reevaluation: str = "cskyband", skyband_ratio: float = 0.95, **params):
+    def __init__(self, context: IndexContext, reevaluation: str = "cskyband", skyband_ratio: float = 0.95,
+                 kmax: int = 60, **params):
         super().__init__(context)
         if context.term_weight is None:
             raise ValueError("the top-k index scores with the stream's term weights; build it through "
                              "family_setup(..., events=stream) so the family can derive them")
         self.idf = np.asarray(context.term_weight, np.float64)
         self.max_dist = float(context.max_dist) or 1.0
-        self.mode = {"cskyband": CSKYBAND, "skyband": RATIO, "recompute": RATIO}[reevaluation]
+        self.mode = {"cskyband": CSKYBAND, "skyband": RATIO, "recompute": RATIO, "kmax": KMAX}[reevaluation]
+        self.kmax = int(kmax)
         self.ratio = 1.0 if reevaluation == "recompute" else float(skyband_ratio)
         self.span: tuple[int, int] | None = None
         self.horizon: int | None = None
@@ -637,7 +655,7 @@ class TopkIndex(WorkerIndex):
             m_seq, m_exp, msgs.x, msgs.y, msgs.offsets, msgs.values, m_w, m_post_off, m_post, m_post_w,
             s_ins, s_del, subs.x, subs.y, s_k, s_alpha, subs.offsets, subs.values, s_w, s_wsum, s_post_off, s_post,
             s_post_wsum, s_post_key, b_off, b_cap, b_len, b_old, theta, lam, a_msg, a_score, a_dom, len(a_msg), self.mode,
-            self.ratio, self.max_dist, work_kept)
+            self.ratio, self.kmax, self.max_dist, work_kept)
         o_slot, o_msg = o_slot[:n_out], o_msg[:n_out]
         parts = [self._leaving_rows(lo), {"qid": subs.id[o_slot], "trigger": o_trig[:n_out], "mseq": m_seq[o_msg],
                                           "oid": msgs.id[o_msg], "score": o_score[:n_out], "delta": o_delta[:n_out]}]

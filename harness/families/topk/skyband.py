@@ -21,6 +21,12 @@ as it holds at least k (Theorem 6.1: then kScore >= theta_s, so every top-k memb
   algorithm stops once nothing unseen can reach the DEPTH x k-th best);
   RATIO: theta_s = ratio x kScore (Skype's Skyband baseline with 0.95; 1.0 keeps only the top-k,
   which re-evaluates at every expiry of a member).
+  KMAX (Yi et al., Skype's Kmax baseline, kmax = 60): no dominance pruning; the buffer is the
+  top-k' of the window, k <= k' <= kmax: a re-evaluation takes the top kmax and theta_s = the score
+  of the first message left out (0 when none was), an arrival at or above theta_s enters, and past
+  kmax the last member leaves and its score becomes theta_s (a later arrival with that score is
+  newer, so it ranks above the one that left: the comparison stays inclusive). Expiries shrink k';
+  below k the buffer is re-evaluated.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from numba import njit
 
 from harness.families.topk.scoring import pair_score
 
-CSKYBAND, RATIO = 0, 1
+CSKYBAND, RATIO, KMAX = 0, 1, 2
 DEPTH = 3  # cSkyband considers thresholds down to the (DEPTH x k)-th best score
 # Eq. 13 adds buffer operations (C_sm) to re-evaluation cost (C_re); Skype prices both in time. A
 # re-evaluation here is counted in pairs scored, and one pair costs about as much as this many
