@@ -35,8 +35,8 @@ TEST_PROCS ?= 2
 test: $(STAMP)  ## the test suite in TEST_PROCS processes (tiny workloads, real Spark, MLflow and Hydra; the slow cluster fault tests are make test-cluster's)
 	$(PY) -m pytest -q -m "not slow" -n $(TEST_PROCS) $(ARGS)
 
-test-cluster: $(STAMP)  ## every test that starts a real standalone cluster on loopback (make test runs the fast one)
-	$(PY) -m pytest -q -m cluster $(ARGS)
+test-cluster: $(STAMP)  ## every test that starts a real standalone cluster on loopback (make test runs the fast one), and the other slow ones
+	$(PY) -m pytest -q -m "cluster or slow" $(ARGS)
 
 cluster-up: $(STAMP)  ## a standalone master and WORKERS workers (CORES, MEMORY each) on 127.0.0.1 from the venv; prints the master URL
 	$(PY) -m harness.run.cluster up --workers $(WORKERS) --cores $(CORES) --memory $(MEMORY)

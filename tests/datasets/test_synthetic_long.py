@@ -29,6 +29,7 @@ def _terms_per_object(ds) -> np.ndarray:
     return np.diff(offsets)
 
 
+@pytest.mark.slow  # CI time: make test-cluster runs it
 @pytest.mark.spark
 def test_long_messages_have_about_37_terms_and_their_own_cache(spark, tmp_path):
     """Prepared as the runner does (the short default's 5-10 terms are other tests' business)."""

@@ -75,6 +75,7 @@ def test_every_strategy_in_process(plugin):
 
 
 @pytest.mark.spark
+@pytest.mark.slow  # CI time: make test-cluster runs it
 def test_two_strategies_on_spark_match_the_oracle_across_epochs(spark, plugin, tmp_path):
     from harness.run.runner import run_experiment
 

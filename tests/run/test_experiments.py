@@ -242,6 +242,7 @@ def test_adjusted_runs_are_claimed_under_strategy_plus_adjuster():
     assert claims.evaluate(claim, table).verdict == "does not hold"
 
 
+@pytest.mark.slow  # CI time: make test-cluster runs it
 def test_a_sweep_run_again_with_resume_runs_only_what_is_missing_or_failed(tmp_path):
     """The first job stands for a sweep killed after its first run: the resumed sweep skips that
     run (the same configuration has an ok row), runs the missing one, and says how many it skipped."""

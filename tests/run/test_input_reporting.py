@@ -164,6 +164,7 @@ def test_cli_missing_file_is_one_line_before_spark(tmp_path):
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
+@pytest.mark.slow  # CI time: make test-cluster runs it
 def test_cli_bad_rows_are_one_dataset_error_line_and_an_error_row(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text(BAD_CSV)
