@@ -37,7 +37,7 @@ from strategies.routers import kernels as route_kernels
 
 
 def default_l1(n_workers: int) -> int:
-    return max(d for d in range(1, int(np.sqrt(n_workers)) + 1) if n_workers % d == 0)
+    return max(d for d in _divisors(n_workers) if d * d <= n_workers)
 
 
 class HybridRouter(Thresholds, Router):
@@ -190,7 +190,6 @@ def _as_inserts(subs: Events, keep: np.ndarray) -> Events:
 
 class DSkypeSpatialFirstStrategy(_Hybrid):
     name = "dskype_spatial_first"
-    spatial_first = True
 
 
 class DSkypeKeywordFirstStrategy(_Hybrid):
