@@ -20,8 +20,8 @@ local top-k as rows (qid, trigger seq, message seq, oid, score, +1 enter / -1 le
 An arrival reads each of its terms' postings, sorted by the message weight a subscription needs
 through that term (Thm 5.1 as a sort key, Thm 5.4's early stop), only as far as its own largest
 weight reaches, and skips a candidate whose exact spatial similarity with the text bound cannot
-reach its theta; re-evaluation runs the threshold algorithm over weight-sorted window postings
-(docs/decisions.md, "Top-k subscriptions").
+reach its theta; registration and re-evaluation search the window's message index, built once per
+epoch (message_index.py; docs/decisions.md, "Top-k subscriptions").
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from harness.core.events import DELETE, INSERT, OBJECT, TOPK, Events
 from harness.core.kernels import upper_bound
 from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
 from harness.families.topk.scoring import normalised_weights, pair_score
-from harness.families.topk.skyband import (CSKYBAND, DEPTH, KMAX, RATIO, best_candidates, better, choose_theta, grown,
-                                           rank_order, skyband)
+from harness.families.topk.message_index import best_candidates, message_grid, search_scratch
+from harness.families.topk.skyband import CSKYBAND, DEPTH, KMAX, RATIO, better, choose_theta, grown, rank_order, skyband
 
 # a subscription's buffer between epochs: a header row (mseq = HEADER, score = its theta), then its
 # members in rank order with their dominance counters
@@ -54,16 +54,6 @@ def expiry_seqs(win: np.ndarray) -> np.ndarray:
     ok = np.isfinite(win)
     out[ok] = win[ok].astype(np.int64)
     return out
-
-
-def weighted_postings(offsets, values, weights, n_terms: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Term -> messages as CSR, each list by the message's weight for the term, heaviest first (the
-    threshold algorithm's sorted access), then by row."""
-    owner = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
-    order = np.lexsort((owner, -weights, values))
-    post_off = np.zeros(n_terms + 1, np.int64)
-    np.cumsum(np.bincount(values, minlength=n_terms), out=post_off[1:])
-    return post_off, owner[order], weights[order]
 
 
 def keyed_postings(offsets, values, wsum, lam, n_terms: int):
@@ -174,14 +164,14 @@ def text_floors(theta, alpha):
 
 @njit(cache=True)
 def _rebuild(s, t, inclusive, k, mode, ratio, kmax, window, b_off, b_cap, b_len, b_old, o_head, o_next, o_prev, theta, lam,
-             a_msg, a_score, a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post, m_post_w,
+             a_msg, a_score, a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, grid, scratch,
              s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist):
     """Re-evaluate s against the window at t: theta_s and its buffer (skyband.py). Returns the
     arena, the candidate scratch and the pairs scored."""
     cap = max(kmax, k)  # KMAX: the top-kmax, and the first message left out gives theta
     need, frac = (DEPTH * k, 1.0) if mode == CSKYBAND else ((cap + 1, 1.0) if mode == KMAX else (k, ratio))
     c_msg, c_score, n, target = best_candidates(s, t, inclusive, 0, need, frac, c_msg, c_score, m_seen, stamp, m_seq,
-                                                m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post, m_post_w,
+                                                m_exp, m_x, m_y, m_off, m_val, m_w, grid, scratch,
                                                 s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
     order = rank_order(c_msg, c_score, n, m_seq)
     ranked = c_score[:n][order]
@@ -245,7 +235,7 @@ def _overflow(s, s_off, s_val, s_wsum, ov_head, ov_next, ov_sub, ov_wsum, n_ov):
 
 @njit(cache=True)
 def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
-               m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post, m_post_w,
+               m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, grid, scratch,
                s_ins, s_del, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, s_wsum, s_post_off, s_post, s_post_wsum,
                s_post_key, b_off, b_cap, b_len, b_old, theta, lam, a_msg, a_score, a_dom, a_used, mode, ratio, kmax, max_dist,
                work):
@@ -451,7 +441,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                     s, t, kind == 3, s_k[s], mode, ratio, kmax, live, b_off, b_cap, b_len, b_old, o_head, o_next, o_prev,
                     theta, lam, a_msg,
                     a_score, a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w,
-                    m_post_off, m_post, m_post_w, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
+                    grid, scratch, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
                 scored += n_c
                 if lam[s] < posted[s] and not in_ov[s]:
                     in_ov[s] = True
@@ -469,8 +459,8 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
             a_msg, a_score, a_dom, a_used, c_msg, c_score, n_c = _rebuild(
                 s, t, True, s_k[s], mode, ratio, kmax, live, b_off, b_cap, b_len, b_old, o_head, o_next, o_prev, theta, lam,
                 a_msg, a_score,
-                a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off,
-                m_post, m_post_w, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
+                a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, grid,
+                scratch, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
             scored += n_c
             if lam[s] < posted[s] and not in_ov[s]:
                 in_ov[s] = True
@@ -515,7 +505,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
 
 @njit(cache=True)
 def thresholds(slots, t, horizon, b_off, b_len, a_msg, a_score, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w,
-               m_post_off, m_post, m_post_w, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, max_dist):
+               grid, scratch, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, max_dist):
     """Per subscription slot: the k-th best score among the window messages at t (the epoch's last
     seq) sharing a keyword with it that stay until `horizon` (0 when fewer than k), and the pairs
     scored. The buffer holds the k best of them whenever it holds k of them (the survivors are the
@@ -540,8 +530,8 @@ def thresholds(slots, t, horizon, b_off, b_len, a_msg, a_score, m_seq, m_exp, m_
         if found == k:
             continue
         c_msg, c_score, n, target = best_candidates(s, t, True, horizon, k, 1.0, c_msg, c_score, m_seen, i, m_seq,
-                                                    m_exp, m_x, m_y, m_off, m_val, m_w, m_post_off, m_post,
-                                                    m_post_w, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
+                                                    m_exp, m_x, m_y, m_off, m_val, m_w, grid, scratch,
+                                                    s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
         scored += n
         if n >= k:
             out[i] = np.sort(c_score[:n])[n - k]
@@ -644,7 +634,8 @@ class TopkIndex(WorkerIndex):
         keep_ev = ref >= 0
         exp_rows = np.flatnonzero(m_exp < hi)
         exp_rows = exp_rows[np.argsort(m_exp[exp_rows], kind="stable")]
-        m_post_off, m_post, m_post_w = weighted_postings(msgs.offsets, msgs.values, m_w, n_terms)
+        grid = message_grid(msgs.x, msgs.y, msgs.offsets, msgs.values, m_w, n_terms)
+        scratch = search_scratch(grid, int(np.diff(subs.offsets).max(initial=0)))
         lam = text_floors(theta, s_alpha)
         s_wsum = suffix_weights(subs.offsets, s_w)
         s_post_off, s_post, s_post_wsum, s_post_key = keyed_postings(subs.offsets, subs.values, s_wsum, lam, n_terms)
@@ -652,7 +643,7 @@ class TopkIndex(WorkerIndex):
         (o_slot, o_trig, o_msg, o_score, o_delta, n_out, a_msg, a_score, a_dom, _, reevals, scored, offered,
          pruned) = run_events(
             ev_seq[keep_ev], ev_kind[keep_ev], ref[keep_ev], m_exp[exp_rows], exp_rows, len(self.window),
-            m_seq, m_exp, msgs.x, msgs.y, msgs.offsets, msgs.values, m_w, m_post_off, m_post, m_post_w,
+            m_seq, m_exp, msgs.x, msgs.y, msgs.offsets, msgs.values, m_w, grid, scratch,
             s_ins, s_del, subs.x, subs.y, s_k, s_alpha, subs.offsets, subs.values, s_w, s_wsum, s_post_off, s_post,
             s_post_wsum, s_post_key, b_off, b_cap, b_len, b_old, theta, lam, a_msg, a_score, a_dom, len(a_msg), self.mode,
             self.ratio, self.kmax, self.max_dist, work_kept)
@@ -666,8 +657,7 @@ class TopkIndex(WorkerIndex):
         if self.horizon is not None:  # thresholds for the router: valid until the next epoch's end
             slots = np.flatnonzero(live)
             th, sc_n = thresholds(slots, hi - 1, self.horizon, b_off, b_len, a_msg, a_score, m_seq, m_exp, msgs.x,
-                                  msgs.y, msgs.offsets, msgs.values, m_w, m_post_off, m_post, m_post_w, subs.x,
-                                  subs.y, s_k,
+                                  msgs.y, msgs.offsets, msgs.values, m_w, grid, scratch, subs.x, subs.y, s_k,
                                   s_alpha, subs.offsets, subs.values, s_w, self.max_dist)
             scored += sc_n
             n = len(slots)

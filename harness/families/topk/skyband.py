@@ -9,16 +9,17 @@ as it holds at least k (Theorem 6.1: then kScore >= theta_s, so every top-k memb
   member ranked after it: their counters rise, those reaching k leave; it enters with counter 0.
 - An expiry leaves the buffer and dominates nothing alive (it is the oldest). A buffer left with
   fewer than k members (and theta_s > 0) is re-evaluated against the window (Algorithm 2).
-- Re-evaluation finds the window's best messages sharing a keyword by the threshold algorithm
-  (`best_candidates`), picks theta_s and keeps the k-skyband of the messages at or above it.
+- Re-evaluation finds the window's best messages sharing a keyword in the message index
+  (message_index.py, `best_candidates`), picks theta_s and keeps the k-skyband of the messages at
+  or above it.
   `mode` picks theta_s:
   CSKYBAND (Skype's cSkyband): the j-th best score minimising Eq. 13, C = C_sm + C_re, over
   j = k..n: prob = j / |W| (the share of the worker's window at or above theta), Eq. 9 C_sm =
   prob k ln(|W| prob / k), Eq. 12 Z' = 2 (A - k + 1) A / prob + (A - k + 1)(A - k + 2) / prob with
   A = prob |W| = j, C_re = C_topk / Z' with C_topk the candidates this re-evaluation scored times
   PAIR_COST, in buffer operations (Skype estimates it by the average of earlier ones, in time; A20 leaves the optimiser open: here every j up to
-  DEPTH x k is tried, exact over those and cheap once the scores are sorted; the threshold
-  algorithm stops once nothing unseen can reach the DEPTH x k-th best);
+  DEPTH x k is tried, exact over those and cheap once the scores are sorted; the search stops
+  once nothing unseen can reach the DEPTH x k-th best);
   RATIO: theta_s = ratio x kScore (Skype's Skyband baseline with 0.95; 1.0 keeps only the top-k,
   which re-evaluates at every expiry of a member).
   KMAX (Yi et al., Skype's Kmax baseline, kmax = 60): no dominance pruning; the buffer is the
@@ -36,7 +37,6 @@ import math
 import numpy as np
 from numba import njit
 
-from harness.families.topk.scoring import pair_score
 
 CSKYBAND, RATIO, KMAX = 0, 1, 2
 DEPTH = 3  # cSkyband considers thresholds down to the (DEPTH x k)-th best score
@@ -56,63 +56,6 @@ def grown(a, need):
     b = np.empty(max(2 * len(a), need, 16), a.dtype)
     b[: len(a)] = a
     return b
-
-
-@njit(cache=True)
-def best_candidates(s, t, inclusive, min_exp, need, frac, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y,
-                    m_off, m_val, m_w, w_post_off, w_post, w_post_w, s_x, s_y, s_alpha, s_off, s_val, s_w,
-                    max_dist):
-    """The window messages at time t sharing a keyword with s (arrived before t, or at t too when
-    `inclusive`; not expired at t, nor before `min_exp`) that can score at least `frac` x the
-    `need`-th best score, by the threshold algorithm over s's terms' postings, each sorted by the
-    message's weight for the term (descending): one live message per list in turn, scored, until
-    the best score an unseen message could reach, alpha + (1 - alpha) x sum of s's weight times
-    each list's next weight, falls below the target. Returns (c_msg, c_score, n, target): every
-    such message scoring >= target is among the n (target -inf: every candidate is)."""
-    lo_t, hi_t = s_off[s], s_off[s + 1]
-    ptr = np.empty(hi_t - lo_t, np.int64)
-    for i in range(hi_t - lo_t):
-        ptr[i] = w_post_off[s_val[lo_t + i]]
-    best = np.full(need, -np.inf)  # the best scores so far, descending
-    alpha = s_alpha[s]
-    n = 0
-    while True:
-        progressed = False
-        reach = 0.0
-        for i in range(hi_t - lo_t):
-            term = s_val[lo_t + i]
-            p, hi = ptr[i], w_post_off[term + 1]
-            while p < hi:
-                m = w_post[p]
-                p += 1
-                if m_seen[m] == stamp:
-                    continue
-                m_seen[m] = stamp
-                if m_seq[m] > t or (m_seq[m] == t and not inclusive) or m_exp[m] <= t or m_exp[m] < min_exp:
-                    continue
-                if n == len(c_msg):
-                    c_msg, c_score = grown(c_msg, n + 1), grown(c_score, n + 1)
-                sc = pair_score(s_x[s], s_y[s], alpha, s_val, s_w, lo_t, hi_t, m_x[m], m_y[m], m_val, m_w,
-                                m_off[m], m_off[m + 1], max_dist)
-                c_msg[n] = m
-                c_score[n] = sc
-                n += 1
-                if sc > best[need - 1]:
-                    r = need - 1
-                    while r > 0 and best[r - 1] < sc:
-                        best[r] = best[r - 1]
-                        r -= 1
-                    best[r] = sc
-                progressed = True
-                break
-            ptr[i] = p
-            if p < hi:
-                reach += s_w[lo_t + i] * w_post_w[p]
-        target = frac * best[need - 1]
-        if not progressed:
-            return c_msg, c_score, n, -np.inf
-        if best[need - 1] > -np.inf and alpha + (1.0 - alpha) * reach < target:
-            return c_msg, c_score, n, target
 
 
 @njit(cache=True)

@@ -1,0 +1,161 @@
+"""The message index a worker initialises and re-evaluates subscriptions against (Skype Sec. 3:
+"any existing spatial-keyword index, such as IR-Tree and S2I"): its window as (term, cell) blocks.
+
+A uniform grid of about PER_CELL messages per cell over the epoch's messages; per term its
+non-empty cells, each a block of the term's messages in that cell, heaviest weight for the term
+first, with the block's largest weight. `best_candidates` bounds every cell that holds one of the
+subscription's terms by alpha x SSimUB(s, cell) + (1 - alpha) x min(1, the sum over s's terms of
+s's weight times the block's largest), visits the cells in descending bound, and inside a cell runs
+the threshold algorithm over s's blocks with the cell's spatial bound. It stops once neither an
+unvisited cell nor an unseen message of the cell can reach the target.
+
+Why both bounds: a text-only threshold algorithm must bound SSim by 1, and the target (the 3k-th
+best score) often lies below alpha, so it read most of the subscription's postings (about 5,000
+pairs at |W| = 100k, 40 ms a registration at 1M); a cell bound alone still scores every message of
+the nearby cells (3,300); together about 90, against the 60 any exact search must score
+(docs/decisions.md, "Top-k subscriptions").
+
+The index is built once per epoch over the window and the epoch's arrivals; a search skips the
+messages not yet arrived or already expired at its time, so the blocks' bounds stay valid.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from harness.families.topk.scoring import pair_score
+from harness.families.topk.skyband import grown
+
+PER_CELL = 256  # messages per grid cell on average
+MAX_SIDE = 256  # cells per side at most
+SLACK = 1e-9  # added to every bound: a rounding error cannot prune a message that reaches the target
+
+
+def message_grid(x, y, offsets, values, weights, n_terms: int, per_cell: float = PER_CELL):
+    """The epoch's messages as (term, cell) blocks (module docstring). Returns the tuple the search
+    takes: (geometry [x0, y0, cell width, cell height, side], term -> blocks offsets, each block's
+    cell, start (one past the last block: the end) and largest weight, the entries' message and
+    weight)."""
+    n = len(offsets) - 1
+    side = int(min(MAX_SIDE, max(1, round(math.sqrt(n / per_cell)))))
+    x0, y0 = (float(x.min()), float(y.min())) if n else (0.0, 0.0)
+    cw = (float(x.max()) - x0) / side if n else 1.0
+    ch = (float(y.max()) - y0) / side if n else 1.0
+    cw, ch = cw if cw > 0.0 else 1.0, ch if ch > 0.0 else 1.0
+    cx = np.clip(((x - x0) / cw).astype(np.int64), 0, side - 1)
+    cy = np.clip(((y - y0) / ch).astype(np.int64), 0, side - 1)
+    owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
+    e_cell = (cx * side + cy)[owner]
+    order = np.lexsort((owner, -weights, e_cell, values))
+    e_term, e_cell = values[order].astype(np.int64), e_cell[order]
+    starts = np.flatnonzero(np.r_[True, (e_term[1:] != e_term[:-1]) | (e_cell[1:] != e_cell[:-1])]) if len(
+        order) else np.zeros(0, np.int64)
+    term_blocks = np.zeros(n_terms + 1, np.int64)
+    np.cumsum(np.bincount(e_term[starts], minlength=n_terms), out=term_blocks[1:])
+    e_w = weights[order]
+    geometry = np.array([x0, y0, cw, ch, side], np.float64)
+    return (geometry, term_blocks, e_cell[starts], np.r_[starts, len(order)].astype(np.int64), e_w[starts],
+            owner[order], e_w)
+
+
+def search_scratch(grid, terms_per_subscription: int):
+    """Per-cell work space for `best_candidates`, allocated once per epoch: bound accumulators, a
+    stamp, each touched cell's slot and blocks, and the stamp counter."""
+    cells = int(grid[0][4]) ** 2
+    width = max(terms_per_subscription, 1)
+    return (np.zeros(cells), np.full(cells, -1, np.int64), np.zeros(cells, np.int64), np.zeros(cells, np.int64),
+            np.zeros(cells * width, np.int64), np.zeros(cells), np.zeros(cells), np.zeros(1, np.int64))
+
+
+@njit(cache=True)
+def best_candidates(s, t, inclusive, min_exp, need, frac, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y,
+                    m_off, m_val, m_w, grid, scratch, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist):
+    """The window messages at time t sharing a keyword with s (arrived before t, or at t too when
+    `inclusive`; not expired at t, nor before `min_exp`) that can score at least `frac` x the
+    `need`-th best score (module docstring). Returns (c_msg, c_score, n, target): every such message
+    scoring >= target is among the n scored (target -inf: every candidate was)."""
+    geometry, term_blocks, blk_cell, blk_start, blk_maxw, e_msg, e_w = grid
+    acc, c_stamp, slot, touched, t_blk, bound, spatial, counter = scratch
+    counter[0] += 1
+    cs = counter[0]
+    lo_t, hi_t = s_off[s], s_off[s + 1]
+    nt = hi_t - lo_t
+    n_touch = 0
+    for i in range(nt):  # the cells holding one of s's terms, and their blocks
+        term = s_val[lo_t + i]
+        if term + 1 >= len(term_blocks):
+            continue
+        for b in range(term_blocks[term], term_blocks[term + 1]):
+            c = blk_cell[b]
+            if c_stamp[c] != cs:
+                c_stamp[c], acc[c], slot[c], touched[n_touch] = cs, 0.0, n_touch, c
+                for u in range(nt):
+                    t_blk[n_touch * nt + u] = -1
+                n_touch += 1
+            acc[c] += s_w[lo_t + i] * blk_maxw[b]
+            t_blk[slot[c] * nt + i] = b
+    alpha = s_alpha[s]
+    x0, y0, cw, ch, side = geometry[0], geometry[1], geometry[2], geometry[3], int(geometry[4])
+    for u in range(n_touch):
+        c = touched[u]
+        lx, ly = x0 + (c // side) * cw, y0 + (c % side) * ch
+        dx = max(0.0, lx - s_x[s], s_x[s] - (lx + cw))
+        dy = max(0.0, ly - s_y[s], s_y[s] - (ly + ch))
+        spatial[u] = alpha * (1.0 - math.sqrt(dx * dx + dy * dy) / max_dist) + SLACK
+        bound[u] = spatial[u] + (1.0 - alpha) * min(acc[c], 1.0)
+    order = np.argsort(-bound[:n_touch])
+    best = np.full(need, -np.inf)  # the best scores so far, descending
+    ptr = np.empty(nt, np.int64)
+    n = 0
+    every = True
+    for v in range(n_touch):
+        u = order[v]
+        if best[need - 1] > -np.inf and bound[u] < frac * best[need - 1]:
+            every = False
+            break
+        for i in range(nt):
+            b = t_blk[u * nt + i]
+            ptr[i] = blk_start[b] if b >= 0 else 0
+        while True:  # the threshold algorithm over s's blocks in this cell
+            progressed = False
+            reach = 0.0
+            for i in range(nt):
+                b = t_blk[u * nt + i]
+                if b < 0:
+                    continue
+                p, hi = ptr[i], blk_start[b + 1]
+                while p < hi:
+                    m = e_msg[p]
+                    p += 1
+                    if m_seen[m] == stamp:
+                        continue
+                    m_seen[m] = stamp
+                    if m_seq[m] > t or (m_seq[m] == t and not inclusive) or m_exp[m] <= t or m_exp[m] < min_exp:
+                        continue
+                    if n == len(c_msg):
+                        c_msg, c_score = grown(c_msg, n + 1), grown(c_score, n + 1)
+                    sc = pair_score(s_x[s], s_y[s], alpha, s_val, s_w, lo_t, hi_t, m_x[m], m_y[m], m_val, m_w,
+                                    m_off[m], m_off[m + 1], max_dist)
+                    c_msg[n] = m
+                    c_score[n] = sc
+                    n += 1
+                    if sc > best[need - 1]:
+                        r = need - 1
+                        while r > 0 and best[r - 1] < sc:
+                            best[r] = best[r - 1]
+                            r -= 1
+                        best[r] = sc
+                    progressed = True
+                    break
+                ptr[i] = p
+                if p < hi:
+                    reach += s_w[lo_t + i] * e_w[p]
+            if not progressed:
+                break
+            if best[need - 1] > -np.inf and spatial[u] + (1.0 - alpha) * reach < frac * best[need - 1]:
+                every = False
+                break
+    return c_msg, c_score, n, (-np.inf if every else frac * best[need - 1])
