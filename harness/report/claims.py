@@ -13,7 +13,11 @@ comes from the metrics registry, so a claim cannot read a metric backwards.
 `check.across: dataset` (with `check.variant`) turns a comparison claim around: subject and
 others name datasets (the runs table's `dataset`), compared on that one variant's runs within each
 (variant, workload, workers[, x]) (SSTD Fig. 7: one system on four datasets). The rows are
-relabelled (dataset <-> variant) and go through the same comparisons.
+relabelled (dataset <-> variant) and go through the same comparisons. `check.across: x` (with
+`check.variant` and `check.experiment`) does the same with the values of the experiment's swept x
+(Skype Table 4: one strategy under four re-evaluation modes; DSkype Figs. 25-26: one hybrid at six
+splits); subject and others are x values as the runs table writes them (numbers as `:g`).
+`between`: each subject (a name or a list) lies within the others' smallest and largest values.
 """
 
 from __future__ import annotations
@@ -30,10 +34,11 @@ from harness.report import metrics, results
 from harness.report.results import PROJECT_ROOT
 
 CLAIMS_FILE = PROJECT_ROOT / "conf" / "claims.yaml"
-KINDS = ("better", "ratio_at_least", "scales", "bound", "linear", "gap_grows")
+KINDS = ("better", "ratio_at_least", "scales", "bound", "linear", "gap_grows", "between")
 KEYS = ("dataset", "workload", "workers")
-ACROSS = ("variant", "dataset")  # what a claim's subject and others name (check.across; variant by default)
-ACROSS_KINDS = ("better", "ratio_at_least", "gap_grows")  # the kinds that compare a subject with others
+ACROSS = ("variant", "dataset", "x")  # what a claim's subject and others name (check.across; variant by default)
+ACROSS_KINDS = ("better", "ratio_at_least", "gap_grows", "between")  # the kinds that compare a subject with others
+# (check.across also takes `bound`: the subject's own value, e.g. one re-evaluation mode's buffer)
 
 
 @dataclass
@@ -67,6 +72,11 @@ def load_claims_from(claims: list[dict]) -> list[dict]:
             if not c["check"].get("experiment"):
                 raise ValueError(f"claim {c.get('id')!r}: a gap_grows claim needs check.experiment (whose "
                                  "smallest and largest x it compares)")
+        elif kind == "between":
+            metrics.metric(c["check"]["metric"])
+            if len(c["check"].get("others") or []) < 2:
+                raise ValueError(f"claim {c.get('id')!r}: a between claim needs two or more check.others (the "
+                                 f"values the subject lies between); got {c['check'].get('others')!r}")
         else:
             higher_is_better(c)
         _check_across(c)
@@ -85,16 +95,23 @@ def _check_across(claim: dict) -> None:
             raise ValueError(f"claim {cid!r}: check.variant={chk['variant']!r} is only read with check.across: "
                              "dataset (the subject and others already name variants)")
         return
-    if chk["kind"] not in ACROSS_KINDS:
-        raise ValueError(f"claim {cid!r}: check.across=dataset needs a kind that compares a subject with others "
-                         f"({', '.join(ACROSS_KINDS)}), not check.kind={chk['kind']!r}")
+    kinds = (*ACROSS_KINDS, "bound") if across == "dataset" else ("better", "ratio_at_least", "between", "bound")
+    if chk["kind"] not in kinds:
+        raise ValueError(f"claim {cid!r}: check.across={across} needs a kind that compares a subject with others "
+                         f"({', '.join(kinds)}), not check.kind={chk['kind']!r}")
     if not isinstance(chk.get("variant"), str) or not chk["variant"]:
-        raise ValueError(f"claim {cid!r}: check.across=dataset needs check.variant, the one variant (e.g. qttree) "
-                         f"whose runs on the datasets are compared; got {chk.get('variant')!r}")
-    others = list(chk.get("others") or [])
-    if not others or chk.get("subject") in others:
-        raise ValueError(f"claim {cid!r}: check.across=dataset needs check.subject (a dataset) and check.others "
-                         f"(other datasets, without the subject); got {chk.get('subject')!r} and {others!r}")
+        raise ValueError(f"claim {cid!r}: check.across={across} needs check.variant, the one variant (e.g. qttree) "
+                         f"whose runs on the {across} values are compared; got {chk.get('variant')!r}")
+    if across == "x" and not chk.get("experiment"):
+        raise ValueError(f"claim {cid!r}: check.across=x needs check.experiment (whose swept x values the subject "
+                         "and others name)")
+    others = [str(o) for o in chk.get("others") or []]
+    subjects = [str(v) for v in _subjects(chk)]
+    if (not others and chk["kind"] != "bound") or set(subjects) & set(others):
+        what = "dataset" if across == "dataset" else "swept x value"
+        raise ValueError(f"claim {cid!r}: check.across={across} needs check.subject (a {what}) and check.others "
+                         f"(others of them, without the subject); got {chk.get('subject')!r} and "
+                         f"{chk.get('others')!r}")
 
 
 def across_datasets(rows: pd.DataFrame, variant: str) -> pd.DataFrame:
@@ -102,6 +119,19 @@ def across_datasets(rows: pd.DataFrame, variant: str) -> pd.DataFrame:
     comparisons compare, and the variant (in the `dataset` key) what they compare within."""
     rows = rows[rows["variant"] == variant]
     return rows.assign(variant=rows["dataset"], dataset=variant)
+
+
+def across_x(rows: pd.DataFrame, variant: str) -> pd.DataFrame:
+    """One variant's swept rows with their x as the variant (numbers as `:g`), compared within
+    (dataset, workload, workers); the x itself is used up."""
+    rows = rows[rows["variant"] == variant]
+    return rows.assign(variant=[f"{v:g}" if isinstance(v, float) else str(v) for v in rows["x"]], x=None)
+
+
+def _subjects(chk: dict) -> list:
+    """check.subject as a list (`between` may name several)."""
+    s = chk.get("subject")
+    return list(s) if isinstance(s, (list, tuple)) else [s]
 
 
 def higher_is_better(claim: dict) -> bool:
@@ -186,6 +216,27 @@ def _gap_grows(rows: pd.DataFrame, subject: str, others: list[str], metric: str,
     return held, notes
 
 
+def _between(rows: pd.DataFrame, keys: list, subjects: list, others: list,
+             metric: str) -> tuple[list[bool], list[str]]:
+    """Per configuration and subject: its value within the others' smallest and largest."""
+    held, notes = [], []
+    for key, g in rows.groupby(keys):
+        theirs = [v for v in (_value(g, o, metric) for o in others) if v is not None]
+        if len(theirs) < 2:
+            continue
+        lo, hi = min(theirs), max(theirs)
+        for subject in subjects:
+            mine = _value(g, subject, metric)
+            if mine is None:
+                continue
+            ok = lo <= mine <= hi
+            held.append(ok)
+            notes.append(f"{_where_label(key)}: {subject} {metrics.show(metric, mine, unit=True)} between "
+                         f"{metrics.show(metric, lo)} and {metrics.show(metric, hi)} of {', '.join(map(str, others))} "
+                         f"({'yes' if ok else 'no'})")
+    return held, notes
+
+
 def _where(rows: pd.DataFrame, where: dict) -> pd.DataFrame:
     for key, allowed in (where or {}).items():
         if key in rows:
@@ -208,7 +259,7 @@ def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
     chk = claim["check"]
     metric, subject = chk["metric"], chk["subject"]
     others = list(chk.get("others") or [])
-    higher = higher_is_better(claim) if chk["kind"] not in ("bound", "linear") else True
+    higher = higher_is_better(claim) if chk["kind"] not in ("bound", "linear", "between") else True
     swept = chk.get("experiment")  # compare within an experiment's sweep, at each of its x values
     rows = latest_swept(table, swept) if swept else latest(table)
     if swept and len(rows):  # numeric x compare (and print, and filter: where: {x: [...]}) as numbers
@@ -216,12 +267,16 @@ def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
         if xn.notna().all():
             rows = rows.assign(x=xn)
     rows = _where(rows, chk.get("where", {}))
-    if chk.get("across") == "dataset":
+    across = chk.get("across")
+    if across == "dataset":
         rows = across_datasets(rows, chk["variant"])
+    elif across == "x":
+        rows = across_x(rows, chk["variant"])
+        subject, others = str(subject), [str(o) for o in others]
     if metric not in rows:
         return Verdict(claim, "not measured", [f"no column {metric!r}"])
     held, notes = [], []
-    keys = [*KEYS, "x"] if swept else list(KEYS)
+    keys = [*KEYS, "x"] if swept and across != "x" else list(KEYS)
     if chk["kind"] == "linear":
         held, notes = _linear(rows, subject, metric, float(chk.get("value") or 0.9))
     elif chk["kind"] == "gap_grows":
@@ -236,6 +291,8 @@ def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
             held.append(ok)
             notes.append(f"{wl}/{ds}: {subject} {metric} x{ratio:.2f} from {s['workers'].iloc[0]} to "
                          f"{s['workers'].iloc[-1]} workers ({'yes' if ok else 'no'})")
+    elif chk["kind"] == "between":
+        held, notes = _between(rows, keys, [str(v) if across == "x" else v for v in _subjects(chk)], others, metric)
     elif chk["kind"] == "bound":  # the subject's own value within [min, max] (a shape, a growth)
         lo, hi = chk.get("min"), chk.get("max")
         for key, g in rows.groupby(keys):
@@ -266,7 +323,7 @@ def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
             notes.append(f"{_where_label(key)}: {subject} {metrics.show(metric, mine, unit=True)}; {detail} "
                          f"({'yes' if ok else 'no'})")
     if not held:
-        what = f"dataset ({chk['variant']} runs)" if chk.get("across") == "dataset" else "strategy"
+        what = f"{across} ({chk['variant']} runs)" if across in ("dataset", "x") else "strategy"
         return Verdict(claim, "not measured", [f"no run of the subject and a comparison {what} matches"])
     verdict = "holds" if all(held) else ("does not hold" if not any(held) else f"partly ({sum(held)}/{len(held)})")
     return Verdict(claim, verdict, notes)

@@ -102,6 +102,74 @@ def test_throughput_ratios_across_datasets_within_a_few_percent():
     assert claims.evaluate(uni, table(1600.0)).verdict == "does not hold"
 
 
+def _swept(variant: str, experiment: str, x, **values) -> dict:
+    return {"variant": variant, "dataset": TW14, "workload": "topk_q", "workers": 1, "experiment": experiment,
+            "x": x, **values}
+
+
+def _x_claim(kind, subject, others, metric, variant="hash", experiment="skype_reevaluation", **check) -> dict:
+    return {"id": "x", "paper": "skype", "claim": "c",
+            "check": {"kind": kind, "across": "x", "variant": variant, "metric": metric, "subject": subject,
+                      "others": others, "experiment": experiment, **check}}
+
+
+def test_an_x_claim_compares_one_variants_settings():
+    """Table 4: hash's buffers under four re-evaluation modes; another variant's runs at the same
+    x values say the opposite, so mixing variants would show."""
+    sizes = {"cskyband": 30.0, "skyband": 52.0, "kmax": 58.0, "recompute": 20.0}
+    rows = [_swept("hash", "skype_reevaluation", x, buffer_size_mean=v) for x, v in sizes.items()]
+    rows += [_swept("dskype_prefix", "skype_reevaluation", x, buffer_size_mean=100.0 - v) for x, v in sizes.items()]
+    table = _table(rows)
+    smallest = _x_claim("better", "cskyband", ["skyband", "kmax"], "buffer_size_mean", higher_is_better=False)
+    v = claims.evaluate(claims.load_claims_from([smallest])[0], table)
+    assert v.verdict == "holds" and v.comparisons[0].startswith("topk_q/synthetic/1w: cskyband")
+    assert "skyband" in v.comparisons[0] and "kmax" in v.comparisons[0]
+    assert claims.evaluate(_x_claim("better", "cskyband", ["recompute"], "buffer_size_mean", higher_is_better=False),
+                           table).verdict == "does not hold"
+    assert claims.evaluate({**smallest, "check": {**smallest["check"], "variant": "dskype_prefix"}},
+                           table).verdict == "does not hold"
+    band = _x_claim("bound", "kmax", [], "buffer_size_mean", min=48, max=60)
+    assert claims.evaluate(claims.load_claims_from([band])[0], table).verdict == "holds"
+    assert claims.evaluate({**band, "check": {**band["check"], "subject": "cskyband"}}, table).verdict == \
+        "does not hold"
+    other_experiment = _table([{**r, "experiment": "dskype_k"} for r in rows])
+    assert claims.evaluate(smallest, other_experiment).verdict == "not measured"
+
+
+def test_a_between_claim_over_numeric_x_checks_every_subject():
+    """Fig. 26: a hybrid's tuples per message at the interior splits within those of its two ends
+    (x written as text by the runner, compared as numbers and named as `:g`)."""
+    tuples = {1: 6.8, 2: 9.0, 4: 12.0, 8: 17.0, 16: 24.0, 32: 32.0}
+    rows = [_swept("dskype_spatial_first", "dskype_hybrid", l1, obj_replication=v, workers=32)
+            for l1, v in tuples.items()]
+    claim = claims.load_claims_from([_x_claim("between", [2, 4, 8, 16], [1, 32], "obj_replication",
+                                              variant="dskype_spatial_first", experiment="dskype_hybrid")])[0]
+    v = claims.evaluate(claim, _table(rows))
+    assert v.verdict == "holds" and len(v.comparisons) == 4
+    assert v.comparisons[0].startswith("topk_q/synthetic/32w: 2 ")
+    rows[4]["obj_replication"] = 40.0  # 16 x 2 above location-based
+    v = claims.evaluate(claim, _table(rows))
+    assert v.verdict == "partly (3/4)" and "(no)" in v.comparisons[3]
+    falls = _x_claim("better", 1, [2, 4, 8, 16], "throughput_eps", variant="dskype_spatial_first",
+                     experiment="dskype_hybrid")
+    eps = [_swept("dskype_spatial_first", "dskype_hybrid", l1, throughput_eps=1000.0 / l1, workers=32)
+           for l1 in tuples]
+    assert claims.evaluate(claims.load_claims_from([falls])[0], _table(eps)).verdict == "holds"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"experiment": None}, r"check.across=x needs check.experiment"),
+    ({"kind": "between", "others": ["kmax"]}, r"a between claim needs two or more check.others"),
+    ({"kind": "linear", "value": 0.9}, r"check.across=x needs a kind.*'linear'"),
+    ({"others": ["cskyband", "kmax"]}, r"needs check.subject \(a swept x value\).*without the subject"),
+])
+def test_bad_x_claims_are_refused_when_the_claims_load(change, message):
+    bad = _x_claim("better", "cskyband", ["skyband"], "throughput_eps")
+    bad["check"].update(change)
+    with pytest.raises(ValueError, match=message):
+        claims.load_claims_from([bad])
+
+
 @pytest.mark.parametrize("change, message", [
     ({"across": "workload"}, r"check.across='workload' is invalid; allowed: variant, dataset"),
     ({"variant": None}, r"check.across=dataset needs check.variant.*got None"),

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 
 from datasets.config import DATASET_NAMES
 from harness.report import claims, metrics
@@ -106,9 +107,11 @@ def test_claims_name_registered_strategies_and_runs_table_metrics():
         assert not chk.get("experiment") or chk["experiment"] in PRESETS, c["id"]
         assert "higher_is_better" not in chk or metrics.higher_is_better(chk["metric"]) is None, c["id"]
         across_datasets = chk.get("across") == "dataset"  # SSTD Fig. 7: subject and others name datasets
-        if across_datasets:
+        if chk.get("across"):
             assert chk["variant"] in registry.names() or chk["variant"] in variant_labels, c["id"]
-        for s in [chk["subject"], *(chk.get("others") or [])]:
+        if chk.get("across") == "x":  # subject and others name x values (test_top_k_claims_are_checkable...)
+            continue
+        for s in [*claims._subjects(chk), *(chk.get("others") or [])]:
             if across_datasets:
                 assert s in DATASET_NAMES, (c["id"], s)
                 continue
@@ -121,29 +124,36 @@ def _listed(value) -> list:
     return [] if value is None else value if isinstance(value, list) else [value]
 
 
-def _preset_cells(name: str) -> tuple[set[tuple], set[str], bool]:
+def _preset_cells(name: str) -> tuple[set[tuple], set[str], bool, set[str]]:
     """The (dataset, workload, workers) cells a preset's sweep writes to the runs table, the variants
-    it runs, and whether it sweeps an x (then only claims naming it as `experiment` read its runs)."""
+    it runs, whether it sweeps an x (then only claims naming it as `experiment` read its runs), and
+    the x values it writes."""
     base = composed(f"experiment={name}")
-    cells = set()
+    cells, variants, xs = set(), set(), set()
     for point in sweep_points(base):
         cfg = composed(f"experiment={name}", *point)
         cells.add((cfg.dataset.name, cfg.workload.name, int(cfg.workers)))
-    variants = set(base.strategy.include) | {v.label for v in base.strategy.variants or []}
-    return cells, variants, base.experiment.x is not None
+        variants |= (set(cfg.strategy.include) or {cfg.strategy.name}) | {v.label for v in cfg.strategy.variants or []}
+        if base.experiment.x:
+            xs.add(str(OmegaConf.select(cfg, base.experiment.x)))
+    return cells, variants, base.experiment.x is not None, xs
 
 
-def test_dskype_claims_are_checkable_from_the_dskype_presets():
-    """Every (dataset, workload, workers) a DSkype claim lists is a cell that a dskype preset's sweep
-    writes, with the claim's strategies, and is read the way the claim reads (no x, or its experiment).
-    Whether a claim holds is a finding for results/report.md, never asserted here."""
-    presets = {name: _preset_cells(name) for name in PRESETS if name.startswith("dskype_")}
+def test_top_k_claims_are_checkable_from_the_skype_and_dskype_presets():
+    """Every (dataset, workload, workers) a Skype or DSkype claim lists is a cell that one of their
+    presets' sweeps writes, with the claim's strategies (or, across x, its variant and x values),
+    and is read the way the claim reads (no x, or its experiment). Whether a claim holds is a
+    finding for results/report.md, never asserted here."""
+    presets = {name: _preset_cells(name) for name in PRESETS if name.startswith(("dskype_", "skype_"))}
     listed = [c for c in claims.load_claims() if c["paper"] == "dskype"]
-    assert listed
+    assert {c["check"]["experiment"] for c in listed if c["check"].get("across") == "x"} == \
+        {"skype_reevaluation", "dskype_hybrid"}
     for c in listed:
         chk, where = c["check"], c["check"].get("where") or {}
-        wanted = {chk["subject"], *(chk.get("others") or [])}
-        sources = [cells for name, (cells, variants, swept) in presets.items() if wanted <= variants
+        named = {str(v) for v in claims._subjects(chk)} | {str(o) for o in chk.get("others") or []}
+        across_x = chk.get("across") == "x"
+        sources = [cells for name, (cells, variants, swept, xs) in presets.items()
+                   if (chk["variant"] in variants and named <= xs if across_x else named <= variants)
                    and (name == chk["experiment"] if chk.get("experiment") else not swept)]
         assert sources, c["id"]
         produced = set().union(*sources)
