@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -57,3 +58,30 @@ def test_skypes_worked_bounds_examples_2_3_and_5():
     assert abs(text_floor(0.6, 0.5, 1.0) + MARGIN - 0.20) < 1e-12  # Ex. 5 with SSimUB = 1
     assert abs(text_floor(0.6, 0.5, 0.65) + MARGIN - 0.55) < 1e-12  # Ex. 5 with the inner + outer bound
     assert text_floor(0.0, 0.5) == -np.inf  # a subscription with fewer than k results takes everything
+
+
+def test_skypes_worked_bounds_examples_4_and_6():
+    """Ex. 4 (Def. 5's refined prefix) and Ex. 6 (Thm 5.2, Eq. 5), through the index's own pieces:
+    the keyed postings read up to the message's largest weight from the keyword on, and the text
+    bound of a pair whose rarest common keyword is known. Fig. 4's weights are only in the figure
+    image; Ex. 6 gives every number it uses, Ex. 4 only lambda_T."""
+    from harness.core.kernels import upper_bound
+    from harness.families.topk.index import MARGIN, keyed_postings, text_bound, text_floor
+
+    lam = text_floor(0.7, 0.6, 0.99)  # Ex. 4: kScore 0.7, alpha 0.6, SSimUB 0.99: lambda_T = 0.265 ("0.26")
+    assert abs(lam + MARGIN - 0.265) < 1e-12
+    # Def. 5 on one subscription with terms 2 (wtsum 0.3) and 5 (wtsum 0.5, Skype order: 5 first):
+    # a message holding terms 1 (weight 0.9), 2 (0.4) and 5 (0.45) reads the entry of term 5 only
+    # when 0.5 x (its largest weight from term 5 on, 0.45) reaches lambda_T; the message's largest
+    # weight overall (0.9) would read it
+    offsets, values = np.array([0, 2]), np.array([2, 5])
+    wsum = np.array([0.3, 0.5])
+    post_off, post, _, key = keyed_postings(offsets, values, wsum, np.array([lam]), 6)
+    assert list(post[post_off[5]:post_off[6]]) == [0]
+    assert upper_bound(key, post_off[5], post_off[6], 0.45) == post_off[5]  # 0.5 x 0.45 < 0.265: not read
+    assert upper_bound(key, post_off[5], post_off[6], 0.9) == post_off[6]  # unrefined: read
+    # Ex. 6: TSim(s3[1:2], m3[1:1]) = 0.4 x 0.7 = 0.28 at their rarest common keyword w2, and Eq. 5
+    # over the rest: min(wtsum(s3[3:]) 0.4 x maxwt(m3[2:]) 0.3, wtsum(m3[2:]) 0.5 x maxwt(s3[3:]) 0.3)
+    bound = text_bound(0.4, 0.7, 0.4, 0.3, 0.5, 0.3)
+    assert abs(bound - (0.28 + 0.12)) < 1e-12 and bound < 0.48  # s3 is skipped
+    assert text_bound(0.4, 0.7, 0.4, 0.3, 0.2, 0.3) == pytest.approx(0.28 + 0.06)  # the other side of the min

@@ -18,9 +18,10 @@ local top-k as rows (qid, trigger seq, message seq, oid, score, +1 enter / -1 le
 (merge.py) turns the replicas' local lists into the global entries.
 
 An arrival reads each of its terms' postings, sorted by the message weight a subscription needs
-through that term (Thm 5.1 as a sort key, Thm 5.4's early stop), only as far as its own largest
-weight reaches, and skips a candidate whose exact spatial similarity with the text bound cannot
-reach its theta; registration and re-evaluation search the window's message index, built once per
+through that term (Thm 5.1 as a sort key, Thm 5.4's early stop), only as far as its largest weight
+from that term on reaches (Def. 5's refined prefix), bounds the text similarity by the common
+keyword's product plus Eq. 5 over the rest (Thm 5.2), and skips a candidate whose exact spatial
+similarity with that bound cannot reach its theta; registration and re-evaluation search the window's message index, built once per
 epoch (message_index.py; docs/decisions.md, "Top-k subscriptions").
 """
 
@@ -59,15 +60,38 @@ def expiry_seqs(win: np.ndarray) -> np.ndarray:
 def keyed_postings(offsets, values, wsum, lam, n_terms: int):
     """Term -> subscriptions as CSR, each list by the largest message weight that still cannot
     reach the subscription through that term, lam / wsum (Thm 5.1; -inf when anything can), so a
-    message reads a list only up to its own largest weight. Returns offsets, subscriptions, their
-    wsum for the term, and the keys."""
+    message reads a list only up to its largest weight from that term on (Def. 5). Returns offsets,
+    subscriptions, their CSR entry for the term (its weight, wsum and the rest's bounds), and the
+    keys."""
     owner = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
     with np.errstate(invalid="ignore", divide="ignore"):
         key = np.where(np.isfinite(lam[owner]), lam[owner] / wsum, -np.inf)
     order = np.lexsort((owner, key, values))
     post_off = np.zeros(n_terms + 1, np.int64)
     np.cumsum(np.bincount(values, minlength=n_terms), out=post_off[1:])
-    return post_off, owner[order], wsum[order], key[order]
+    return post_off, owner[order], order.astype(np.int64), key[order]
+
+
+@njit(cache=True)
+def rest_max(offsets: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per CSR entry, the largest weight of its set's terms after it in Skype order (every smaller
+    id's; 0 for the last): Eq. 5's maxwt of the unseen keywords."""
+    out = np.empty(len(weights))
+    for r in range(len(offsets) - 1):
+        top = 0.0
+        for j in range(offsets[r], offsets[r + 1]):
+            out[j] = top
+            top = max(top, weights[j])
+    return out
+
+
+@njit(cache=True, inline="always")
+def text_bound(s_wt, m_wt, s_rest_sum, s_rest_max, m_rest_sum, m_rest_max):
+    """TSim's upper bound when the pair's rarest common keyword has weights s_wt and m_wt and the
+    rest of each set (the more frequent keywords, Skype order) is unseen: the keyword's product
+    plus Eq. 5's TSimUB, min(wtsum(s rest) x maxwt(m rest), wtsum(m rest) x maxwt(s rest))
+    (Thm 5.2)."""
+    return s_wt * m_wt + min(s_rest_sum * m_rest_max, m_rest_sum * s_rest_max)
 
 
 @njit(cache=True)
@@ -221,22 +245,23 @@ def _snapshot(s, kk, o, a_msg, a_score, touched, snap_off, snap_msg, snap_score,
 
 
 @njit(cache=True)
-def _overflow(s, s_off, s_val, s_wsum, ov_head, ov_next, ov_sub, ov_wsum, n_ov):
+def _overflow(s, s_off, s_val, ov_head, ov_next, ov_sub, ov_j, n_ov):
     """Post s under each of its terms in the overflow lists (its postings' order is stale)."""
     need = n_ov + s_off[s + 1] - s_off[s]
     if need > len(ov_sub):
-        ov_next, ov_sub, ov_wsum = grown(ov_next, need), grown(ov_sub, need), grown(ov_wsum, need)
+        ov_next, ov_sub, ov_j = grown(ov_next, need), grown(ov_sub, need), grown(ov_j, need)
     for j in range(s_off[s], s_off[s + 1]):
-        ov_sub[n_ov], ov_wsum[n_ov], ov_next[n_ov] = s, s_wsum[j], ov_head[s_val[j]]
+        ov_sub[n_ov], ov_j[n_ov], ov_next[n_ov] = s, j, ov_head[s_val[j]]
         ov_head[s_val[j]] = n_ov
         n_ov += 1
-    return ov_head, ov_next, ov_sub, ov_wsum, n_ov
+    return ov_head, ov_next, ov_sub, ov_j, n_ov
 
 
 @njit(cache=True)
 def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, grid, scratch,
-               s_ins, s_del, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, s_wsum, s_post_off, s_post, s_post_wsum,
+               s_ins, s_del, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, s_wsum, s_rmax, s_post_off, s_post,
+               s_post_w, s_post_rsum, s_post_rmax,
                s_post_key, b_off, b_cap, b_len, b_old, theta, lam, a_msg, a_score, a_dom, a_used, mode, ratio, kmax, max_dist,
                work):
     """The epoch's events and expiries in seq order through the subscriptions' buffers (module
@@ -269,7 +294,9 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
     ov_head = np.full(len(s_post_off) - 1, -1, np.int64)  # term -> overflow entries (linked)
     ov_next = np.empty(16, np.int64)
     ov_sub = np.empty(16, np.int64)
-    ov_wsum = np.empty(16, np.float64)
+    ov_j = np.empty(16, np.int64)
+    m_rmax = np.empty(16)  # the arriving message's rest bounds per term position
+    m_rsum = np.empty(16)
     n_ov = 0
     in_ov = np.zeros(n_sub, np.bool_)
     o_head, o_next, o_prev = oldest_lists(b_old, n_msg)
@@ -334,29 +361,37 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                 m = ref
                 live += 1
                 stamp += 1
-                maxwt = 0.0
-                for q in range(m_off[m], m_off[m + 1]):
-                    maxwt = max(maxwt, m_w[q])
+                lo_m, n_mt = m_off[m], m_off[m + 1] - m_off[m]
+                if n_mt + 1 > len(m_rmax):
+                    m_rmax, m_rsum = grown(m_rmax, n_mt + 1), grown(m_rsum, n_mt + 1)
+                m_rmax[0], m_rsum[0] = 0.0, 0.0  # [u]: over the message's u most frequent terms
+                for u in range(n_mt):
+                    m_rmax[u + 1] = max(m_rmax[u], m_w[lo_m + u])
+                    m_rsum[u + 1] = m_rsum[u] + m_w[lo_m + u]
                 n_cand = 0
-                for q in range(m_off[m + 1] - 1, m_off[m] - 1, -1):  # rarest first: a subscription is met
+                for q in range(m_off[m + 1] - 1, lo_m - 1, -1):  # rarest first: a subscription is met
                     term = m_val[q]  # first at its rarest common keyword, where its text bound is loosest
-                    # a posting is sorted by the message weight its entry needs (Thm 5.4's early stop);
-                    # the overflow holds those whose theta fell below the one they were posted with
+                    u = q - lo_m
+                    # a posting is sorted by the message weight its entry needs (Thm 5.4's early stop),
+                    # read up to the message's largest weight from this term on (Def. 5's refined
+                    # prefix); the overflow holds those whose theta fell below the one they were posted with
                     lo_p = s_post_off[term]
-                    hi_p = upper_bound(s_post_key, lo_p, s_post_off[term + 1], maxwt)
+                    hi_p = upper_bound(s_post_key, lo_p, s_post_off[term + 1], m_rmax[u + 1])
                     e = ov_head[term]
                     p = lo_p
                     while p < hi_p or e >= 0:
-                        if p < hi_p:
-                            s, wsum = s_post[p], s_post_wsum[p]
+                        if p < hi_p:  # the entry's weights in posting order: read in sequence
+                            s, sw, rsum, rmax = s_post[p], s_post_w[p], s_post_rsum[p], s_post_rmax[p]
                             p += 1
                         else:
-                            s, wsum = ov_sub[e], ov_wsum[e]
+                            s, jj = ov_sub[e], ov_j[e]
+                            sw, rsum, rmax = s_w[jj], s_wsum[jj] - s_w[jj], s_rmax[jj]
                             e = ov_next[e]
                         if s_seen[s] == stamp:
                             continue
                         s_seen[s] = stamp
-                        if wsum * maxwt < lam[s]:  # Thm 5.1: cannot reach theta_s
+                        tub = text_bound(sw, m_w[q], rsum, rmax, m_rsum[u], m_rmax[u])
+                        if tub < lam[s]:  # Thm 5.1 / 5.2: cannot reach theta_s
                             pruned += 1
                             continue
                         if s_redo[s] == t or not (s_ins[s] < t < s_del[s]):
@@ -364,7 +399,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                         if n_cand == len(cand):
                             cand, cand_w = grown(cand, n_cand + 1), grown(cand_w, n_cand + 1)
                         cand[n_cand] = s
-                        cand_w[n_cand] = wsum
+                        cand_w[n_cand] = min(tub, 1.0)
                         n_cand += 1
                 for c in range(n_cand):
                     s = cand[c]
@@ -373,7 +408,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                     dx = m_x[m] - s_x[s]
                     dy = m_y[m] - s_y[s]
                     a = s_alpha[s]
-                    reach = a * (1.0 - np.sqrt(dx * dx + dy * dy) / max_dist) + (1.0 - a) * cand_w[c] * maxwt
+                    reach = a * (1.0 - np.sqrt(dx * dx + dy * dy) / max_dist) + (1.0 - a) * cand_w[c]
                     if reach < theta[s] - MARGIN:
                         pruned += 1
                         continue
@@ -445,8 +480,8 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                 scored += n_c
                 if lam[s] < posted[s] and not in_ov[s]:
                     in_ov[s] = True
-                    ov_head, ov_next, ov_sub, ov_wsum, n_ov = _overflow(s, s_off, s_val, s_wsum, ov_head, ov_next,
-                                                                       ov_sub, ov_wsum, n_ov)
+                    ov_head, ov_next, ov_sub, ov_j, n_ov = _overflow(s, s_off, s_val, ov_head, ov_next, ov_sub, ov_j,
+                                                                    n_ov)
             else:  # a deletion: its replicas go quietly (the merger drops the query at its delete)
                 b_len[ref] = 0
                 set_oldest(ref, -1, b_old, o_head, o_next, o_prev)
@@ -464,8 +499,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
             scored += n_c
             if lam[s] < posted[s] and not in_ov[s]:
                 in_ov[s] = True
-                ov_head, ov_next, ov_sub, ov_wsum, n_ov = _overflow(s, s_off, s_val, s_wsum, ov_head, ov_next, ov_sub,
-                                                                   ov_wsum, n_ov)
+                ov_head, ov_next, ov_sub, ov_j, n_ov = _overflow(s, s_off, s_val, ov_head, ov_next, ov_sub, ov_j, n_ov)
         # (d) each touched subscription's top-k against its snapshot: who left, who entered
         for u in range(n_touch):
             s = touched[u]
@@ -638,14 +672,16 @@ class TopkIndex(WorkerIndex):
         scratch = search_scratch(grid, int(np.diff(subs.offsets).max(initial=0)))
         lam = text_floors(theta, s_alpha)
         s_wsum = suffix_weights(subs.offsets, s_w)
-        s_post_off, s_post, s_post_wsum, s_post_key = keyed_postings(subs.offsets, subs.values, s_wsum, lam, n_terms)
+        s_rmax = rest_max(subs.offsets, s_w)
+        s_post_off, s_post, s_post_j, s_post_key = keyed_postings(subs.offsets, subs.values, s_wsum, lam, n_terms)
         work_kept = np.zeros(int(keep_ev.sum()), np.int64)
         (o_slot, o_trig, o_msg, o_score, o_delta, n_out, a_msg, a_score, a_dom, _, reevals, scored, offered,
          pruned) = run_events(
             ev_seq[keep_ev], ev_kind[keep_ev], ref[keep_ev], m_exp[exp_rows], exp_rows, len(self.window),
             m_seq, m_exp, msgs.x, msgs.y, msgs.offsets, msgs.values, m_w, grid, scratch,
-            s_ins, s_del, subs.x, subs.y, s_k, s_alpha, subs.offsets, subs.values, s_w, s_wsum, s_post_off, s_post,
-            s_post_wsum, s_post_key, b_off, b_cap, b_len, b_old, theta, lam, a_msg, a_score, a_dom, len(a_msg), self.mode,
+            s_ins, s_del, subs.x, subs.y, s_k, s_alpha, subs.offsets, subs.values, s_w, s_wsum, s_rmax, s_post_off, s_post,
+            s_w[s_post_j], (s_wsum - s_w)[s_post_j], s_rmax[s_post_j], s_post_key, b_off, b_cap, b_len, b_old, theta,
+            lam, a_msg, a_score, a_dom, len(a_msg), self.mode,
             self.ratio, self.kmax, self.max_dist, work_kept)
         o_slot, o_msg = o_slot[:n_out], o_msg[:n_out]
         parts = [self._leaving_rows(lo), {"qid": subs.id[o_slot], "trigger": o_trig[:n_out], "mseq": m_seq[o_msg],
