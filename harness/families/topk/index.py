@@ -572,6 +572,19 @@ def thresholds(slots, t, horizon, b_off, b_len, a_msg, a_score, m_seq, m_exp, m_
     return out, scored
 
 
+def message_rows(m_seq: np.ndarray, seqs: np.ndarray) -> np.ndarray:
+    """The rows of `seqs` in the ascending m_seq: through a table over the seq span when it is
+    dense (a window's seqs are), else a binary search."""
+    if len(m_seq) == 0 or len(seqs) == 0:
+        return np.zeros(len(seqs), np.int64)
+    lo, span = int(m_seq[0]), int(m_seq[-1] - m_seq[0]) + 1
+    if span > 4 * len(m_seq):
+        return np.searchsorted(m_seq, seqs)
+    table = np.zeros(span, np.int64)
+    table[m_seq - lo] = np.arange(len(m_seq))
+    return table[seqs - lo]
+
+
 class TopkIndex(WorkerIndex):
     """Subscriptions, the local window and each subscription's buffer (module docstring)."""
 
@@ -720,7 +733,10 @@ class TopkIndex(WorkerIndex):
         t = self.buffers
         qid, mseq = t.column("qid").to_numpy(), t.column("mseq").to_numpy()
         order = np.argsort(subs.id, kind="stable")
-        slot = order[np.minimum(np.searchsorted(subs.id[order], qid), max(n - 1, 0))] if n else qid
+        # rows come by query: look each query up once, not each row
+        heads = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]]) if len(qid) else np.zeros(0, np.int64)
+        at = order[np.minimum(np.searchsorted(subs.id[order], qid[heads]), max(n - 1, 0))] if n else qid[heads]
+        slot = np.repeat(at, np.diff(np.r_[heads, len(qid)]))
         head = mseq == HEADER
         theta[slot[head]] = t.column("score").to_numpy()[head]
         mem = ~head
@@ -734,7 +750,7 @@ class TopkIndex(WorkerIndex):
             first = np.r_[0, np.flatnonzero(q[1:] != q[:-1]) + 1]
             rank = np.arange(len(q)) - np.repeat(first, np.diff(np.r_[first, len(q)]))
             where = b_off[q] + rank
-            a_msg[where] = np.searchsorted(m_seq, mseq[mem])
+            a_msg[where] = message_rows(m_seq, mseq[mem])
             a_score[where] = t.column("score").to_numpy()[mem]
             a_dom[where] = t.column("dom").to_numpy()[mem]
         return b_off, b_cap, b_len, theta, a_msg, a_score, a_dom

@@ -49,7 +49,8 @@ def message_grid(x, y, offsets, values, weights, n_terms: int, per_cell: float =
     cy = np.clip(((y - y0) / ch).astype(np.int64), 0, side - 1)
     owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
     e_cell = (cx * side + cy)[owner]
-    order = np.lexsort((owner, -weights, e_cell, values))
+    by_weight = np.argsort(-weights, kind="stable")  # then by (term, cell), stable: lexsort's order, faster
+    order = by_weight[np.argsort((values.astype(np.int64) * (side * side) + e_cell)[by_weight], kind="stable")]
     e_term, e_cell = values[order].astype(np.int64), e_cell[order]
     starts = np.flatnonzero(np.r_[True, (e_term[1:] != e_term[:-1]) | (e_cell[1:] != e_cell[:-1])]) if len(
         order) else np.zeros(0, np.int64)
