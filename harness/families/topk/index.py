@@ -226,22 +226,29 @@ def _rebuild(s, t, inclusive, k, mode, ratio, kmax, window, b_off, b_cap, b_len,
     return a_msg, a_score, a_dom, a_used, c_msg, c_score, n
 
 
+@njit(cache=True, inline="always")
+def _snap(s, kk, o, a_msg, a_score, touched, snap_off, snap_msg, snap_score, n_touch):
+    """Keep s's top-k (its buffer's first kk members from arena offset o) as it was before this
+    seq's changes, for the diff at the seq's end, in arrays with room; returns the count."""
+    for u in range(kk):
+        snap_msg[snap_off[n_touch] + u] = a_msg[o + u]
+        snap_score[snap_off[n_touch] + u] = a_score[o + u]
+    touched[n_touch] = s
+    snap_off[n_touch + 1] = snap_off[n_touch] + kk
+    return n_touch + 1
+
+
 @njit(cache=True)
 def _snapshot(s, kk, o, a_msg, a_score, touched, snap_off, snap_msg, snap_score, n_touch):
-    """Keep s's top-k (its buffer's first kk members from arena offset o) as it was before this
-    seq's changes, for the diff at the seq's end; returns the grown scratch arrays and count."""
+    """`_snap`, growing the arrays first; returns them and the count."""
     if n_touch + 1 >= len(touched):
         touched = grown(touched, n_touch + 2)
         snap_off = grown(snap_off, n_touch + 3)
     if snap_off[n_touch] + kk > len(snap_msg):
         snap_msg = grown(snap_msg, snap_off[n_touch] + kk)
         snap_score = grown(snap_score, snap_off[n_touch] + kk)
-    for u in range(kk):
-        snap_msg[snap_off[n_touch] + u] = a_msg[o + u]
-        snap_score[snap_off[n_touch] + u] = a_score[o + u]
-    touched[n_touch] = s
-    snap_off[n_touch + 1] = snap_off[n_touch] + kk
-    return touched, snap_off, snap_msg, snap_score, n_touch + 1
+    n_touch = _snap(s, kk, o, a_msg, a_score, touched, snap_off, snap_msg, snap_score, n_touch)
+    return touched, snap_off, snap_msg, snap_score, n_touch
 
 
 @njit(cache=True)
@@ -255,6 +262,140 @@ def _overflow(s, s_off, s_val, ov_head, ov_next, ov_sub, ov_j, n_ov):
         ov_head[s_val[j]] = n_ov
         n_ov += 1
     return ov_head, ov_next, ov_sub, ov_j, n_ov
+
+
+@njit(cache=True)
+def arrival_candidates(m, t, stamp, m_off, m_val, m_w, m_x, m_y, m_rmax, m_rsum, s_post_off, s_post_key, s_post,
+                       s_post_w, s_post_rsum, s_post_rmax, ov_head, ov_next, ov_sub, ov_j, s_w, s_wsum, s_rmax,
+                       s_seen, lam, theta, s_redo, s_ins, s_del, s_x, s_y, s_alpha, max_dist, cand):
+    """The live subscriptions message m may enter at t, into cand; returns their count and the
+    pairs pruned. Terms rarest first, so a subscription is met first at its rarest common keyword,
+    where its text bound is loosest. A posting is sorted by the message weight its entry needs
+    (Thm 5.4's early stop) and read up to the message's largest weight from this term on (Def.
+    5's refined prefix); the overflow holds those whose theta fell below the one they were posted
+    with. The text bound is Thm 5.2's (`text_bound`); then the exact spatial similarity with it
+    (a skip is certain: the margin dwarfs rounding). Kept apart from run_events, whose growing
+    arrays would otherwise make numba count references in this loop."""
+    lo_m, n_mt = m_off[m], m_off[m + 1] - m_off[m]
+    m_rmax[0], m_rsum[0] = 0.0, 0.0  # [u]: over the message's u most frequent terms
+    for u in range(n_mt):
+        m_rmax[u + 1] = max(m_rmax[u], m_w[lo_m + u])
+        m_rsum[u + 1] = m_rsum[u] + m_w[lo_m + u]
+    n_cand = 0
+    pruned = 0
+    for q in range(m_off[m + 1] - 1, lo_m - 1, -1):
+        term = m_val[q]
+        u = q - lo_m
+        lo_p = s_post_off[term]
+        hi_p = upper_bound(s_post_key, lo_p, s_post_off[term + 1], m_rmax[u + 1])
+        e = ov_head[term]
+        p = lo_p
+        while p < hi_p or e >= 0:
+            if p < hi_p:  # the entry's weights in posting order: read in sequence
+                s, sw, rsum, rmax = s_post[p], s_post_w[p], s_post_rsum[p], s_post_rmax[p]
+                p += 1
+            else:
+                s, jj = ov_sub[e], ov_j[e]
+                sw, rsum, rmax = s_w[jj], s_wsum[jj] - s_w[jj], s_rmax[jj]
+                e = ov_next[e]
+            if s_seen[s] == stamp:
+                continue
+            s_seen[s] = stamp
+            tub = text_bound(sw, m_w[q], rsum, rmax, m_rsum[u], m_rmax[u])
+            if tub < lam[s]:  # Thm 5.1 / 5.2: cannot reach theta_s
+                pruned += 1
+                continue
+            if s_redo[s] == t or not (s_ins[s] < t < s_del[s]):
+                continue
+            dx = m_x[m] - s_x[s]
+            dy = m_y[m] - s_y[s]
+            a = s_alpha[s]
+            if a * (1.0 - np.sqrt(dx * dx + dy * dy) / max_dist) + (1.0 - a) * min(tub, 1.0) < theta[s] - MARGIN:
+                pruned += 1
+                continue
+            cand[n_cand] = s
+            n_cand += 1
+    return n_cand, pruned
+
+
+@njit(cache=True)
+def enter_candidates(m, t, n_cand, cand, mode, kmax, m_seq, m_x, m_y, m_off, m_val, m_w, s_x, s_y, s_alpha, s_k,
+                     s_off, s_val, s_w, theta, lam, s_touch, b_off, b_cap, b_len, b_old, o_head, o_next, o_prev,
+                     a_msg, a_score, a_dom, a_used, touched, snap_off, snap_msg, snap_score, n_touch, max_dist):
+    """Message m scored against each candidate and entered into the buffers it reaches (module
+    docstring); returns the arena's use, the snapshots taken and the pairs scored. The arena and
+    the snapshot arrays already have room for every candidate's worst case (`room_for`), so nothing
+    here reallocates: a reallocation in this loop made numba count references on every pass."""
+    scored = 0
+    for c in range(n_cand):
+        s = cand[c]
+        sc = pair_score(s_x[s], s_y[s], s_alpha[s], s_val, s_w, s_off[s], s_off[s + 1],
+                        m_x[m], m_y[m], m_val, m_w, m_off[m], m_off[m + 1], max_dist)
+        scored += 1
+        k = s_k[s]
+        if k < 1 or sc < theta[s]:
+            continue
+        o = b_off[s]
+        pos = b_len[s]
+        while pos > 0 and better(sc, m_seq[m], a_score[o + pos - 1], m_seq[a_msg[o + pos - 1]]):
+            pos -= 1
+        if pos >= k and s_touch[s] != t:  # below the top-k: no snapshot needed
+            pass
+        elif s_touch[s] != t:
+            s_touch[s] = t
+            n_touch = _snap(s, min(k, b_len[s]), o, a_msg, a_score, touched, snap_off, snap_msg, snap_score, n_touch)
+        # the members ranked after it gain a dominator; those reaching k leave (KMAX: none)
+        w = pos
+        lost_oldest = False
+        limit = k if mode != KMAX else NEVER
+        for u in range(pos, b_len[s]):
+            d = a_dom[o + u] + 1
+            if d < limit:
+                a_msg[o + w], a_score[o + w], a_dom[o + w] = a_msg[o + u], a_score[o + u], d
+                w += 1
+            elif a_msg[o + u] == b_old[s]:
+                lost_oldest = True
+        n_new = w + 1
+        if n_new > b_cap[s]:  # to a larger region at the arena's end
+            cap = max(2 * b_cap[s], n_new, 2 * k)
+            for u in range(w):
+                a_msg[a_used + u], a_score[a_used + u] = a_msg[o + u], a_score[o + u]
+                a_dom[a_used + u] = a_dom[o + u]
+            b_off[s], b_cap[s] = a_used, cap
+            a_used += cap
+            o = b_off[s]
+        for u in range(w, pos, -1):
+            a_msg[o + u], a_score[o + u], a_dom[o + u] = a_msg[o + u - 1], a_score[o + u - 1], \
+                a_dom[o + u - 1]
+        a_msg[o + pos], a_score[o + pos], a_dom[o + pos] = m, sc, 0
+        if mode == KMAX and n_new > max(kmax, k):  # past kmax the last leaves and sets theta
+            n_new -= 1
+            theta[s] = a_score[o + n_new]
+            lam[s] = text_floor(theta[s], s_alpha[s])
+            lost_oldest = lost_oldest or a_msg[o + n_new] == b_old[s]
+        b_len[s] = n_new
+        if lost_oldest or n_new == 1:
+            set_oldest(s, oldest(a_msg, o, n_new), b_old, o_head, o_next, o_prev)
+    return a_used, n_touch, scored
+
+
+@njit(cache=True)
+def room_for(n_cand, cand, s_k, b_cap, b_len, a_msg, a_score, a_dom, a_used, touched, snap_off, snap_msg, snap_score,
+             n_touch):
+    """The arena and snapshot arrays grown, once, to hold every candidate's worst case: a region
+    moved to the arena's end (at most max(2 cap, len + 1, 2k)) and a snapshot of k."""
+    need_a, need_s = a_used, snap_off[n_touch]
+    for c in range(n_cand):
+        s = cand[c]
+        need_a += max(2 * b_cap[s], b_len[s] + 1, 2 * s_k[s])
+        need_s += s_k[s]
+    if need_a > len(a_msg):
+        a_msg, a_score, a_dom = grown(a_msg, need_a), grown(a_score, need_a), grown(a_dom, need_a)
+    if n_touch + n_cand + 2 > len(touched):
+        touched, snap_off = grown(touched, n_touch + n_cand + 2), grown(snap_off, n_touch + n_cand + 3)
+    if need_s > len(snap_msg):
+        snap_msg, snap_score = grown(snap_msg, need_s), grown(snap_score, need_s)
+    return a_msg, a_score, a_dom, touched, snap_off, snap_msg, snap_score
 
 
 @njit(cache=True)
@@ -288,15 +429,19 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
     c_msg = np.empty(64, np.int64)
     c_score = np.empty(64, np.float64)
     stamp = 0
-    cand = np.empty(64, np.int64)
-    cand_w = np.empty(64, np.float64)
+    # a subscription is a candidate once per message (s_seen), so n_sub bounds them: growing it inside
+    # the loop made numba count references on every pass (measured: 3x the loop's time)
+    cand = np.empty(n_sub, np.int64)
     posted = lam.copy()  # the theta (as a text floor) each subscription's postings are sorted by
     ov_head = np.full(len(s_post_off) - 1, -1, np.int64)  # term -> overflow entries (linked)
     ov_next = np.empty(16, np.int64)
     ov_sub = np.empty(16, np.int64)
     ov_j = np.empty(16, np.int64)
-    m_rmax = np.empty(16)  # the arriving message's rest bounds per term position
-    m_rsum = np.empty(16)
+    longest = 0
+    for m in range(n_msg):
+        longest = max(longest, m_off[m + 1] - m_off[m])
+    m_rmax = np.empty(longest + 1)  # the arriving message's rest bounds per term position
+    m_rsum = np.empty(longest + 1)
     n_ov = 0
     in_ov = np.zeros(n_sub, np.bool_)
     o_head, o_next, o_prev = oldest_lists(b_old, n_msg)
@@ -361,110 +506,20 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                 m = ref
                 live += 1
                 stamp += 1
-                lo_m, n_mt = m_off[m], m_off[m + 1] - m_off[m]
-                if n_mt + 1 > len(m_rmax):
-                    m_rmax, m_rsum = grown(m_rmax, n_mt + 1), grown(m_rsum, n_mt + 1)
-                m_rmax[0], m_rsum[0] = 0.0, 0.0  # [u]: over the message's u most frequent terms
-                for u in range(n_mt):
-                    m_rmax[u + 1] = max(m_rmax[u], m_w[lo_m + u])
-                    m_rsum[u + 1] = m_rsum[u] + m_w[lo_m + u]
-                n_cand = 0
-                for q in range(m_off[m + 1] - 1, lo_m - 1, -1):  # rarest first: a subscription is met
-                    term = m_val[q]  # first at its rarest common keyword, where its text bound is loosest
-                    u = q - lo_m
-                    # a posting is sorted by the message weight its entry needs (Thm 5.4's early stop),
-                    # read up to the message's largest weight from this term on (Def. 5's refined
-                    # prefix); the overflow holds those whose theta fell below the one they were posted with
-                    lo_p = s_post_off[term]
-                    hi_p = upper_bound(s_post_key, lo_p, s_post_off[term + 1], m_rmax[u + 1])
-                    e = ov_head[term]
-                    p = lo_p
-                    while p < hi_p or e >= 0:
-                        if p < hi_p:  # the entry's weights in posting order: read in sequence
-                            s, sw, rsum, rmax = s_post[p], s_post_w[p], s_post_rsum[p], s_post_rmax[p]
-                            p += 1
-                        else:
-                            s, jj = ov_sub[e], ov_j[e]
-                            sw, rsum, rmax = s_w[jj], s_wsum[jj] - s_w[jj], s_rmax[jj]
-                            e = ov_next[e]
-                        if s_seen[s] == stamp:
-                            continue
-                        s_seen[s] = stamp
-                        tub = text_bound(sw, m_w[q], rsum, rmax, m_rsum[u], m_rmax[u])
-                        if tub < lam[s]:  # Thm 5.1 / 5.2: cannot reach theta_s
-                            pruned += 1
-                            continue
-                        if s_redo[s] == t or not (s_ins[s] < t < s_del[s]):
-                            continue
-                        if n_cand == len(cand):
-                            cand, cand_w = grown(cand, n_cand + 1), grown(cand_w, n_cand + 1)
-                        cand[n_cand] = s
-                        cand_w[n_cand] = min(tub, 1.0)
-                        n_cand += 1
-                for c in range(n_cand):
-                    s = cand[c]
-                    # the exact spatial similarity with the text bound: most pairs stop here, before
-                    # the keyword lists are read (a skip is certain: the margin dwarfs rounding)
-                    dx = m_x[m] - s_x[s]
-                    dy = m_y[m] - s_y[s]
-                    a = s_alpha[s]
-                    reach = a * (1.0 - np.sqrt(dx * dx + dy * dy) / max_dist) + (1.0 - a) * cand_w[c]
-                    if reach < theta[s] - MARGIN:
-                        pruned += 1
-                        continue
-                    sc = pair_score(s_x[s], s_y[s], s_alpha[s], s_val, s_w, s_off[s], s_off[s + 1],
-                                    m_x[m], m_y[m], m_val, m_w, m_off[m], m_off[m + 1], max_dist)
-                    scored += 1
-                    offered += 1
-                    k = s_k[s]
-                    if k < 1 or sc < theta[s]:
-                        continue
-                    o = b_off[s]
-                    pos = b_len[s]
-                    while pos > 0 and better(sc, m_seq[m], a_score[o + pos - 1], m_seq[a_msg[o + pos - 1]]):
-                        pos -= 1
-                    if pos >= k and s_touch[s] != t:  # below the top-k: no snapshot needed
-                        pass
-                    elif s_touch[s] != t:
-                        s_touch[s] = t
-                        touched, snap_off, snap_msg, snap_score, n_touch = _snapshot(
-                            s, min(k, b_len[s]), o, a_msg, a_score, touched, snap_off, snap_msg, snap_score, n_touch)
-                    # the members ranked after it gain a dominator; those reaching k leave (KMAX: none)
-                    w = pos
-                    lost_oldest = False
-                    limit = k if mode != KMAX else NEVER
-                    for u in range(pos, b_len[s]):
-                        d = a_dom[o + u] + 1
-                        if d < limit:
-                            a_msg[o + w], a_score[o + w], a_dom[o + w] = a_msg[o + u], a_score[o + u], d
-                            w += 1
-                        elif a_msg[o + u] == b_old[s]:
-                            lost_oldest = True
-                    n_new = w + 1
-                    if n_new > b_cap[s]:  # to a larger region at the arena's end
-                        cap = max(2 * b_cap[s], n_new, 2 * k)
-                        if a_used + cap > len(a_msg):
-                            a_msg = grown(a_msg, a_used + cap)
-                            a_score = grown(a_score, a_used + cap)
-                            a_dom = grown(a_dom, a_used + cap)
-                        for u in range(w):
-                            a_msg[a_used + u], a_score[a_used + u] = a_msg[o + u], a_score[o + u]
-                            a_dom[a_used + u] = a_dom[o + u]
-                        b_off[s], b_cap[s] = a_used, cap
-                        a_used += cap
-                        o = b_off[s]
-                    for u in range(w, pos, -1):
-                        a_msg[o + u], a_score[o + u], a_dom[o + u] = a_msg[o + u - 1], a_score[o + u - 1], \
-                            a_dom[o + u - 1]
-                    a_msg[o + pos], a_score[o + pos], a_dom[o + pos] = m, sc, 0
-                    if mode == KMAX and n_new > max(kmax, k):  # past kmax the last leaves and sets theta
-                        n_new -= 1
-                        theta[s] = a_score[o + n_new]
-                        lam[s] = text_floor(theta[s], s_alpha[s])
-                        lost_oldest = lost_oldest or a_msg[o + n_new] == b_old[s]
-                    b_len[s] = n_new
-                    if lost_oldest or n_new == 1:
-                        set_oldest(s, oldest(a_msg, o, n_new), b_old, o_head, o_next, o_prev)
+                n_cand, n_pruned = arrival_candidates(
+                    m, t, stamp, m_off, m_val, m_w, m_x, m_y, m_rmax, m_rsum, s_post_off, s_post_key, s_post,
+                    s_post_w, s_post_rsum, s_post_rmax, ov_head, ov_next, ov_sub, ov_j, s_w, s_wsum, s_rmax, s_seen,
+                    lam, theta, s_redo, s_ins, s_del, s_x, s_y, s_alpha, max_dist, cand)
+                pruned += n_pruned
+                a_msg, a_score, a_dom, touched, snap_off, snap_msg, snap_score = room_for(
+                    n_cand, cand, s_k, b_cap, b_len, a_msg, a_score, a_dom, a_used, touched, snap_off, snap_msg,
+                    snap_score, n_touch)
+                a_used, n_touch, n_sc = enter_candidates(
+                    m, t, n_cand, cand, mode, kmax, m_seq, m_x, m_y, m_off, m_val, m_w, s_x, s_y, s_alpha, s_k, s_off,
+                    s_val, s_w, theta, lam, s_touch, b_off, b_cap, b_len, b_old, o_head, o_next, o_prev, a_msg, a_score,
+                    a_dom, a_used, touched, snap_off, snap_msg, snap_score, n_touch, max_dist)
+                scored += n_sc
+                offered += n_sc
             elif kind == 1 or kind == 3:  # an insertion (3: a replica the route gained): from the window
                 s = ref
                 stamp += 1
