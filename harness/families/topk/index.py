@@ -399,6 +399,36 @@ def room_for(n_cand, cand, s_k, b_cap, b_len, a_msg, a_score, a_dom, a_used, tou
 
 
 @njit(cache=True)
+def emit_changes(t, n_touch, touched, snap_off, snap_msg, snap_score, s_k, b_off, b_len, a_msg, a_score, m_mark, mark,
+                 o_slot, o_trig, o_msg, o_score, o_delta, n_out):
+    """Each touched subscription's top-k against its snapshot: the members that left (-1, in the
+    snapshot's order), then those that entered (+1, in rank order). Membership by a mark per
+    message (two per subscription), so a diff costs O(k), not O(k^2); the output arrays have room."""
+    for u in range(n_touch):
+        s = touched[u]
+        o = b_off[s]
+        kk = min(s_k[s], b_len[s])
+        lo_, hi_ = snap_off[u], snap_off[u + 1]
+        mark += 1
+        for v in range(kk):
+            m_mark[a_msg[o + v]] = mark
+        for r in range(lo_, hi_):
+            if m_mark[snap_msg[r]] != mark:
+                o_slot[n_out], o_trig[n_out], o_msg[n_out] = s, t, snap_msg[r]
+                o_score[n_out], o_delta[n_out] = snap_score[r], -1
+                n_out += 1
+        mark += 1
+        for r in range(lo_, hi_):
+            m_mark[snap_msg[r]] = mark
+        for v in range(kk):
+            if m_mark[a_msg[o + v]] != mark:
+                o_slot[n_out], o_trig[n_out], o_msg[n_out] = s, t, a_msg[o + v]
+                o_score[n_out], o_delta[n_out] = a_score[o + v], 1
+                n_out += 1
+    return n_out, mark
+
+
+@njit(cache=True)
 def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, grid, scratch,
                s_ins, s_del, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, s_wsum, s_rmax, s_post_off, s_post,
@@ -421,6 +451,8 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
     s_touch = np.full(n_sub, -1, np.int64)  # the last time a subscription's top-k was snapshotted
     s_redo = np.full(n_sub, -1, np.int64)  # the last time it was marked for re-evaluation
     m_seen = np.full(n_msg, -1, np.int64)
+    m_mark = np.full(n_msg, -1, np.int64)  # the diffs' membership marks
+    mark = 0
     touched = np.empty(16, np.int64)
     snap_off = np.zeros(17, np.int64)
     snap_msg = np.empty(64, np.int64)
@@ -480,7 +512,8 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                 o = b_off[s]
                 for r in range(b_len[s]):
                     if a_msg[o + r] == e:
-                        if s_touch[s] != t:  # the top-k before t, for the diff
+                        if s_touch[s] != t and r < s_k[s]:  # the top-k before t, for the diff (below
+                            # rank k the top-k does not change)
                             s_touch[s] = t
                             touched, snap_off, snap_msg, snap_score, n_touch = _snapshot(
                                 s, min(s_k[s], b_len[s]), o, a_msg, a_score, touched, snap_off, snap_msg,
@@ -556,35 +589,15 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                 in_ov[s] = True
                 ov_head, ov_next, ov_sub, ov_j, n_ov = _overflow(s, s_off, s_val, ov_head, ov_next, ov_sub, ov_j, n_ov)
         # (d) each touched subscription's top-k against its snapshot: who left, who entered
-        for u in range(n_touch):
-            s = touched[u]
-            o = b_off[s]
-            kk = min(s_k[s], b_len[s])
-            lo_, hi_ = snap_off[u], snap_off[u + 1]
-            need = n_out + (hi_ - lo_) + kk
+        if n_touch:
+            need = n_out
+            for u in range(n_touch):
+                need += snap_off[u + 1] - snap_off[u] + min(s_k[touched[u]], b_len[touched[u]])
             if need > len(o_slot):
                 o_slot, o_trig, o_msg = grown(o_slot, need), grown(o_trig, need), grown(o_msg, need)
                 o_score, o_delta = grown(o_score, need), grown(o_delta, need)
-            for r in range(lo_, hi_):
-                stays = False
-                for v in range(kk):
-                    if a_msg[o + v] == snap_msg[r]:
-                        stays = True
-                        break
-                if not stays:
-                    o_slot[n_out], o_trig[n_out], o_msg[n_out] = s, t, snap_msg[r]
-                    o_score[n_out], o_delta[n_out] = snap_score[r], -1
-                    n_out += 1
-            for v in range(kk):
-                fresh = True
-                for r in range(lo_, hi_):
-                    if a_msg[o + v] == snap_msg[r]:
-                        fresh = False
-                        break
-                if fresh:
-                    o_slot[n_out], o_trig[n_out], o_msg[n_out] = s, t, a_msg[o + v]
-                    o_score[n_out], o_delta[n_out] = a_score[o + v], 1
-                    n_out += 1
+            n_out, mark = emit_changes(t, n_touch, touched, snap_off, snap_msg, snap_score, s_k, b_off, b_len, a_msg,
+                                       a_score, m_mark, mark, o_slot, o_trig, o_msg, o_score, o_delta, n_out)
         if at >= 0:
             work[at] += 1 + scored
         scored_total += scored
