@@ -380,21 +380,62 @@ def enter_candidates(m, t, n_cand, cand, mode, kmax, m_seq, m_x, m_y, m_off, m_v
 
 
 @njit(cache=True)
+def expire(e, t, n_leave, leave, s_ins, s_del, s_k, theta, s_touch, s_redo, b_off, b_len, b_old, o_head, o_next,
+           o_prev, a_msg, a_score, a_dom, touched, snap_off, snap_msg, snap_score, n_touch, redo, n_redo):
+    """Message e leaves the buffers in leave[:n_leave] (those whose oldest member it is): a
+    snapshot first when it was in the top-k, the subscription marked for re-evaluation when fewer
+    than k remain. Arrays have room (`snap_room`; leave and redo hold every subscription)."""
+    for v in range(n_leave):
+        s = leave[v]
+        if not (s_ins[s] < t < s_del[s]):
+            continue
+        o = b_off[s]
+        for r in range(b_len[s]):
+            if a_msg[o + r] == e:
+                if s_touch[s] != t and r < s_k[s]:  # the top-k before t, for the diff (below rank k
+                    s_touch[s] = t  # the top-k does not change)
+                    n_touch = _snap(s, min(s_k[s], b_len[s]), o, a_msg, a_score, touched, snap_off, snap_msg,
+                                    snap_score, n_touch)
+                for u in range(r, b_len[s] - 1):
+                    a_msg[o + u] = a_msg[o + u + 1]
+                    a_score[o + u] = a_score[o + u + 1]
+                    a_dom[o + u] = a_dom[o + u + 1]
+                b_len[s] -= 1
+                set_oldest(s, oldest(a_msg, o, b_len[s]), b_old, o_head, o_next, o_prev)
+                if b_len[s] < s_k[s] and theta[s] > 0.0 and s_redo[s] != t:
+                    s_redo[s] = t
+                    redo[n_redo] = s
+                    n_redo += 1
+                break
+    return n_touch, n_redo
+
+
+@njit(cache=True)
+def snap_room(n, subs, s_k, touched, snap_off, snap_msg, snap_score, n_touch):
+    """The snapshot arrays grown, once, to hold a snapshot of k for each of subs[:n]."""
+    need_s = snap_off[n_touch]
+    for c in range(n):
+        need_s += s_k[subs[c]]
+    if n_touch + n + 2 > len(touched):
+        touched, snap_off = grown(touched, n_touch + n + 2), grown(snap_off, n_touch + n + 3)
+    if need_s > len(snap_msg):
+        snap_msg, snap_score = grown(snap_msg, need_s), grown(snap_score, need_s)
+    return touched, snap_off, snap_msg, snap_score
+
+
+@njit(cache=True)
 def room_for(n_cand, cand, s_k, b_cap, b_len, a_msg, a_score, a_dom, a_used, touched, snap_off, snap_msg, snap_score,
              n_touch):
     """The arena and snapshot arrays grown, once, to hold every candidate's worst case: a region
     moved to the arena's end (at most max(2 cap, len + 1, 2k)) and a snapshot of k."""
-    need_a, need_s = a_used, snap_off[n_touch]
+    need_a = a_used
     for c in range(n_cand):
         s = cand[c]
         need_a += max(2 * b_cap[s], b_len[s] + 1, 2 * s_k[s])
-        need_s += s_k[s]
     if need_a > len(a_msg):
         a_msg, a_score, a_dom = grown(a_msg, need_a), grown(a_score, need_a), grown(a_dom, need_a)
-    if n_touch + n_cand + 2 > len(touched):
-        touched, snap_off = grown(touched, n_touch + n_cand + 2), grown(snap_off, n_touch + n_cand + 3)
-    if need_s > len(snap_msg):
-        snap_msg, snap_score = grown(snap_msg, need_s), grown(snap_score, need_s)
+    touched, snap_off, snap_msg, snap_score = snap_room(n_cand, cand, s_k, touched, snap_off, snap_msg, snap_score,
+                                                        n_touch)
     return a_msg, a_score, a_dom, touched, snap_off, snap_msg, snap_score
 
 
@@ -457,7 +498,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
     snap_off = np.zeros(17, np.int64)
     snap_msg = np.empty(64, np.int64)
     snap_score = np.empty(64, np.float64)
-    redo = np.empty(16, np.int64)
+    redo = np.empty(n_sub, np.int64)  # a subscription at most once per seq (s_redo)
     c_msg = np.empty(64, np.int64)
     c_score = np.empty(64, np.float64)
     stamp = 0
@@ -477,7 +518,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
     n_ov = 0
     in_ov = np.zeros(n_sub, np.bool_)
     o_head, o_next, o_prev = oldest_lists(b_old, n_msg)
-    leave = np.empty(16, np.int64)
+    leave = np.empty(n_sub, np.int64)  # the buffers an expiry leaves: at most every subscription
     reevals = 0
     scored_total = 0
     pruned = 0
@@ -497,40 +538,17 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
             e = exp_msg[j]
             j += 1
             live -= 1
-            n_leave = 0  # the buffers whose oldest member e is (their lists change below)
+            n_leave = 0  # the buffers whose oldest member e is (their lists change as they leave)
             s = o_head[e]
             while s >= 0:
-                if n_leave == len(leave):
-                    leave = grown(leave, n_leave + 1)
                 leave[n_leave] = s
                 n_leave += 1
                 s = o_next[s]
-            for v in range(n_leave):
-                s = leave[v]
-                if not (s_ins[s] < t < s_del[s]):
-                    continue
-                o = b_off[s]
-                for r in range(b_len[s]):
-                    if a_msg[o + r] == e:
-                        if s_touch[s] != t and r < s_k[s]:  # the top-k before t, for the diff (below
-                            # rank k the top-k does not change)
-                            s_touch[s] = t
-                            touched, snap_off, snap_msg, snap_score, n_touch = _snapshot(
-                                s, min(s_k[s], b_len[s]), o, a_msg, a_score, touched, snap_off, snap_msg,
-                                snap_score, n_touch)
-                        for u in range(r, b_len[s] - 1):
-                            a_msg[o + u] = a_msg[o + u + 1]
-                            a_score[o + u] = a_score[o + u + 1]
-                            a_dom[o + u] = a_dom[o + u + 1]
-                        b_len[s] -= 1
-                        set_oldest(s, oldest(a_msg, o, b_len[s]), b_old, o_head, o_next, o_prev)
-                        if b_len[s] < s_k[s] and theta[s] > 0.0 and s_redo[s] != t:
-                            s_redo[s] = t
-                            if n_redo == len(redo):
-                                redo = grown(redo, n_redo + 1)
-                            redo[n_redo] = s
-                            n_redo += 1
-                        break
+            touched, snap_off, snap_msg, snap_score = snap_room(n_leave, leave, s_k, touched, snap_off, snap_msg,
+                                                                snap_score, n_touch)
+            n_touch, n_redo = expire(e, t, n_leave, leave, s_ins, s_del, s_k, theta, s_touch, s_redo, b_off, b_len,
+                                     b_old, o_head, o_next, o_prev, a_msg, a_score, a_dom, touched, snap_off,
+                                     snap_msg, snap_score, n_touch, redo, n_redo)
         # (b) the event at t
         if i < n_ev and ev_seq[i] == t:
             kind = ev_kind[i]
