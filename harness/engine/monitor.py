@@ -63,7 +63,7 @@ def unit_stats(router, worker: int, ev: Events, work: np.ndarray, busy_s: float,
 
 COUNTERS = ("events", "objects", "inserts", "deletes", "candidates", "results", "busy_s", "restore_s",
             "index_bytes", "restored", "pause_s", "replicas_dropped", "reevaluations", "resent", "snapshots",
-            "snapshot_checks", "stored_objects", "stored_bytes")
+            "snapshot_checks", "stored_objects", "stored_bytes", "expiries", "arrival_s", "expiry_s")
 LEVELS = ("index_bytes", "stored_objects", "stored_bytes")  # what a worker holds: the largest over the epochs, not a sum
 
 

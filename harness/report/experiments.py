@@ -71,6 +71,8 @@ PLOT_METRICS = _registered({
     "dskype_bars": ("obj_replication", "stored_replication", "load_max_mean"),
     "reevaluations_vs_x": ("reevaluations",),
     "buffer_vs_x": ("buffer_size_mean",),
+    "amp_vs_x": ("amp_us",),
+    "emp_vs_x": ("emp_us",),
     # SSTD's snapshot queries (Figs. 7-10, 13(a)): their latency, the workers each one reaches, and
     # the objects the workers keep for them and their bytes
     "snapshot_latency_vs_x": ("snapshot_latency_mean_ms",),
@@ -369,6 +371,10 @@ def figures(runs: pd.DataFrame, exp) -> dict[str, object]:
         "reevaluations_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: re-evaluations", facet,
                                              metric="reevaluations"),
         "buffer_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: buffer size", facet, metric="buffer_size_mean"),
+        "amp_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: time per arriving message (AMP)", facet,
+                                   metric="amp_us"),
+        "emp_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: time per expiring message (EMP)", facet,
+                                   metric="emp_us"),
         "snapshot_latency_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: snapshot query latency (queue model)",
                                                 facet, metric="snapshot_latency_mean_ms"),
         "snapshot_workers_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: workers a snapshot query reaches", facet,

@@ -59,8 +59,20 @@ def run_metrics(epochs, workers: pd.DataFrame, n_dispatchers: int, n_input_objec
         "partitions_actual": float((workers["events"] > 0).sum()),
         "replicas_dropped": float(workers["replicas_dropped"].sum()) if "replicas_dropped" in workers else 0.0,
         "reevaluations": float(workers["reevaluations"].sum()) if "reevaluations" in workers else 0.0,
+        **_amp_emp(workers),
         "resent": float(workers["resent"].sum()) if "resent" in workers else 0.0,
     }
+
+
+def _amp_emp(workers: pd.DataFrame) -> dict[str, float]:
+    """Skype's AMP and EMP (Sec. 8.1): worker time per arriving and per expiring message copy, in
+    microseconds, from the top-k index's phase clocks summed over workers; NaN without top-k work."""
+    out = {"amp_us": float("nan"), "emp_us": float("nan")}
+    if "arrival_s" in workers and workers["arrival_s"].sum() > 0 and workers["objects"].sum() > 0:
+        out["amp_us"] = float(workers["arrival_s"].sum() / workers["objects"].sum() * 1e6)
+    if "expiries" in workers and workers["expiries"].sum() > 0:
+        out["emp_us"] = float(workers["expiry_s"].sum() / workers["expiries"].sum() * 1e6)
+    return out
 
 
 # ---------------------------------------------------------------- the registry
@@ -212,6 +224,11 @@ _METRICS = [
            "queries (each worker's largest over the measured epochs, summed; copies counted)", "lower", **_MB),
     Metric("reevaluations", "re-evaluations", "re-evaluations", "top-k lists recomputed against a worker's window "
            "because a member expired (Skype Sec. 6)", "lower", _COUNT),
+    Metric("amp_us", "AMP", "us", "top-k: worker time per arriving message copy (Skype's AMP): finding the "
+           "subscriptions it may enter and entering their buffers; the index's phase clock, summed over workers "
+           "and divided by the copies", "lower", "{:,.1f}"),
+    Metric("emp_us", "EMP", "us", "top-k: worker time per expiring message copy (Skype's EMP): leaving the "
+           "buffers whose oldest member it is and re-evaluating those left with fewer than k", "lower", "{:,.1f}"),
     Metric("resent", "subscriptions re-sent", "copies", "subscription copies sent to workers their route gained "
            "between epochs (DSkype's prefix reallocation)", "lower", _COUNT),
     Metric("messages_routed", "messages routed", "messages", "(event, worker) pairs the dispatchers sent", "lower",

@@ -34,7 +34,7 @@ import pyarrow as pa
 from numba import njit
 
 from harness.core.events import DELETE, INSERT, OBJECT, TOPK, Events
-from harness.core.kernels import upper_bound
+from harness.core.kernels import monotonic_ns, upper_bound
 from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
 from harness.families.topk.scoring import normalised_weights, pair_score
 from harness.families.topk.message_index import best_candidates, message_grid, search_scratch
@@ -479,7 +479,8 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
     """The epoch's events and expiries in seq order through the subscriptions' buffers (module
     docstring). ev_ref: the message index of an object, the subscription slot of an insert or
     delete. Returns the change rows (slot, trigger, message, score, delta) and their count, the
-    arena, the re-evaluations and the pairs scored."""
+    arena, the re-evaluations, the pairs scored, offered and pruned, and the nanoseconds spent on
+    arrivals and on expiries with their re-evaluations (Skype's AMP and EMP, summed)."""
     n_ev, n_exp = len(ev_seq), len(exp_seq)
     n_sub, n_msg = len(s_k), len(m_seq)
     o_slot = np.empty(1024, np.int64)
@@ -524,6 +525,10 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
     pruned = 0
     offered = 0
     live = window0  # messages in the worker's window
+    clock = np.zeros(2, np.int64)
+    t0 = 0
+    arrival_ns = 0
+    expiry_ns = 0
     i, j = 0, 0
     while i < n_ev or j < n_exp:
         t = ev_seq[i] if i < n_ev else NEVER
@@ -534,6 +539,9 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
         n_touch = 0
         n_redo = 0
         # (a) expiries at t leave the buffers; a top-k member's leaving changes the top-k
+        expiring = j < n_exp and exp_seq[j] == t
+        if expiring:
+            t0 = monotonic_ns(clock)
         while j < n_exp and exp_seq[j] == t:
             e = exp_msg[j]
             j += 1
@@ -549,11 +557,14 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
             n_touch, n_redo = expire(e, t, n_leave, leave, s_ins, s_del, s_k, theta, s_touch, s_redo, b_off, b_len,
                                      b_old, o_head, o_next, o_prev, a_msg, a_score, a_dom, touched, snap_off,
                                      snap_msg, snap_score, n_touch, redo, n_redo)
+        if expiring:
+            expiry_ns += monotonic_ns(clock) - t0
         # (b) the event at t
         if i < n_ev and ev_seq[i] == t:
             kind = ev_kind[i]
             ref = ev_ref[i]
             if kind == 0:  # an object: into the buffers of the subscriptions indexed under its terms
+                t0 = monotonic_ns(clock)
                 m = ref
                 live += 1
                 stamp += 1
@@ -571,6 +582,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                     a_dom, a_used, touched, snap_off, snap_msg, snap_score, n_touch, max_dist)
                 scored += n_sc
                 offered += n_sc
+                arrival_ns += monotonic_ns(clock) - t0
             elif kind == 1 or kind == 3:  # an insertion (3: a replica the route gained): from the window
                 s = ref
                 stamp += 1
@@ -592,7 +604,9 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                 b_len[ref] = 0
                 set_oldest(ref, -1, b_old, o_head, o_next, o_prev)
             i += 1
-        # (c) re-evaluate the buffers that fell below k, the arrival at t included
+        # (c) re-evaluate the buffers that fell below k, the arrival at t included (expiry time)
+        if n_redo:
+            t0 = monotonic_ns(clock)
         for d in range(n_redo):
             s = redo[d]
             stamp += 1
@@ -606,6 +620,8 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
             if lam[s] < posted[s] and not in_ov[s]:
                 in_ov[s] = True
                 ov_head, ov_next, ov_sub, ov_j, n_ov = _overflow(s, s_off, s_val, ov_head, ov_next, ov_sub, ov_j, n_ov)
+        if n_redo:
+            expiry_ns += monotonic_ns(clock) - t0
         # (d) each touched subscription's top-k against its snapshot: who left, who entered
         if n_touch:
             need = n_out
@@ -620,7 +636,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
             work[at] += 1 + scored
         scored_total += scored
     return (o_slot, o_trig, o_msg, o_score, o_delta, n_out, a_msg, a_score, a_dom, a_used, reevals, scored_total,
-            offered, pruned)
+            offered, pruned, arrival_ns, expiry_ns)
 
 
 @njit(cache=True)
@@ -775,7 +791,7 @@ class TopkIndex(WorkerIndex):
         s_post_off, s_post, s_post_j, s_post_key = keyed_postings(subs.offsets, subs.values, s_wsum, lam, n_terms)
         work_kept = np.zeros(int(keep_ev.sum()), np.int64)
         (o_slot, o_trig, o_msg, o_score, o_delta, n_out, a_msg, a_score, a_dom, _, reevals, scored, offered,
-         pruned) = run_events(
+         pruned, arrival_ns, expiry_ns) = run_events(
             ev_seq[keep_ev], ev_kind[keep_ev], ref[keep_ev], m_exp[exp_rows], exp_rows, len(self.window),
             m_seq, m_exp, msgs.x, msgs.y, msgs.offsets, msgs.values, m_w, grid, scratch,
             s_ins, s_del, subs.x, subs.y, s_k, s_alpha, subs.offsets, subs.values, s_w, s_wsum, s_rmax, s_post_off, s_post,
@@ -805,7 +821,8 @@ class TopkIndex(WorkerIndex):
         counters = {"objects": int(is_obj.sum()), "inserts": int((events.seq[ins] >= lo).sum()), "deletes": len(dels),
                     "orphan_deletes": orphans, "candidates": int(scored), "results": int((o_delta[:n_out] > 0).sum()),
                     "reevaluations": int(reevals), "window": len(self.window), "arrival_pairs": int(offered),
-                    "pruned_pairs": int(pruned),
+                    "pruned_pairs": int(pruned), "expiries": len(exp_rows),
+                    "arrival_s": arrival_ns / 1e9, "expiry_s": expiry_ns / 1e9,
                     "buffered": int(b_len[live].sum())}
         return WorkerOutput(changes, work, counters, time.process_time() - t0)
 
