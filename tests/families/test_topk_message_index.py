@@ -5,55 +5,21 @@ score; a target of -inf means every such message was scored. Grids of one cell, 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
 from harness.families.topk.message_index import best_candidates, message_grid, search_scratch
-from harness.families.topk.scoring import normalised_weights, term_idf
+from tests.families.topk_streams import plain_scores, random_stream
 
 N_MSG, N_SUB, N_TERMS, WINDOW = 3_000, 60, 40, 1_800
 
 
-def csr(rng, n, lo, hi, p):
-    rows = [np.sort(rng.choice(N_TERMS, size=rng.integers(lo, hi + 1), replace=False, p=p)) for _ in range(n)]
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum([len(r) for r in rows], out=offsets[1:])
-    return offsets, np.concatenate(rows).astype(np.int32)
-
-
 @pytest.fixture(scope="module")
 def stream():
-    rng = np.random.default_rng(11)
-    zipf = 1.0 / np.arange(1, N_TERMS + 1)
-    p = zipf / zipf.sum()
-    centres = rng.uniform(0, 100, size=(6, 2))
-    xy = centres[rng.integers(0, 6, N_MSG)] + rng.normal(scale=6.0, size=(N_MSG, 2))
-    m_off, m_val = csr(rng, N_MSG, 1, 6, p)
-    s_off, s_val = csr(rng, N_SUB, 1, 4, p)
-    df = np.bincount(m_val, minlength=N_TERMS).astype(np.float64)
-    idf = term_idf(df, N_MSG)
-    d = dict(m_x=xy[:, 0], m_y=xy[:, 1], m_off=m_off, m_val=m_val, m_w=normalised_weights(m_off, m_val, idf),
-                s_x=rng.uniform(0, 100, N_SUB), s_y=rng.uniform(0, 100, N_SUB), s_alpha=rng.uniform(0.01, 0.99, N_SUB),
-                s_off=s_off, s_val=s_val, s_w=normalised_weights(s_off, s_val, idf),
-                max_dist=math.hypot(np.ptp(xy[:, 0]), np.ptp(xy[:, 1])), m_seq=np.arange(N_MSG, dtype=np.int64),
-                m_exp=np.arange(N_MSG, dtype=np.int64) + WINDOW)
+    d = random_stream(N_MSG, N_SUB, N_TERMS, 11)
+    d["m_exp"] = d["m_seq"] + WINDOW
     d["scores"] = [plain_scores(d, s) for s in range(N_SUB)]
     return d
-
-
-def plain_scores(d, s):
-    """Every message's score for s (NaN: no common keyword), written out term by term."""
-    mine = dict(zip(d["s_val"][d["s_off"][s]:d["s_off"][s + 1]].tolist(), d["s_w"][d["s_off"][s]:d["s_off"][s + 1]]))
-    out = np.full(N_MSG, np.nan)
-    for m in range(N_MSG):
-        lo, hi = d["m_off"][m], d["m_off"][m + 1]
-        common = [mine[t] * w for t, w in zip(d["m_val"][lo:hi].tolist(), d["m_w"][lo:hi]) if t in mine]
-        if common:
-            ssim = 1.0 - math.hypot(d["m_x"][m] - d["s_x"][s], d["m_y"][m] - d["s_y"][s]) / d["max_dist"]
-            out[m] = d["s_alpha"][s] * ssim + (1.0 - d["s_alpha"][s]) * sum(common)
-    return out
 
 
 @pytest.mark.parametrize("per_cell", [4.0, 60.0, 1e9])

@@ -62,11 +62,12 @@ def test_skypes_worked_bounds_examples_2_3_and_5():
 
 def test_skypes_worked_bounds_examples_4_and_6():
     """Ex. 4 (Def. 5's refined prefix) and Ex. 6 (Thm 5.2, Eq. 5), through the index's own pieces:
-    the keyed postings read up to the message's largest weight from the keyword on, and the text
+    a subscription block read up to the message's largest weight from the keyword on, and the text
     bound of a pair whose rarest common keyword is known. Fig. 4's weights are only in the figure
     image; Ex. 6 gives every number it uses, Ex. 4 only lambda_T."""
     from harness.core.kernels import upper_bound
-    from harness.families.topk.index import MARGIN, keyed_postings, text_bound, text_floor
+    from harness.families.topk.index import MARGIN, text_bound, text_floor
+    from harness.families.topk.subscription_index import subscription_blocks
 
     lam = text_floor(0.7, 0.6, 0.99)  # Ex. 4: kScore 0.7, alpha 0.6, SSimUB 0.99: lambda_T = 0.265 ("0.26")
     assert abs(lam + MARGIN - 0.265) < 1e-12
@@ -75,11 +76,14 @@ def test_skypes_worked_bounds_examples_4_and_6():
     # when 0.5 x (its largest weight from term 5 on, 0.45) reaches lambda_T; the message's largest
     # weight overall (0.9) would read it
     offsets, values = np.array([0, 2]), np.array([2, 5])
-    wsum = np.array([0.3, 0.5])
-    post_off, post, _, key = keyed_postings(offsets, values, wsum, np.array([lam]), 6)
-    assert list(post[post_off[5]:post_off[6]]) == [0]
-    assert upper_bound(key, post_off[5], post_off[6], 0.45) == post_off[5]  # 0.5 x 0.45 < 0.265: not read
-    assert upper_bound(key, post_off[5], post_off[6], 0.9) == post_off[6]  # unrefined: read
+    wsum, w = np.array([0.3, 0.5]), np.array([0.3, 0.2])
+    index = subscription_blocks(np.zeros(1), np.zeros(1), offsets, values, w, wsum, np.array([0.0, 0.3]),
+                                np.array([0.7]), np.array([lam]), np.array([0.6]), 6)
+    blk_off, blk_start, e_sub, e_key = index[0], index[2], index[10], index[14]
+    b = blk_off[5]
+    assert blk_off[6] == b + 1 and list(e_sub[blk_start[b]:blk_start[b + 1]]) == [0]
+    assert upper_bound(e_key, blk_start[b], blk_start[b + 1], 0.45) == blk_start[b]  # 0.5 x 0.45 < 0.265: not read
+    assert upper_bound(e_key, blk_start[b], blk_start[b + 1], 0.9) == blk_start[b + 1]  # unrefined: read
     # Ex. 6: TSim(s3[1:2], m3[1:1]) = 0.4 x 0.7 = 0.28 at their rarest common keyword w2, and Eq. 5
     # over the rest: min(wtsum(s3[3:]) 0.4 x maxwt(m3[2:]) 0.3, wtsum(m3[2:]) 0.5 x maxwt(s3[3:]) 0.3)
     bound = text_bound(0.4, 0.7, 0.4, 0.3, 0.5, 0.3)

@@ -27,6 +27,7 @@ epoch (message_index.py; docs/decisions.md, "Top-k subscriptions").
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -38,6 +39,7 @@ from harness.core.kernels import monotonic_ns, upper_bound
 from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
 from harness.families.topk.scoring import normalised_weights, pair_score
 from harness.families.topk.message_index import best_candidates, message_grid, search_scratch
+from harness.families.topk.subscription_index import subscription_blocks
 from harness.families.topk.skyband import CSKYBAND, DEPTH, KMAX, RATIO, better, choose_theta, grown, rank_order, skyband
 
 # a subscription's buffer between epochs: a header row (mseq = HEADER, score = its theta), then its
@@ -55,21 +57,6 @@ def expiry_seqs(win: np.ndarray) -> np.ndarray:
     ok = np.isfinite(win)
     out[ok] = win[ok].astype(np.int64)
     return out
-
-
-def keyed_postings(offsets, values, wsum, lam, n_terms: int):
-    """Term -> subscriptions as CSR, each list by the largest message weight that still cannot
-    reach the subscription through that term, lam / wsum (Thm 5.1; -inf when anything can), so a
-    message reads a list only up to its largest weight from that term on (Def. 5). Returns offsets,
-    subscriptions, their CSR entry for the term (its weight, wsum and the rest's bounds), and the
-    keys."""
-    owner = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        key = np.where(np.isfinite(lam[owner]), lam[owner] / wsum, -np.inf)
-    order = np.lexsort((owner, key, values))
-    post_off = np.zeros(n_terms + 1, np.int64)
-    np.cumsum(np.bincount(values, minlength=n_terms), out=post_off[1:])
-    return post_off, owner[order], order.astype(np.int64), key[order]
 
 
 @njit(cache=True)
@@ -265,57 +252,88 @@ def _overflow(s, s_off, s_val, ov_head, ov_next, ov_sub, ov_j, n_ov):
 
 
 @njit(cache=True)
-def arrival_candidates(m, t, stamp, m_off, m_val, m_w, m_x, m_y, m_rmax, m_rsum, s_post_off, s_post_key, s_post,
-                       s_post_w, s_post_rsum, s_post_rmax, ov_head, ov_next, ov_sub, ov_j, s_w, s_wsum, s_rmax,
-                       s_seen, lam, theta, s_redo, s_ins, s_del, s_x, s_y, s_alpha, max_dist, cand):
-    """The live subscriptions message m may enter at t, into cand; returns their count and the
-    pairs pruned. Terms rarest first, so a subscription is met first at its rarest common keyword,
-    where its text bound is loosest. A posting is sorted by the message weight its entry needs
-    (Thm 5.4's early stop) and read up to the message's largest weight from this term on (Def.
-    5's refined prefix); the overflow holds those whose theta fell below the one they were posted
-    with. The text bound is Thm 5.2's (`text_bound`); then the exact spatial similarity with it
-    (a skip is certain: the margin dwarfs rounding). Kept apart from run_events, whose growing
-    arrays would otherwise make numba count references in this loop."""
+def arrival_candidates(m, t, stamp, m_off, m_val, m_w, m_x, m_y, m_rmax, m_rsum, sub_index, ov_head, ov_next, ov_sub,
+                       ov_j, s_w, s_wsum, s_rmax, s_seen, lam, theta, s_redo, s_ins, s_del, s_x, s_y, s_alpha,
+                       max_dist, cand):
+    """The live subscriptions message m may enter at t, into cand; returns their count, the pairs
+    pruned one by one and the blocks skipped whole. Terms rarest first, so a subscription is met
+    first at its rarest common keyword, where its text bound is loosest. Per block of the term
+    (subscription_index.py): skipped whole when its cell's spatial bound and its largest weights
+    cannot reach its smallest theta (Thm 5.3), else read up to the message's largest weight from
+    this term on (Def. 5). The overflow holds those whose theta fell below the one they were posted
+    with. Each one read: Thm 5.2's text bound (`text_bound`), then the exact spatial similarity
+    with it (a skip is certain: the margin dwarfs rounding). Kept apart from run_events, whose
+    growing arrays would otherwise make numba count references in this loop."""
+    (blk_off, blk_cell, blk_start, blk_theta, blk_alo, blk_ahi, blk_w, blk_rsum, blk_rmax, geometry, e_sub, e_w,
+     e_rsum, e_rmax, e_key, e_x, e_y, e_alpha) = sub_index
+    x0, y0, cw, ch, side = geometry[0], geometry[1], geometry[2], geometry[3], int(geometry[4])
     lo_m, n_mt = m_off[m], m_off[m + 1] - m_off[m]
+    mx, my = m_x[m], m_y[m]
     m_rmax[0], m_rsum[0] = 0.0, 0.0  # [u]: over the message's u most frequent terms
     for u in range(n_mt):
         m_rmax[u + 1] = max(m_rmax[u], m_w[lo_m + u])
         m_rsum[u + 1] = m_rsum[u] + m_w[lo_m + u]
     n_cand = 0
     pruned = 0
+    skipped = 0
     for q in range(m_off[m + 1] - 1, lo_m - 1, -1):
         term = m_val[q]
         u = q - lo_m
-        lo_p = s_post_off[term]
-        hi_p = upper_bound(s_post_key, lo_p, s_post_off[term + 1], m_rmax[u + 1])
+        mw = m_w[q]
+        for b in range(blk_off[term], blk_off[term + 1]):
+            c = blk_cell[b]
+            lx, ly = x0 + (c // side) * cw, y0 + (c % side) * ch
+            dx = max(0.0, lx - mx, mx - (lx + cw))
+            dy = max(0.0, ly - my, my - (ly + ch))
+            reach_s = 1.0 - math.sqrt(dx * dx + dy * dy) / max_dist
+            reach_t = min(1.0, text_bound(blk_w[b], mw, blk_rsum[b], blk_rmax[b], m_rsum[u], m_rmax[u]))
+            a_lo, a_hi = blk_alo[b], blk_ahi[b]
+            if max(a_lo * reach_s + (1.0 - a_lo) * reach_t, a_hi * reach_s + (1.0 - a_hi) * reach_t) \
+                    < blk_theta[b] - MARGIN:
+                skipped += 1
+                continue
+            hi_p = upper_bound(e_key, blk_start[b], blk_start[b + 1], m_rmax[u + 1])
+            for p in range(blk_start[b], hi_p):  # the entry's own columns in sequence, the few dynamic ones by s
+                s = e_sub[p]
+                if s_seen[s] == stamp:
+                    continue
+                s_seen[s] = stamp
+                tub = text_bound(e_w[p], mw, e_rsum[p], e_rmax[p], m_rsum[u], m_rmax[u])
+                if tub < lam[s]:  # Thm 5.1 / 5.2: cannot reach theta_s
+                    pruned += 1
+                    continue
+                dx = mx - e_x[p]
+                dy = my - e_y[p]
+                a = e_alpha[p]
+                if a * (1.0 - math.sqrt(dx * dx + dy * dy) / max_dist) + (1.0 - a) * min(tub, 1.0) < theta[s] - MARGIN:
+                    pruned += 1
+                    continue
+                if s_redo[s] == t or not (s_ins[s] < t < s_del[s]):
+                    continue
+                cand[n_cand] = s
+                n_cand += 1
         e = ov_head[term]
-        p = lo_p
-        while p < hi_p or e >= 0:
-            if p < hi_p:  # the entry's weights in posting order: read in sequence
-                s, sw, rsum, rmax = s_post[p], s_post_w[p], s_post_rsum[p], s_post_rmax[p]
-                p += 1
-            else:
-                s, jj = ov_sub[e], ov_j[e]
-                sw, rsum, rmax = s_w[jj], s_wsum[jj] - s_w[jj], s_rmax[jj]
-                e = ov_next[e]
+        while e >= 0:
+            s, jj = ov_sub[e], ov_j[e]
+            e = ov_next[e]
             if s_seen[s] == stamp:
                 continue
             s_seen[s] = stamp
-            tub = text_bound(sw, m_w[q], rsum, rmax, m_rsum[u], m_rmax[u])
-            if tub < lam[s]:  # Thm 5.1 / 5.2: cannot reach theta_s
+            tub = text_bound(s_w[jj], mw, s_wsum[jj] - s_w[jj], s_rmax[jj], m_rsum[u], m_rmax[u])
+            if tub < lam[s]:
                 pruned += 1
                 continue
             if s_redo[s] == t or not (s_ins[s] < t < s_del[s]):
                 continue
-            dx = m_x[m] - s_x[s]
-            dy = m_y[m] - s_y[s]
+            dx = mx - s_x[s]
+            dy = my - s_y[s]
             a = s_alpha[s]
-            if a * (1.0 - np.sqrt(dx * dx + dy * dy) / max_dist) + (1.0 - a) * min(tub, 1.0) < theta[s] - MARGIN:
+            if a * (1.0 - math.sqrt(dx * dx + dy * dy) / max_dist) + (1.0 - a) * min(tub, 1.0) < theta[s] - MARGIN:
                 pruned += 1
                 continue
             cand[n_cand] = s
             n_cand += 1
-    return n_cand, pruned
+    return n_cand, pruned, skipped
 
 
 @njit(cache=True)
@@ -472,9 +490,7 @@ def emit_changes(t, n_touch, touched, snap_off, snap_msg, snap_score, s_k, b_off
 @njit(cache=True)
 def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, grid, scratch,
-               s_ins, s_del, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, s_wsum, s_rmax, s_post_off, s_post,
-               s_post_w, s_post_rsum, s_post_rmax,
-               s_post_key, b_off, b_cap, b_len, b_old, theta, lam, a_msg, a_score, a_dom, a_used, mode, ratio, kmax, max_dist,
+               s_ins, s_del, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, s_wsum, s_rmax, sub_index, b_off, b_cap, b_len, b_old, theta, lam, a_msg, a_score, a_dom, a_used, mode, ratio, kmax, max_dist,
                work):
     """The epoch's events and expiries in seq order through the subscriptions' buffers (module
     docstring). ev_ref: the message index of an object, the subscription slot of an insert or
@@ -507,7 +523,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
     # the loop made numba count references on every pass (measured: 3x the loop's time)
     cand = np.empty(n_sub, np.int64)
     posted = lam.copy()  # the theta (as a text floor) each subscription's postings are sorted by
-    ov_head = np.full(len(s_post_off) - 1, -1, np.int64)  # term -> overflow entries (linked)
+    ov_head = np.full(len(sub_index[0]) - 1, -1, np.int64)  # term -> overflow entries (linked)
     ov_next = np.empty(16, np.int64)
     ov_sub = np.empty(16, np.int64)
     ov_j = np.empty(16, np.int64)
@@ -523,6 +539,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
     reevals = 0
     scored_total = 0
     pruned = 0
+    skipped = 0
     offered = 0
     live = window0  # messages in the worker's window
     clock = np.zeros(2, np.int64)
@@ -568,11 +585,11 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
                 m = ref
                 live += 1
                 stamp += 1
-                n_cand, n_pruned = arrival_candidates(
-                    m, t, stamp, m_off, m_val, m_w, m_x, m_y, m_rmax, m_rsum, s_post_off, s_post_key, s_post,
-                    s_post_w, s_post_rsum, s_post_rmax, ov_head, ov_next, ov_sub, ov_j, s_w, s_wsum, s_rmax, s_seen,
-                    lam, theta, s_redo, s_ins, s_del, s_x, s_y, s_alpha, max_dist, cand)
+                n_cand, n_pruned, n_skipped = arrival_candidates(
+                    m, t, stamp, m_off, m_val, m_w, m_x, m_y, m_rmax, m_rsum, sub_index, ov_head, ov_next, ov_sub, ov_j,
+                    s_w, s_wsum, s_rmax, s_seen, lam, theta, s_redo, s_ins, s_del, s_x, s_y, s_alpha, max_dist, cand)
                 pruned += n_pruned
+                skipped += n_skipped
                 a_msg, a_score, a_dom, touched, snap_off, snap_msg, snap_score = room_for(
                     n_cand, cand, s_k, b_cap, b_len, a_msg, a_score, a_dom, a_used, touched, snap_off, snap_msg,
                     snap_score, n_touch)
@@ -636,7 +653,7 @@ def run_events(ev_seq, ev_kind, ev_ref, exp_seq, exp_msg, window0,
             work[at] += 1 + scored
         scored_total += scored
     return (o_slot, o_trig, o_msg, o_score, o_delta, n_out, a_msg, a_score, a_dom, a_used, reevals, scored_total,
-            offered, pruned, arrival_ns, expiry_ns)
+            offered, pruned, skipped, arrival_ns, expiry_ns)
 
 
 @njit(cache=True)
@@ -788,15 +805,15 @@ class TopkIndex(WorkerIndex):
         lam = text_floors(theta, s_alpha)
         s_wsum = suffix_weights(subs.offsets, s_w)
         s_rmax = rest_max(subs.offsets, s_w)
-        s_post_off, s_post, s_post_j, s_post_key = keyed_postings(subs.offsets, subs.values, s_wsum, lam, n_terms)
+        sub_index = subscription_blocks(subs.x, subs.y, subs.offsets, subs.values, s_w, s_wsum, s_rmax, theta, lam,
+                                        s_alpha, n_terms)
         work_kept = np.zeros(int(keep_ev.sum()), np.int64)
         (o_slot, o_trig, o_msg, o_score, o_delta, n_out, a_msg, a_score, a_dom, _, reevals, scored, offered,
-         pruned, arrival_ns, expiry_ns) = run_events(
+         pruned, skipped, arrival_ns, expiry_ns) = run_events(
             ev_seq[keep_ev], ev_kind[keep_ev], ref[keep_ev], m_exp[exp_rows], exp_rows, len(self.window),
             m_seq, m_exp, msgs.x, msgs.y, msgs.offsets, msgs.values, m_w, grid, scratch,
-            s_ins, s_del, subs.x, subs.y, s_k, s_alpha, subs.offsets, subs.values, s_w, s_wsum, s_rmax, s_post_off, s_post,
-            s_w[s_post_j], (s_wsum - s_w)[s_post_j], s_rmax[s_post_j], s_post_key, b_off, b_cap, b_len, b_old, theta,
-            lam, a_msg, a_score, a_dom, len(a_msg), self.mode,
+            s_ins, s_del, subs.x, subs.y, s_k, s_alpha, subs.offsets, subs.values, s_w, s_wsum, s_rmax, sub_index, b_off, b_cap, b_len, b_old, theta,
+            lam, a_msg, a_score, a_dom, int(b_cap.sum()), self.mode,
             self.ratio, self.kmax, self.max_dist, work_kept)
         o_slot, o_msg = o_slot[:n_out], o_msg[:n_out]
         parts = [self._leaving_rows(lo), {"qid": subs.id[o_slot], "trigger": o_trig[:n_out], "mseq": m_seq[o_msg],
@@ -821,7 +838,7 @@ class TopkIndex(WorkerIndex):
         counters = {"objects": int(is_obj.sum()), "inserts": int((events.seq[ins] >= lo).sum()), "deletes": len(dels),
                     "orphan_deletes": orphans, "candidates": int(scored), "results": int((o_delta[:n_out] > 0).sum()),
                     "reevaluations": int(reevals), "window": len(self.window), "arrival_pairs": int(offered),
-                    "pruned_pairs": int(pruned), "expiries": len(exp_rows),
+                    "pruned_pairs": int(pruned), "skipped_blocks": int(skipped), "expiries": len(exp_rows),
                     "arrival_s": arrival_ns / 1e9, "expiry_s": expiry_ns / 1e9,
                     "buffered": int(b_len[live].sum())}
         return WorkerOutput(changes, work, counters, time.process_time() - t0)
@@ -846,8 +863,11 @@ class TopkIndex(WorkerIndex):
         np.add.at(b_len, slot[mem], 1)
         b_cap = np.where(b_len > 0, np.maximum(2 * b_len, 2 * s_k), 0)
         b_off = (np.cumsum(b_cap) - b_cap).astype(np.int64)
+        # room past the regions for the epoch's relocations and new subscriptions: growing a full
+        # arena copies every buffer (at 156k subscriptions, 0.2 s on the first relocation of an epoch)
         size = int(b_cap.sum())
-        a_msg, a_score, a_dom = np.zeros(size, np.int64), np.zeros(size), np.zeros(size, np.int64)
+        room = size + size // 2 + DEPTH * int(s_k.max(initial=1)) * max(n - int((b_len > 0).sum()), 16)
+        a_msg, a_score, a_dom = np.empty(room, np.int64), np.empty(room), np.empty(room, np.int64)
         if mem.any():  # rows are by query, in rank order
             q = slot[mem]
             first = np.r_[0, np.flatnonzero(q[1:] != q[:-1]) + 1]
