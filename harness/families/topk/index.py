@@ -17,12 +17,16 @@ initialised against the window at its insertion (Skype Sec. 4). The worker emits
 local top-k as rows (qid, trigger seq, message seq, oid, score, +1 enter / -1 leave); the merger
 (merge.py) turns the replicas' local lists into the global entries.
 
-An arrival reads each of its terms' postings, sorted by the message weight a subscription needs
-through that term (Thm 5.1 as a sort key, Thm 5.4's early stop), only as far as its largest weight
-from that term on reaches (Def. 5's refined prefix), bounds the text similarity by the common
-keyword's product plus Eq. 5 over the rest (Thm 5.2), and skips a candidate whose exact spatial
-similarity with that bound cannot reach its theta; registration and re-evaluation search the window's message index, built once per
-epoch (message_index.py; docs/decisions.md, "Top-k subscriptions").
+An arrival reads each of its terms' subscription blocks (subscription_index.py): a block whose
+cell, alphas and largest weights cannot reach its smallest theta is skipped whole (Thm 5.3); the
+others are read, sorted by the message weight a subscription needs through that term (Thm 5.1 as a
+sort key, Thm 5.4's early stop), only as far as the message's largest weight from that term on
+reaches (Def. 5's refined prefix); each subscription read is bounded by the common keyword's
+product plus Eq. 5 over the rest (Thm 5.2) and by its exact spatial similarity. Registration and
+re-evaluation search the window's message index, built once per epoch (message_index.py;
+docs/decisions.md, "Top-k subscriptions"). The loops run in kernels that never reallocate inside
+them (`arrival_candidates`, `enter_candidates`, `expire`, `emit_changes`): numba counts references
+on every pass of a loop that does.
 """
 
 from __future__ import annotations
