@@ -42,7 +42,7 @@ from harness.core.events import DELETE, INSERT, OBJECT, TOPK, Events
 from harness.core.kernels import monotonic_ns, upper_bound
 from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
 from harness.families.topk.scoring import normalised_weights, pair_score
-from harness.families.topk.message_index import best_candidates, message_grid, search_scratch
+from harness.families.topk.message_index import best_candidates, cell_reach, message_grid, search_scratch
 from harness.families.topk.subscription_index import subscription_blocks
 from harness.families.topk.skyband import CSKYBAND, DEPTH, KMAX, RATIO, better, choose_theta, grown, rank_order, skyband
 
@@ -255,6 +255,28 @@ def _overflow(s, s_off, s_val, ov_head, ov_next, ov_sub, ov_j, n_ov):
     return ov_head, ov_next, ov_sub, ov_j, n_ov
 
 
+SEEN, PRUNED, CANDIDATE = 0, 1, 2
+
+
+@njit(cache=True, inline="always")
+def consider(s, stamp, t, s_wt, m_wt, s_rest_sum, s_rest_max, m_rest_sum, m_rest_max, alpha, dx, dy, s_seen, lam,
+             theta, s_redo, s_ins, s_del, max_dist):
+    """Subscription s met by the message at t through a keyword with weights s_wt, m_wt: SEEN
+    (met already through a rarer keyword, or not live, or due for re-evaluation at t), PRUNED (Thm
+    5.1 / 5.2's text floor, then the exact spatial similarity, at offset dx, dy, with that text
+    bound: a skip is certain, the margin dwarfs rounding) or CANDIDATE."""
+    if s_seen[s] == stamp:
+        return SEEN
+    s_seen[s] = stamp
+    tub = text_bound(s_wt, m_wt, s_rest_sum, s_rest_max, m_rest_sum, m_rest_max)
+    if tub < lam[s] or alpha * (1.0 - math.sqrt(dx * dx + dy * dy) / max_dist) + (1.0 - alpha) * min(
+            tub, 1.0) < theta[s] - MARGIN:
+        return PRUNED
+    if s_redo[s] == t or not (s_ins[s] < t < s_del[s]):
+        return SEEN
+    return CANDIDATE
+
+
 @njit(cache=True)
 def arrival_candidates(m, t, stamp, m_off, m_val, m_w, m_x, m_y, m_rmax, m_rsum, sub_index, ov_head, ov_next, ov_sub,
                        ov_j, s_w, s_wsum, s_rmax, s_seen, lam, theta, s_redo, s_ins, s_del, s_x, s_y, s_alpha,
@@ -270,7 +292,6 @@ def arrival_candidates(m, t, stamp, m_off, m_val, m_w, m_x, m_y, m_rmax, m_rsum,
     growing arrays would otherwise make numba count references in this loop."""
     (blk_off, blk_cell, blk_start, blk_theta, blk_alo, blk_ahi, blk_w, blk_rsum, blk_rmax, geometry, e_sub, e_w,
      e_rsum, e_rmax, e_key, e_x, e_y, e_alpha) = sub_index
-    x0, y0, cw, ch, side = geometry[0], geometry[1], geometry[2], geometry[3], int(geometry[4])
     lo_m, n_mt = m_off[m], m_off[m + 1] - m_off[m]
     mx, my = m_x[m], m_y[m]
     m_rmax[0], m_rsum[0] = 0.0, 0.0  # [u]: over the message's u most frequent terms
@@ -285,11 +306,7 @@ def arrival_candidates(m, t, stamp, m_off, m_val, m_w, m_x, m_y, m_rmax, m_rsum,
         u = q - lo_m
         mw = m_w[q]
         for b in range(blk_off[term], blk_off[term + 1]):
-            c = blk_cell[b]
-            lx, ly = x0 + (c // side) * cw, y0 + (c % side) * ch
-            dx = max(0.0, lx - mx, mx - (lx + cw))
-            dy = max(0.0, ly - my, my - (ly + ch))
-            reach_s = 1.0 - math.sqrt(dx * dx + dy * dy) / max_dist
+            reach_s = cell_reach(blk_cell[b], geometry, mx, my, max_dist)
             reach_t = min(1.0, text_bound(blk_w[b], mw, blk_rsum[b], blk_rmax[b], m_rsum[u], m_rmax[u]))
             a_lo, a_hi = blk_alo[b], blk_ahi[b]
             if max(a_lo * reach_s + (1.0 - a_lo) * reach_t, a_hi * reach_s + (1.0 - a_hi) * reach_t) \
@@ -298,45 +315,23 @@ def arrival_candidates(m, t, stamp, m_off, m_val, m_w, m_x, m_y, m_rmax, m_rsum,
                 continue
             hi_p = upper_bound(e_key, blk_start[b], blk_start[b + 1], m_rmax[u + 1])
             for p in range(blk_start[b], hi_p):  # the entry's own columns in sequence, the few dynamic ones by s
-                s = e_sub[p]
-                if s_seen[s] == stamp:
-                    continue
-                s_seen[s] = stamp
-                tub = text_bound(e_w[p], mw, e_rsum[p], e_rmax[p], m_rsum[u], m_rmax[u])
-                if tub < lam[s]:  # Thm 5.1 / 5.2: cannot reach theta_s
-                    pruned += 1
-                    continue
-                dx = mx - e_x[p]
-                dy = my - e_y[p]
-                a = e_alpha[p]
-                if a * (1.0 - math.sqrt(dx * dx + dy * dy) / max_dist) + (1.0 - a) * min(tub, 1.0) < theta[s] - MARGIN:
-                    pruned += 1
-                    continue
-                if s_redo[s] == t or not (s_ins[s] < t < s_del[s]):
-                    continue
-                cand[n_cand] = s
-                n_cand += 1
+                verdict = consider(e_sub[p], stamp, t, e_w[p], mw, e_rsum[p], e_rmax[p], m_rsum[u], m_rmax[u],
+                                   e_alpha[p], mx - e_x[p], my - e_y[p], s_seen, lam, theta, s_redo, s_ins, s_del,
+                                   max_dist)
+                pruned += verdict == PRUNED
+                if verdict == CANDIDATE:
+                    cand[n_cand] = e_sub[p]
+                    n_cand += 1
         e = ov_head[term]
         while e >= 0:
             s, jj = ov_sub[e], ov_j[e]
             e = ov_next[e]
-            if s_seen[s] == stamp:
-                continue
-            s_seen[s] = stamp
-            tub = text_bound(s_w[jj], mw, s_wsum[jj] - s_w[jj], s_rmax[jj], m_rsum[u], m_rmax[u])
-            if tub < lam[s]:
-                pruned += 1
-                continue
-            if s_redo[s] == t or not (s_ins[s] < t < s_del[s]):
-                continue
-            dx = mx - s_x[s]
-            dy = my - s_y[s]
-            a = s_alpha[s]
-            if a * (1.0 - math.sqrt(dx * dx + dy * dy) / max_dist) + (1.0 - a) * min(tub, 1.0) < theta[s] - MARGIN:
-                pruned += 1
-                continue
-            cand[n_cand] = s
-            n_cand += 1
+            verdict = consider(s, stamp, t, s_w[jj], mw, s_wsum[jj] - s_w[jj], s_rmax[jj], m_rsum[u], m_rmax[u],
+                               s_alpha[s], mx - s_x[s], my - s_y[s], s_seen, lam, theta, s_redo, s_ins, s_del, max_dist)
+            pruned += verdict == PRUNED
+            if verdict == CANDIDATE:
+                cand[n_cand] = s
+                n_cand += 1
     return n_cand, pruned, skipped
 
 

@@ -40,15 +40,10 @@ def message_grid(x, y, offsets, values, weights, n_terms: int, per_cell: float =
     cell, start (one past the last block: the end) and largest weight, the entries' message and
     weight)."""
     n = len(offsets) - 1
-    side = int(min(MAX_SIDE, max(1, round(math.sqrt(n / per_cell)))))
-    x0, y0 = (float(x.min()), float(y.min())) if n else (0.0, 0.0)
-    cw = (float(x.max()) - x0) / side if n else 1.0
-    ch = (float(y.max()) - y0) / side if n else 1.0
-    cw, ch = cw if cw > 0.0 else 1.0, ch if ch > 0.0 else 1.0
-    cx = np.clip(((x - x0) / cw).astype(np.int64), 0, side - 1)
-    cy = np.clip(((y - y0) / ch).astype(np.int64), 0, side - 1)
+    geometry, cell = uniform_grid(x, y, per_cell, MAX_SIDE)
+    side = int(geometry[4])
     owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
-    e_cell = (cx * side + cy)[owner]
+    e_cell = cell[owner]
     by_weight = np.argsort(-weights, kind="stable")  # then by (term, cell), stable: lexsort's order, faster
     order = by_weight[np.argsort((values.astype(np.int64) * (side * side) + e_cell)[by_weight], kind="stable")]
     e_term, e_cell = values[order].astype(np.int64), e_cell[order]
@@ -57,9 +52,33 @@ def message_grid(x, y, offsets, values, weights, n_terms: int, per_cell: float =
     term_blocks = np.zeros(n_terms + 1, np.int64)
     np.cumsum(np.bincount(e_term[starts], minlength=n_terms), out=term_blocks[1:])
     e_w = weights[order]
-    geometry = np.array([x0, y0, cw, ch, side], np.float64)
     return (geometry, term_blocks, e_cell[starts], np.r_[starts, len(order)].astype(np.int64), e_w[starts],
             owner[order], e_w)
+
+
+def uniform_grid(x: np.ndarray, y: np.ndarray, per_cell: float, max_side: int) -> tuple[np.ndarray, np.ndarray]:
+    """A uniform grid over the points' bounding box, about per_cell points a cell, at most
+    max_side cells a side: ([x0, y0, cell width, cell height, side], each point's cell, column-major
+    as cx x side + cy)."""
+    n = len(x)
+    side = int(min(max_side, max(1, round(math.sqrt(n / per_cell)))))
+    x0, y0 = (float(x.min()), float(y.min())) if n else (0.0, 0.0)
+    cw = (float(x.max()) - x0) / side if n else 1.0
+    ch = (float(y.max()) - y0) / side if n else 1.0
+    cw, ch = cw if cw > 0.0 else 1.0, ch if ch > 0.0 else 1.0
+    cx = np.clip(((x - x0) / cw).astype(np.int64), 0, side - 1)
+    cy = np.clip(((y - y0) / ch).astype(np.int64), 0, side - 1)
+    return np.array([x0, y0, cw, ch, side], np.float64), cx * side + cy
+
+
+@njit(cache=True, inline="always")
+def cell_reach(c, geometry, px, py, max_dist):
+    """SSimUB of a point and grid cell c: 1 - the point's distance to the cell's rectangle / MaxDist."""
+    side = int(geometry[4])
+    lx, ly = geometry[0] + (c // side) * geometry[2], geometry[1] + (c % side) * geometry[3]
+    dx = max(0.0, lx - px, px - (lx + geometry[2]))
+    dy = max(0.0, ly - py, py - (ly + geometry[3]))
+    return 1.0 - math.sqrt(dx * dx + dy * dy) / max_dist
 
 
 def search_scratch(grid, terms_per_subscription: int):
@@ -99,13 +118,9 @@ def best_candidates(s, t, inclusive, min_exp, need, frac, c_msg, c_score, m_seen
             acc[c] += s_w[lo_t + i] * blk_maxw[b]
             t_blk[slot[c] * nt + i] = b
     alpha = s_alpha[s]
-    x0, y0, cw, ch, side = geometry[0], geometry[1], geometry[2], geometry[3], int(geometry[4])
     for u in range(n_touch):
         c = touched[u]
-        lx, ly = x0 + (c // side) * cw, y0 + (c % side) * ch
-        dx = max(0.0, lx - s_x[s], s_x[s] - (lx + cw))
-        dy = max(0.0, ly - s_y[s], s_y[s] - (ly + ch))
-        spatial[u] = alpha * (1.0 - math.sqrt(dx * dx + dy * dy) / max_dist) + SLACK
+        spatial[u] = alpha * cell_reach(c, geometry, s_x[s], s_y[s], max_dist) + SLACK
         bound[u] = spatial[u] + (1.0 - alpha) * min(acc[c], 1.0)
     order = np.argsort(-bound[:n_touch])
     best = np.full(need, -np.inf)  # the best scores so far, descending

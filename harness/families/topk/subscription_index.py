@@ -20,9 +20,9 @@ from making their whole cell unskippable.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
+
+from harness.families.topk.message_index import uniform_grid
 
 PER_CELL = 1024  # subscriptions per grid cell on average
 MAX_SIDE = 64  # cells per side at most
@@ -38,13 +38,8 @@ def subscription_blocks(x, y, offsets, values, s_w, wsum, rmax, theta, lam, alph
     height, side]; the entries' subscription, weight, rest sum, rest max and key, and their
     subscription's x, y and alpha, copied in entry order so that a message reads them in sequence)."""
     n = len(offsets) - 1
-    side = int(min(MAX_SIDE, max(1, round(math.sqrt(n / per_cell)))))
-    x0, y0 = (float(x.min()), float(y.min())) if n else (0.0, 0.0)
-    cw = (float(x.max()) - x0) / side if n else 1.0
-    ch = (float(y.max()) - y0) / side if n else 1.0
-    cw, ch = cw if cw > 0.0 else 1.0, ch if ch > 0.0 else 1.0
-    cell = np.clip(((x - x0) / cw).astype(np.int64), 0, side - 1) * side + np.clip(
-        ((y - y0) / ch).astype(np.int64), 0, side - 1)
+    geometry, cell = uniform_grid(x, y, per_cell, MAX_SIDE)
+    side = int(geometry[4])
     owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
     term = values.astype(np.int64)
     # alpha groups by quantile (Skype's alpha-partition): a block's bound is only as tight as its
@@ -73,7 +68,6 @@ def subscription_blocks(x, y, offsets, values, s_w, wsum, rmax, theta, lam, alph
     def reduce(op, values_):
         return op.reduceat(values_, starts) if len(starts) else np.zeros(0)
 
-    geometry = np.array([x0, y0, cw, ch, side], np.float64)
     members = e_sub if len(starts) else np.zeros(0, np.int64)
     return (blk_off, cell[members][starts] if len(starts) else np.zeros(0, np.int64),
             np.r_[starts, len(order)].astype(np.int64), reduce(np.minimum, theta[members]),
