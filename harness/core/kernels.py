@@ -7,6 +7,7 @@ point and every rectangle that contains it always agree on their cells (the rout
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 from numba import njit, types
@@ -103,7 +104,7 @@ def last_terms(rows, offsets, values):
 # clock_gettime through its C symbol, resolved by name when a kernel is linked (a ctypes pointer
 # would be an address baked into numba's on-disk cache, stale in the next process)
 _clock_gettime = types.ExternalFunction("clock_gettime", types.int32(types.int32, types.CPointer(types.int64)))
-CLOCK_MONOTONIC = 1
+CLOCK_MONOTONIC = time.CLOCK_MONOTONIC  # the platform's id (1 on Linux, 6 on macOS)
 
 
 @njit(cache=True)

@@ -89,3 +89,18 @@ def test_skypes_worked_bounds_examples_4_and_6():
     bound = text_bound(0.4, 0.7, 0.4, 0.3, 0.5, 0.3)
     assert abs(bound - (0.28 + 0.12)) < 1e-12 and bound < 0.48  # s3 is skipped
     assert text_bound(0.4, 0.7, 0.4, 0.3, 0.2, 0.3) == pytest.approx(0.28 + 0.06)  # the other side of the min
+
+
+def test_the_kernels_clock_is_the_monotonic_clock():
+    """`monotonic_ns` (the top-k phases' clock, called inside compiled loops) reads the same clock
+    as time.monotonic_ns: a reading falls between two of Python's, and time moves forward."""
+    import time
+
+    from harness.core.kernels import monotonic_ns
+
+    buf = np.zeros(2, np.int64)
+    monotonic_ns(buf)  # compiled or loaded before the readings
+    before = time.monotonic_ns()
+    inside = monotonic_ns(buf)
+    after = time.monotonic_ns()
+    assert before <= inside <= after
