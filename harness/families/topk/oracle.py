@@ -47,22 +47,36 @@ def _unit_vectors(offsets, values, idf):
     return out
 
 
+@njit(cache=True, inline="always")
+def _ranks_above(a, b, score, o_seq, cand):
+    """Candidate a ranks above b: a higher score, or the same and the newer message."""
+    return score[a] > score[b] or (score[a] == score[b] and o_seq[cand[a]] > o_seq[cand[b]])
+
+
 @njit(cache=True)
-def _insert(live, n_live, c, score, o_seq, cand):
-    """Candidate c into the rank-ordered live list (score desc, then the newer message first)."""
-    p = n_live
-    while p > 0 and (score[live[p - 1]] < score[c] or (score[live[p - 1]] == score[c]
-                                                       and o_seq[cand[live[p - 1]]] < o_seq[cand[c]])):
-        p -= 1
-    for r in range(n_live, p, -1):
-        live[r] = live[r - 1]
-    live[p] = c
-    return n_live + 1
+def _refill(top, n_top, k, alive, in_top, score, o_seq, cand):
+    """Append the best live candidates outside the top until it holds k (or no candidate is left):
+    the top holds the best of the live ones, so each one found ranks below all of it."""
+    while n_top < k:
+        best = -1
+        for c in range(len(cand)):
+            if alive[c] and not in_top[c] and (best < 0 or _ranks_above(c, best, score, o_seq, cand)):
+                best = c
+        if best < 0:
+            break
+        top[n_top] = best
+        in_top[best] = True
+        n_top += 1
+    return n_top
 
 
 @njit(cache=True)
 def _replay(start, end, k, qx, qy, alpha, q_terms, q_w, cand, o_seq, o_exp, o_x, o_y, o_off, o_val, o_w, max_dist):
-    """Entries (candidate, trigger seq) of one subscription live over (start, end)."""
+    """Entries (candidate, trigger seq) of one subscription live over (start, end). The top-k is
+    kept in rank order beside a flag per candidate for the live window: an expiry leaves it and the
+    best live candidate outside it fills the place at once (before the seq's arrival, which then
+    competes with that one), an arrival enters it by rank (pushing the k-th out, still live).
+    After each seq's changes the members not in the top-k before are its entries."""
     n = len(cand)
     score = np.empty(n)
     for c in range(n):
@@ -88,49 +102,66 @@ def _replay(start, end, k, qx, qy, alpha, q_terms, q_w, cand, o_seq, o_exp, o_x,
                 ev_c[m] = c if what == 1 else -1 - c
                 m += 1
     order = np.argsort(ev_t[:m] * 2 + (ev_c[:m] >= 0), kind="mergesort")
-    live = np.empty(n, np.int64)  # candidate indices in rank order
-    n_live = 0
+    alive = np.zeros(n, np.bool_)
+    in_top = np.zeros(n, np.bool_)
     for c in range(n):  # the window at the registration
-        o = cand[c]
-        if o_seq[o] < start and o_exp[o] > start:
-            n_live = _insert(live, n_live, c, score, o_seq, cand)
-    top_old = np.full(k, -1, np.int64)
+        alive[c] = o_seq[cand[c]] < start and o_exp[cand[c]] > start
+    top = np.empty(k + 1, np.int64)  # rank order; one spare for an arrival before the k-th leaves
+    n_top = _refill(top, 0, k, alive, in_top, score, o_seq, cand)
+    was = np.zeros(n, np.bool_)  # in the top-k before this seq
+    prev = np.empty(k, np.int64)
     out_c = np.empty(k * (m + 1), np.int64)
     out_t = np.empty(len(out_c), np.int64)
     n_out = 0
+    for p in range(n_top):  # the registration's entries
+        out_c[n_out], out_t[n_out] = top[p], start
+        n_out += 1
     e = 0
-    t = start
-    while True:
-        for p in range(min(k, n_live)):
-            c = live[p]
-            fresh = True
-            for r in range(k):
-                if top_old[r] == c:
-                    fresh = False
-                    break
-            if fresh:
-                out_c[n_out] = c
-                out_t[n_out] = t
-                n_out += 1
-        top_old[:] = -1
-        for p in range(min(k, n_live)):
-            top_old[p] = live[p]
-        if e == m:
-            break
+    while e < m:
         t = ev_t[order[e]]
+        n_prev = n_top
+        for p in range(n_top):
+            prev[p] = top[p]
+            was[top[p]] = True
+        changed = False
         while e < m and ev_t[order[e]] == t:
             c = ev_c[order[e]]
+            e += 1
             if c < 0:  # an expiry
                 c = -1 - c
-                for p in range(n_live):
-                    if live[p] == c:
-                        for r in range(p, n_live - 1):
-                            live[r] = live[r + 1]
-                        n_live -= 1
-                        break
-            else:
-                n_live = _insert(live, n_live, c, score, o_seq, cand)
-            e += 1
+                alive[c] = False
+                if in_top[c]:
+                    p = 0
+                    while top[p] != c:
+                        p += 1
+                    for r in range(p, n_top - 1):
+                        top[r] = top[r + 1]
+                    n_top -= 1
+                    in_top[c] = False
+                    changed = True
+                    n_top = _refill(top, n_top, k, alive, in_top, score, o_seq, cand)  # before any arrival
+            else:  # an arrival: into the top-k by rank
+                alive[c] = True
+                p = n_top
+                while p > 0 and _ranks_above(c, top[p - 1], score, o_seq, cand):
+                    p -= 1
+                if p < k:
+                    for r in range(n_top, p, -1):
+                        top[r] = top[r - 1]
+                    top[p] = c
+                    in_top[c] = True
+                    n_top += 1
+                    if n_top > k:
+                        n_top -= 1
+                        in_top[top[n_top]] = False
+                    changed = True
+        if changed:
+            for p in range(n_top):
+                if not was[top[p]]:
+                    out_c[n_out], out_t[n_out] = top[p], t
+                    n_out += 1
+        for p in range(n_prev):
+            was[prev[p]] = False
     return out_c[:n_out], out_t[:n_out]
 
 
