@@ -84,11 +84,17 @@ def _replay(start, end, k, qx, qy, alpha, q_terms, q_w, cand, o_seq, o_exp, o_x,
         ddx = o_x[o] - qx
         ddy = o_y[o] - qy
         ssim = 1.0 - math.sqrt(ddx * ddx + ddy * ddy) / max_dist
-        tsim = 0.0
-        for a in range(len(q_terms)):
-            for b in range(o_off[o], o_off[o + 1]):
-                if o_val[b] == q_terms[a]:
-                    tsim += q_w[a] * o_w[b]
+        tsim = 0.0  # both term lists ascend: walk them together, summing in ascending term order
+        a, b = 0, o_off[o]
+        while a < len(q_terms) and b < o_off[o + 1]:
+            if q_terms[a] == o_val[b]:
+                tsim += q_w[a] * o_w[b]
+                a += 1
+                b += 1
+            elif q_terms[a] < o_val[b]:
+                a += 1
+            else:
+                b += 1
         score[c] = alpha * ssim + (1.0 - alpha) * tsim
     # the candidates' arrivals and expiries inside the life, by time (an expiry before an arrival)
     ev_t = np.empty(2 * n, np.int64)
