@@ -270,9 +270,10 @@ def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
     across = chk.get("across")
     if across == "dataset":
         rows = across_datasets(rows, chk["variant"])
-    elif across == "x":
+    subjects = _subjects(chk)
+    if across == "x":  # the relabelled rows name x values as text
         rows = across_x(rows, chk["variant"])
-        subject, others = str(subject), [str(o) for o in others]
+        subject, subjects, others = str(subject), [str(v) for v in subjects], [str(o) for o in others]
     if metric not in rows:
         return Verdict(claim, "not measured", [f"no column {metric!r}"])
     held, notes = [], []
@@ -292,7 +293,7 @@ def evaluate(claim: dict, table: pd.DataFrame) -> Verdict:
             notes.append(f"{wl}/{ds}: {subject} {metric} x{ratio:.2f} from {s['workers'].iloc[0]} to "
                          f"{s['workers'].iloc[-1]} workers ({'yes' if ok else 'no'})")
     elif chk["kind"] == "between":
-        held, notes = _between(rows, keys, [str(v) if across == "x" else v for v in _subjects(chk)], others, metric)
+        held, notes = _between(rows, keys, subjects, others, metric)
     elif chk["kind"] == "bound":  # the subject's own value within [min, max] (a shape, a growth)
         lo, hi = chk.get("min"), chk.get("max")
         for key, g in rows.groupby(keys):

@@ -47,7 +47,7 @@ def subscription_blocks(x, y, offsets, values, s_w, wsum, rmax, theta, lam, alph
     edges = np.quantile(alpha, np.linspace(0.0, 1.0, ALPHA_GROUPS + 1)[1:-1]) if n else np.zeros(0)
     a_group = np.searchsorted(edges, alpha, side="right").astype(np.int64)
     group = (term * (side * side) + cell[owner]) * ALPHA_GROUPS + a_group[owner]  # (term, cell, alpha group)
-    # rank by posted theta (highest first) within each (term, cell), then blocks of `block`
+    # rank by posted theta (highest first) within each (term, cell, alpha group), then blocks of `block`
     by_theta = np.lexsort((owner, -theta[owner], group))
     g_sorted = group[by_theta]
     first = np.flatnonzero(np.r_[True, g_sorted[1:] != g_sorted[:-1]]) if len(g_sorted) else np.zeros(0, np.int64)
@@ -68,9 +68,8 @@ def subscription_blocks(x, y, offsets, values, s_w, wsum, rmax, theta, lam, alph
     def reduce(op, values_):
         return op.reduceat(values_, starts) if len(starts) else np.zeros(0)
 
-    members = e_sub if len(starts) else np.zeros(0, np.int64)
-    return (blk_off, cell[members][starts] if len(starts) else np.zeros(0, np.int64),
-            np.r_[starts, len(order)].astype(np.int64), reduce(np.minimum, theta[members]),
-            reduce(np.minimum, alpha[members]), reduce(np.maximum, alpha[members]), reduce(np.maximum, e_w),
+    return (blk_off, cell[e_sub][starts], np.r_[starts, len(order)].astype(np.int64),
+            reduce(np.minimum, theta[e_sub]), reduce(np.minimum, alpha[e_sub]), reduce(np.maximum, alpha[e_sub]),
+            reduce(np.maximum, e_w),
             reduce(np.maximum, e_rsum), reduce(np.maximum, e_rmax), geometry, e_sub, e_w, e_rsum, e_rmax,
             key[order], x[e_sub], y[e_sub], alpha[e_sub])
