@@ -135,7 +135,8 @@ class EpochEvents:
     """The epoch's events as a worker task reads them from the events table (once per task, when
     its first worker needs them, converted to `Events` once: each of the task's (lane, worker)
     units then takes its rows with numpy, not an Arrow take and conversion of its own), and the
-    rows of a worker's events by their seq."""
+    rows of a worker's events by their seq. A unit that gets every event shares the one copy:
+    indexes only read the events they are given."""
 
     def __init__(self, events_uri: str, seq_lo: int, seq_hi: int):
         self.uri, self.lo, self.hi = events_uri, seq_lo, seq_hi
@@ -147,8 +148,12 @@ class EpochEvents:
             events = Events.from_arrow(table)
             if len(events) > 1 and (np.diff(events.seq) < 0).any():
                 events = events.take(np.argsort(events.seq, kind="stable"))
+            for a in (*events.cols.values(), events.offsets, events.values):  # shared: a write raises
+                a.setflags(write=False)
             self._events = events
         known = self._events.seq
+        if len(seq) == len(known) and np.array_equal(seq, known):  # every event (objects broadcast)
+            return self._events
         pos = np.searchsorted(known, seq)
         if len(seq) and (pos.max() >= len(known) or (known[pos] != seq).any()):
             raise ValueError(f"the events table at {self.uri} lacks seq values the dispatcher routed")

@@ -15,7 +15,7 @@ from harness.report import latency as latency_model
 from harness.report.metrics import run_metrics
 from harness.report.network import Copies, NetworkProfile, resources
 from harness.report.repetitions import kept, median_interval
-from harness.report.timestamps import timestamp_metrics, timestamp_series
+from harness.report.timestamps import per_timestamp, timestamp_metrics, timestamp_series
 
 SERIES_TOTALS = ("migrated_queries", "migrated_bytes", "select_s", "migration_s", "select_cells_s")
 
@@ -196,7 +196,8 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     lat = latency_model.event_latencies(copies, len(seqs), service_s, n_dispatchers, rate, profile,
                                         events.ts[warmup:] if by_time else None)
     metrics.update(latency_model.summarise(lat))
-    metrics.update(timestamp_metrics(measured, events, n_workers))
+    per_ts = per_timestamp(measured, events, n_workers)
+    metrics.update(timestamp_metrics(per_ts))
     metrics["latency_rate_eps"] = rate
     metrics["stored_replication"] = stored_replication(measured, events, warmup)
     metrics["buffer_size_mean"] = buffer_size_mean(measured)
@@ -207,7 +208,7 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     sample = pd.DataFrame({"latency_ms": np.sort(lat)[:: max(1, len(lat) // 20000)] * 1000.0})
     return RunSummary(metrics, workers, sample,
                       epoch_series(series, measured, sizes, seqs, profile, n_workers, n_dispatchers, copies),
-                      pd.DataFrame(timestamp_series(measured, events, n_workers)))
+                      timestamp_series(per_ts))
 
 
 REPEATED = ("throughput_eps", "throughput_compute_eps", "throughput_network_eps", "worker_busy_max_s")

@@ -14,6 +14,7 @@ max - min worker time. A stream is time-stamped when every measured event time i
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from harness.core.events import DELETE, INSERT, OBJECT, Events
 
@@ -24,9 +25,8 @@ def is_time_stamped(ts: np.ndarray) -> bool:
     return len(ts) > 0 and bool(np.all(np.isfinite(ts))) and bool(np.all(ts == np.floor(ts)))
 
 
-def timestamp_metrics(epochs, events: Events, n_workers: int) -> dict[str, float]:
-    """The run's DkM-SKS figures over the given (measured) epochs; {} for a stream without time-stamps."""
-    per_ts = _per_timestamp(epochs, events, n_workers)
+def timestamp_metrics(per_ts: dict[str, np.ndarray]) -> dict[str, float]:
+    """The run's DkM-SKS figures from `per_timestamp`; {} for a stream without time-stamps."""
     if len(per_ts["timestamps"]) == 0:
         return {}
     out = {f"{name}_ms_per_ts": float(v.mean()) * 1e3 for name, v in per_ts.items() if name != "timestamps"}
@@ -45,42 +45,44 @@ def growth(series: np.ndarray) -> float:
     return float(np.mean(series[-n:])) / first if first > 0 else float("nan")
 
 
-def timestamp_series(epochs, events: Events, n_workers: int) -> list[dict]:
+def timestamp_series(per_ts: dict[str, np.ndarray]) -> pd.DataFrame:
     """One row per measured time-stamp (Fig. 7's timeline): update time and its parts, in ms."""
-    per_ts = _per_timestamp(epochs, events, n_workers)
-    names = [n for n in per_ts if n != "timestamps"]
-    return [{"timestamp": float(t), **{f"{n}_ms": float(per_ts[n][i]) * 1e3 for n in names}}
-            for i, t in enumerate(per_ts["timestamps"])]
+    if len(per_ts["timestamps"]) == 0:
+        return pd.DataFrame()
+    return pd.DataFrame({"timestamp": per_ts["timestamps"].astype(np.float64),
+                         **{f"{n}_ms": v * 1e3 for n, v in per_ts.items() if n != "timestamps"}})
 
 
-def _per_timestamp(epochs, events: Events, n_workers: int) -> dict[str, np.ndarray]:
+def per_timestamp(epochs, events: Events, n_workers: int) -> dict[str, np.ndarray]:
+    """Per time-stamp of the given (measured) epochs: the update time and its parts in seconds
+    (module docstring), or no time-stamps. One pass over every worker's service times (a sum per
+    (part, worker, time-stamp) by bincount, in the order the service times come, as a loop would)."""
     served = [(w, s, t) for e in epochs for w, (s, t) in e.service.items()]
     if not served:
         return {"timestamps": np.zeros(0)}
-    all_seq = np.concatenate([s for _, s, _ in served])
-    row_of = lambda s: np.searchsorted(events.seq, s)  # noqa: E731
-    lo, hi = int(all_seq.min()), int(all_seq.max())
-    rng = slice(row_of(lo), row_of(hi) + 1)
-    ts_all = events.ts[rng]
+    rows = np.searchsorted(events.seq, np.concatenate([s for _, s, _ in served]))
+    ts_all = events.ts[rows.min():rows.max() + 1]
     if not is_time_stamped(ts_all):
         return {"timestamps": np.zeros(0)}
     stamps = np.unique(ts_all)
     n_ts = len(stamps)
-    by_kind = {name: np.zeros((n_workers, n_ts)) for name in PARTS}
-    for w, s, t in served:
-        r = row_of(s)
-        col = np.searchsorted(stamps, events.ts[r])
-        kind = events.kind[r]
-        for name, k in PARTS.items():
-            m = kind == k
-            np.add.at(by_kind[name][w], col[m], t[m])
+    col = np.searchsorted(stamps, events.ts[rows])
+    cell = np.repeat(np.array([w for w, _, _ in served], np.int64), [len(s) for _, s, _ in served]) * n_ts + col
+    seconds = np.concatenate([t for _, _, t in served])
+    kind = events.kind[rows]
+    by_kind = {}
+    for name, k in PARTS.items():
+        m = kind == k
+        by_kind[name] = np.bincount(cell[m], weights=seconds[m], minlength=n_workers * n_ts).reshape(n_workers, n_ts)
     total = sum(by_kind.values())
     main = np.zeros(n_ts)  # the main server's time, spread over each epoch's time-stamps
+    at = 0
     for e in epochs:
-        if e.observe_s and e.service:
-            seqs = np.concatenate([s for s, _ in e.service.values()])
-            cols = np.unique(np.searchsorted(stamps, events.ts[row_of(seqs)]))
-            main[cols] += e.observe_s / max(len(cols), 1)
+        n = sum(len(s) for s, _ in e.service.values())
+        if e.observe_s and n:
+            cols = np.unique(col[at:at + n])
+            main[cols] += e.observe_s / len(cols)
+        at += n
     return {
         "timestamps": stamps,
         "update_time": total.max(axis=0) + main,

@@ -10,7 +10,7 @@ import pytest
 from harness.core.events import DELETE, INSERT, OBJECT, Events, NUMPY_DTYPES
 from harness.engine.pipeline import EpochResult
 from harness.report import claims, experiments
-from harness.report.timestamps import growth, timestamp_metrics, timestamp_series
+from harness.report.timestamps import growth, per_timestamp, timestamp_metrics, timestamp_series
 
 
 def _events(kinds, ts):
@@ -27,7 +27,7 @@ def test_update_time_is_the_slowest_worker_per_time_stamp_plus_the_main_server()
     e.service = {0: (np.array([0, 2, 4]), np.array([0.001, 0.004, 0.002])),
                  1: (np.array([1, 3, 5]), np.array([0.003, 0.001, 0.010]))}
     e.observe_s = 0.002  # the main server's time, spread over the epoch's two time-stamps
-    m = timestamp_metrics([e], ev, 2)
+    m = timestamp_metrics(per_timestamp([e], ev, 2))
     # ts 1: worker 0 5 ms, worker 1 4 ms; ts 2: worker 0 2 ms, worker 1 10 ms; +1 ms each
     assert m["timestamps"] == 2
     assert m["update_time_ms_per_ts"] == pytest.approx(((5 + 1) + (10 + 1)) / 2)
@@ -35,15 +35,15 @@ def test_update_time_is_the_slowest_worker_per_time_stamp_plus_the_main_server()
     assert m["knn_update_ms_per_ts"] == pytest.approx((4 + 10) / 2)  # slowest on objects: w0 4, w1 10
     assert m["ins_ms_per_ts"] == pytest.approx((3 + 1 + 0 + 1) / 2)
     assert m["del_ms_per_ts"] == pytest.approx(1 / 2)
-    rows = timestamp_series([e], ev, 2)
-    assert [r["timestamp"] for r in rows] == [1.0, 2.0] and rows[1]["update_time_ms"] == pytest.approx(11)
+    rows = timestamp_series(per_timestamp([e], ev, 2))
+    assert rows["timestamp"].tolist() == [1.0, 2.0] and rows["update_time_ms"].iloc[1] == pytest.approx(11)
 
 
 def test_no_time_stamps_no_figures():
     ev = _events([OBJECT, OBJECT], [0.5, 1.25])
     e = EpochResult(1, 2, 0, 0, 0, 0)
     e.service = {0: (np.array([0, 1]), np.array([0.001, 0.002]))}
-    assert timestamp_metrics([e], ev, 1) == {}
+    assert timestamp_metrics(per_timestamp([e], ev, 1)) == {} and timestamp_series(per_timestamp([e], ev, 1)).empty
 
 
 def test_growth_compares_the_last_tenth_with_the_first():
