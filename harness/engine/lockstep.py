@@ -56,6 +56,16 @@ class Lockstep:
             raise answer
         return answer
 
+    def wait_released(self, future) -> None:
+        """Wait for `future` (a fit in a pool process) with the baton released, so the other runs
+        can do their driver work meanwhile; called with the baton held, returns holding it."""
+        future.add_done_callback(lambda _: self._notify())
+        self.cond.wait_for(future.done)
+
+    def _notify(self) -> None:
+        with self.cond:
+            self.cond.notify_all()
+
     def _run_when_all_asked(self) -> None:
         if not self.asked or len(self.asked) < len(self.live):
             return

@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from harness.core import store
-from harness.core.events import Events, key_hash_sum, sorted_runs
+from harness.core.events import Events, key_hash_sum, seq_positions, sorted_runs
 from harness.engine.blocks import (BLOCK_SCHEMA, DISPATCH, FEEDBACK, FOLLOWUP, MERGED, OUT_SCHEMA, QUERIES, RESULT, SERVICE,
                                    STATS, TICK, UNITS, LOCAL, from_ipc, one_row, out_row, read_bundle,
                                    read_merge_state, read_service, service_block, spark_schema, to_ipc, write_bundle,
@@ -154,7 +154,7 @@ class EpochEvents:
         known = self._events.seq
         if len(seq) == len(known) and np.array_equal(seq, known):  # every event (objects broadcast)
             return self._events
-        pos = np.searchsorted(known, seq)
+        pos = seq_positions(known, seq)
         if len(seq) and (pos.max() >= len(known) or (known[pos] != seq).any()):
             raise ValueError(f"the events table at {self.uri} lacks seq values the dispatcher routed")
         return self._events.take(pos)

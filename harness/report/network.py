@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from harness.core.events import seq_positions
+
 
 RESOURCES = ("dispatcher_cpu", "dispatcher_link", "worker_link", "worker_cpu", "merge")
 HEADLINES = ("network", "compute")
@@ -115,7 +117,7 @@ class Copies:
             return replace(like, service_s=cat(svc, np.float64))
         pos, wk, svc, kept = [], [], [], {}
         for w, (w_seq, w_svc) in sorted(worker_service.items()):
-            p = np.searchsorted(seqs, w_seq)
+            p = seq_positions(seqs, w_seq)
             ok = (p < len(seqs)) & (seqs[np.minimum(p, len(seqs) - 1)] == w_seq)
             pos.append(p[ok])
             wk.append(np.full(int(ok.sum()), w, np.int64))
@@ -135,6 +137,19 @@ class Copies:
             key = np.unique((batch * max(n_dispatchers, 1) + self.dispatcher) * n_w + self.worker)
             memo[(block_events, n_dispatchers)] = ((key // n_w) % max(n_dispatchers, 1), key % n_w)
         return memo[(block_events, n_dispatchers)]
+
+    def counts(self, block_events: int, n_dispatchers: int, n_workers: int) -> tuple[np.ndarray, ...]:
+        """Per dispatcher its copies, their bytes and its blocks, then the same per worker: what the
+        network model charges, the same for every repetition and bandwidth (kept, as blocks are)."""
+        key = ("counts", block_events, n_dispatchers, n_workers)
+        memo = self._blocks
+        if key not in memo:
+            d_blk, w_blk = self.blocks(block_events, n_dispatchers)
+            per = (lambda idx, weights, n: np.bincount(idx, weights=weights, minlength=n)[:n].astype(np.float64))
+            memo[key] = (per(self.dispatcher, None, n_dispatchers), per(self.dispatcher, self.nbytes, n_dispatchers),
+                         per(d_blk, None, n_dispatchers), per(self.worker, None, n_workers),
+                         per(self.worker, self.nbytes, n_workers), per(w_blk, None, n_workers))
+        return memo[key]
 
 
 @dataclass
@@ -156,14 +171,8 @@ def resources(profile: NetworkProfile, copies: Copies, n_dispatchers: int, n_wor
               worker_s: np.ndarray, results: np.ndarray, merge_max_s: float) -> Resources:
     """Each resource's time. `dispatch_s`: one dispatcher's routing share plus upkeep (compute-only);
     `worker_s[w]`: worker w's index time and stalls; `results[w]`: the result pairs it sent."""
-    d_blk, w_blk = copies.blocks(profile.block_events, n_dispatchers)
-    per = (lambda idx, weights, n: np.bincount(idx, weights=weights, minlength=n)[:n].astype(np.float64))
-    d_msgs = per(copies.dispatcher, None, n_dispatchers)
-    d_bytes = per(copies.dispatcher, copies.nbytes, n_dispatchers)
-    d_blocks = per(d_blk, None, n_dispatchers)
-    w_msgs = per(copies.worker, None, n_workers)
-    w_bytes = per(copies.worker, copies.nbytes, n_workers)
-    w_blocks = per(w_blk, None, n_workers)
+    d_msgs, d_bytes, d_blocks, w_msgs, w_bytes, w_blocks = copies.counts(profile.block_events, n_dispatchers,
+                                                                         n_workers)
     out_bytes = d_bytes + d_blocks * profile.block_bytes
     in_bytes = w_bytes + w_blocks * profile.block_bytes
     result_bytes = np.asarray(results, np.float64) * profile.result_bytes

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from harness.core.events import DELETE, INSERT, OBJECT, Events
+from harness.core.events import DELETE, INSERT, OBJECT, Events, seq_positions
 
 PARTS = {"knn_update": OBJECT, "ins": INSERT, "del": DELETE}
 
@@ -60,10 +60,12 @@ def per_timestamp(epochs, events: Events, n_workers: int) -> dict[str, np.ndarra
     served = [(w, s, t) for e in epochs for w, (s, t) in e.service.items()]
     if not served:
         return {"timestamps": np.zeros(0)}
-    rows = np.searchsorted(events.seq, np.concatenate([s for _, s, _ in served]))
-    ts_all = events.ts[rows.min():rows.max() + 1]
+    all_seq = np.concatenate([s for _, s, _ in served])
+    first, last = seq_positions(events.seq, np.array([all_seq.min(), all_seq.max()]))
+    ts_all = events.ts[first:last + 1]
     if not is_time_stamped(ts_all):
         return {"timestamps": np.zeros(0)}
+    rows = seq_positions(events.seq, all_seq)
     stamps = np.unique(ts_all)
     n_ts = len(stamps)
     col = np.searchsorted(stamps, events.ts[rows])

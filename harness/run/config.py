@@ -160,6 +160,9 @@ class Config:
     # the runs of an invocation share one Spark job per epoch, a lane each (harness/engine/lockstep.py);
     # false: each run has jobs of its own (its job_s and throughput_wall_eps then owe nothing to others)
     share_jobs: bool = True
+    # processes that fit the runs' strategies side by side (harness/run/fits.py); null: one per driver
+    # core when an invocation has two runs or more; 0: each run fits in the driver, one after another
+    fit_processes: Optional[int] = None
     progress: bool = True
     # each run's own plots (worker load, latency CDF, epochs) as it ends; null: yes, but not in a
     # sweep, where they cost more than the run (`python -m harness.report.plots --run DIR` draws them)
@@ -319,6 +322,9 @@ def validate(cfg) -> list[RunSpec]:
         raise _bad("workers", cfg.workers, "an integer >= 1")
     if cfg.dispatchers < 1:
         raise _bad("dispatchers", cfg.dispatchers, "an integer >= 1")
+    if cfg.fit_processes is not None and (not isinstance(cfg.fit_processes, int) or cfg.fit_processes < 0):
+        raise _bad("fit_processes", cfg.fit_processes, "null (one per driver core), 0 (fit in the driver) or an "
+                   "integer >= 1")
     spark_master(cfg)  # a cluster that is not up fails here, before Spark starts
     if cfg.oracle.method not in ORACLE_METHODS:
         raise _bad("oracle.method", cfg.oracle.method, ", ".join(ORACLE_METHODS))

@@ -36,6 +36,7 @@ from harness.families.base import IndexContext
 from harness.report import results
 from harness.report.summary import summarise_repetitions
 from harness.report.table import idle_workers
+from harness.run import fits
 from harness.run.config import RunSpec, network_profile, spark_master, validate
 from harness.run.progress import Progress
 from harness.run.watchdog import ExecutorWatchdog, LostExecutors
@@ -217,7 +218,7 @@ def _run_config(cfg, spec: RunSpec) -> dict:
 
 # settings that change how a run is shown or stored, not what it measures
 _NOT_MEASURED = ("progress", "mlflow", "results_dir", "resume", "tag", "keep_pairs", "state_uri", "share_jobs",
-                 "run_plots")
+                 "run_plots", "fit_processes")
 
 
 def config_key(run_cfg: dict) -> str:
@@ -273,8 +274,10 @@ def publish_events(cfg, folder: Path) -> str:
 
 def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: Events, warmup: int,
                  oracle: str | None, root: Path, logger: results.MlflowLogger, parent_id: str | None,
-                 progress: Progress, inputs: dict | None = None, oracle_method: str = "none") -> dict:
-    """One run as lane `lane` of the invocation's shared epoch jobs; called with the baton held."""
+                 progress: Progress, inputs: dict | None = None, oracle_method: str = "none",
+                 fit_processes: int = 0) -> dict:
+    """One run as lane `lane` of the invocation's shared epoch jobs; called with the baton held
+    (released while its fit runs in a pool process: harness/run/fits.py)."""
     spark = lockstep.spark
 
     name = spec.label
@@ -282,6 +285,7 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
     state_root = _run_location(cfg, run_dir, base["run_id"], "state")
     t_run = time.perf_counter()
     workers_df = router_info = lat_sample = epochs_df = executor = None
+    fit_waited_s = 0.0
     series = []
     spark.sparkContext.setJobGroup(base["run_id"], f"{name} w{cfg.workers}")  # its jobs, for task_failures
     try:
@@ -298,9 +302,10 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
         context = FitContext(ds.extent, ds.vocab.column("df").to_numpy().astype(np.float64), cfg.seed,
                              setup.contexts)
         progress.step(f"{name}: fit")
-        t0 = time.perf_counter()
-        router = cls().fit(sample, cfg.workers, params, context)
-        build_s = time.perf_counter() - t0
+        t_fit = time.perf_counter()
+        router, build_s = fits.fit(cls, sample, cfg.workers, params, context, fit_processes, lockstep.wait_released)
+        fit_waited_s = max(0.0, time.perf_counter() - t_fit - build_s)  # queued, or others' driver work meanwhile
+        fits.remember(name, build_s)
         adjuster = None
         if cfg.adjust.name != "none":
             adj_cls = get_adjuster(cfg.adjust.name)
@@ -348,7 +353,8 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
     row["task_failures"] = failed_tasks(spark, base["run_id"]) + failed_tasks(spark, lockstep.group)
     row["driver_peak_rss_bytes"] = float(driver_peak_bytes(spark))
     # its own driver time and its share of the epoch jobs, not the time it waited for the others
-    row["wall_s"] = time.perf_counter() - t_run - (executor.waited_s if executor is not None else 0.0)
+    row["wall_s"] = (time.perf_counter() - t_run - (executor.waited_s if executor is not None else 0.0)
+                     - fit_waited_s)
     if row["status"] == "ok":  # the harness's own time for this run (record_run adds its logging)
         row["fixed_s"] = (row["wall_s"] + row.get("time_invocation_share_s", 0.0) - row["build_s"]
                           - row["work_s"])
@@ -381,8 +387,9 @@ def run_lanes(spark, cfg, runs: list[RunSpec], events_path: str, **shared) -> li
     root = shared["root"]
     for lane in range(len(runs)):
         lockstep.enter(lane)
-    threads = [threading.Thread(target=lane_main, args=(lane, spec), name=f"run-{spec.label}", daemon=True)
-               for lane, spec in enumerate(runs)]
+    # started slowest fit first (by the last invocation's fits), so the pool's fits end together
+    threads = [threading.Thread(target=lane_main, args=(lane, runs[lane]), name=f"run-{runs[lane].label}", daemon=True)
+               for lane in fits.longest_first([spec.label for spec in runs])]
     for t in threads:
         t.start()
     try:
@@ -509,6 +516,8 @@ def run_experiment(cfg) -> list[dict]:
     if not runs:
         return []
     progress = Progress(enabled=cfg.progress, total=3 + len(runs) * 5)
+    processes = fits.fit_processes(cfg.fit_processes, len(runs) if cfg.share_jobs else 1)
+    fits.warm(processes)  # its processes start while Spark starts and the data is prepared
     timings = {}
     master = spark_master(cfg)
     progress.step(f"starting Spark ({master})")
@@ -552,7 +561,7 @@ def run_experiment(cfg) -> list[dict]:
     for group in ([runs] if cfg.share_jobs else [[spec] for spec in runs]):
         rows += run_lanes(spark, cfg, group, events_path, ds=ds, events=events, warmup=warmup, oracle=oracle,
                           root=root, logger=logger, parent_id=parent, progress=progress, inputs=shared,
-                          oracle_method=oracle_method)
+                          oracle_method=oracle_method, fit_processes=processes)
     for row in rows:
         _warn_idle_workers(row, progress)
     progress.done()

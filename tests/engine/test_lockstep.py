@@ -102,3 +102,45 @@ def test_a_fatal_failure_reaches_every_run_without_retries(spark, jobs):
     out, _, _ = run_lanes(spark, ["a", "gone"], epochs=2)
     assert jobs == [(0, ["a", "gone"])]
     assert all(len(v) == 1 and isinstance(v[0], ClusterGone) for v in out.values())
+
+
+def test_a_run_waiting_for_its_fit_lets_the_others_work(spark, jobs):
+    """Lane 0's fit (a future finished by another thread) is awaited with the baton released:
+    lane 1 does its driver work and asks for its epoch meanwhile, and still only one lane at a time
+    does driver work."""
+    from concurrent.futures import Future
+
+    ls = Lockstep(spark, None, 2, "test-lockstep-fit")
+    fit, order, inside, most = Future(), [], [0], [0]
+
+    def work(name):
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        order.append(name)
+        time.sleep(0.002)
+        inside[0] -= 1
+
+    def lane_main(i: int) -> None:
+        with ls.cond:
+            try:
+                if i == 0:
+                    ls.wait_released(fit)
+                    work("fitted")
+                else:
+                    work("other")
+                    fit.set_result("router")  # the pool finishes lane 0's fit while lane 1 holds the baton
+                ls.epoch(i, 0, 0, 10, LaneEpoch(f"r{i}", None))
+            finally:
+                ls.leave(i)
+
+    for i in range(2):
+        ls.enter(i)
+    threads = [threading.Thread(target=lane_main, args=(i,), daemon=True) for i in range(2)]
+    threads[0].start()
+    time.sleep(0.05)  # lane 0 is waiting for its fit
+    threads[1].start()
+    for t in threads:
+        t.join(timeout=30)
+    assert not any(t.is_alive() for t in threads), "a lane never got its epoch"
+    assert order == ["other", "fitted"] and most[0] == 1
+    assert [(e, sorted(r)) for e, r in jobs] == [(0, ["r0", "r1"])]

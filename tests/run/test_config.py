@@ -52,6 +52,12 @@ def test_bad_worker_count_is_rejected(workers):
         validate(composed(f"workers={workers}"))
 
 
+@pytest.mark.parametrize("value", [-1, -4])
+def test_bad_fit_processes_are_rejected(value):
+    with pytest.raises(ConfigError, match=r"fit_processes=.* is invalid; allowed: null \(one per driver core\)"):
+        validate(composed(f"fit_processes={value}"))
+
+
 def test_unknown_strategy_lists_valid_ones():
     cfg = composed("strategy=grid")
     cfg.strategy.name = "gird"
