@@ -82,10 +82,52 @@ def one_row(schema: pa.Schema, **values) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.array([values.get(f.name)], f.type) for f in schema], schema=schema)
 
 
-def out_row(rtype: int, worker: int, bucket: int | None = None, payload: bytes | None = None,
-            info: dict | None = None, family: int | None = None, lane: int | None = None) -> pa.RecordBatch:
-    return one_row(OUT_SCHEMA, rtype=rtype, worker=worker, bucket=bucket, payload=payload,
-                   info=None if info is None else json.dumps(info), family=family, lane=lane)
+def out_values(rtype: int, worker: int, bucket: int | None = None, payload: bytes | None = None,
+               info: dict | None = None, family: int | None = None, lane: int | None = None) -> dict:
+    return dict(rtype=rtype, worker=worker, bucket=bucket, payload=payload,
+                info=None if info is None else json.dumps(info), family=family, lane=lane)
+
+
+def out_row(*args, **kwargs) -> pa.RecordBatch:
+    return one_row(OUT_SCHEMA, **out_values(*args, **kwargs))
+
+
+ROWS_FLUSH_BYTES = 8 << 20
+
+
+class Rows:
+    """Rows of one schema gathered into one RecordBatch, flushed when their payloads reach
+    `flush_bytes` (a worker's results still leave slice by slice at scale) or when asked. A batch
+    per row cost an Arrow array per column and a message through Spark each: thousands per epoch
+    job (a row per (lane, worker, dispatch batch) block, several per worker unit)."""
+
+    def __init__(self, schema: pa.Schema, flush_bytes: int = ROWS_FLUSH_BYTES):
+        self.schema, self.flush_bytes = schema, flush_bytes
+        self._reset()
+
+    def _reset(self) -> None:
+        self.cols: dict[str, list] = {f.name: [] for f in self.schema}
+        self.n = self.bytes = 0
+
+    def add(self, **values):
+        """Gather one row; yields the gathered batch once its payloads reach `flush_bytes`."""
+        for name, col in self.cols.items():
+            col.append(values.get(name))
+        self.n += 1
+        self.bytes += len(values.get("payload") or b"")
+        if self.bytes >= self.flush_bytes:
+            yield from self.flush()
+
+    def out(self, *args, **kwargs):
+        """`add` of an OUT_SCHEMA row (`out_values`' arguments)."""
+        yield from self.add(**out_values(*args, **kwargs))
+
+    def flush(self):
+        if self.n:
+            batch = pa.RecordBatch.from_arrays([pa.array(self.cols[f.name], f.type) for f in self.schema],
+                                               schema=self.schema)
+            self._reset()
+            yield batch
 
 
 def _events_table(ev: Events) -> pa.Table:

@@ -37,7 +37,7 @@ import pyarrow as pa
 from harness.core import store
 from harness.core.events import Events, key_hash_sum, seq_positions, sorted_runs
 from harness.engine.blocks import (BLOCK_SCHEMA, DISPATCH, FEEDBACK, FOLLOWUP, MERGED, OUT_SCHEMA, QUERIES, RESULT, SERVICE,
-                                   STATS, TICK, UNITS, LOCAL, from_ipc, one_row, out_row, read_bundle,
+                                   STATS, TICK, UNITS, LOCAL, Rows, from_ipc, out_row, read_bundle,
                                    read_merge_state, read_service, service_block, spark_schema, to_ipc, write_bundle,
                                    write_merge_state)
 from harness.engine.faults import maybe_kill_executor
@@ -75,14 +75,17 @@ def dispatch_batches(batches, routers_bc, lanes: list[Lane], n_buckets: int):
         if batch.num_rows == 0:
             continue
         ev = Events.from_arrow(batch)
+        rows = Rows(BLOCK_SCHEMA)
         for lane, (spec, (router, _)) in enumerate(zip(lanes, routers)):
-            yield from _route_batch(batch, ev, router, spec.setup, n_buckets, lane, spec.ship_events, spec.repeat)
+            yield from _route_batch(rows, batch, ev, router, spec.setup, n_buckets, lane, spec.ship_events,
+                                    spec.repeat)
+        yield from rows.flush()
 
 
-def _route_batch(batch: pa.RecordBatch, ev: Events, router, setup: FamilySetup, n_buckets: int, lane: int,
-                 ship_events: bool = False, repeat: int = 1):
+def _route_batch(out: Rows, batch: pa.RecordBatch, ev: Events, router, setup: FamilySetup, n_buckets: int,
+                 lane: int, ship_events: bool = False, repeat: int = 1):
     """One batch through one lane's router, routed (and timed) `repeat` times: every routing must
-    give the first one's copies."""
+    give the first one's copies. Its blocks go into `out`."""
     start = time.time()
     view = routing_view(ev, setup.codes)
     ns = []
@@ -107,28 +110,28 @@ def _route_batch(batch: pa.RecordBatch, ev: Events, router, setup: FamilySetup, 
     for lo, hi in sorted_runs(ws):
         blob = to_ipc(routed.slice(lo, hi - lo))
         shipped, blocks = shipped + len(blob), blocks + 1
-        yield one_row(BLOCK_SCHEMA, worker=int(ws[lo]), payload=blob, lane=lane)
+        yield from out.add(worker=int(ws[lo]), payload=blob, lane=lane)
     if setup.merge_queries:
-        yield from _query_blocks(batch, ev, setup.merge_queries, n_buckets, lane)
+        yield from _query_blocks(out, batch, ev, setup.merge_queries, n_buckets, lane)
     n_obj_copies = int(np.count_nonzero(ev.kind[rows] == 0))
     info = {"events": batch.num_rows, "route_ns": ns, "object_copies": n_obj_copies,
             "query_copies": len(rows) - n_obj_copies, "shipped_bytes": shipped, "shipped_blocks": blocks,
             "start": start, "end": time.time()}
-    yield one_row(BLOCK_SCHEMA, worker=-1, info=json.dumps(info), lane=lane)
+    yield from out.add(worker=-1, info=json.dumps(info), lane=lane)
 
 
-def _query_blocks(batch: pa.RecordBatch, ev: Events, codes: set[int], n_buckets: int, lane: int):
+def _query_blocks(rows: Rows, batch: pa.RecordBatch, ev: Events, codes: set[int], n_buckets: int, lane: int):
     """The batch's query events of the given families, one block per (family, merge bucket)."""
-    rows = query_rows(ev, codes)
-    if len(rows) == 0:
+    picked = query_rows(ev, codes)
+    if len(picked) == 0:
         return
-    key = ev.family[rows].astype(np.int64) * n_buckets + qid_buckets(ev.id[rows], n_buckets)
+    key = ev.family[picked].astype(np.int64) * n_buckets + qid_buckets(ev.id[picked], n_buckets)
     order = np.argsort(key, kind="stable")
-    rows, key = rows[order], key[order]
+    picked, key = picked[order], key[order]
     for lo, hi in sorted_runs(key):
         fam, bucket = divmod(int(key[lo]), n_buckets)
-        yield one_row(BLOCK_SCHEMA, worker=-1, bucket=bucket, family=fam, lane=lane,
-                      payload=to_ipc(batch.take(pa.array(rows[lo:hi]))))
+        yield from rows.add(worker=-1, bucket=bucket, family=fam, lane=lane,
+                            payload=to_ipc(batch.take(pa.array(picked[lo:hi]))))
 
 
 class EpochEvents:
@@ -172,13 +175,14 @@ def worker_batches(batches, lanes: list[Lane], routers_bc, n_buckets: int, event
     lane_of = table.column("lane").to_numpy()
     payload, infos = table.column("payload"), table.column("info")
     buckets, fams = table.column("bucket"), table.column("family")
+    rows = Rows(OUT_SCHEMA)
     for i in np.flatnonzero(workers < 0):  # dispatch statistics and query events travel on
         i = int(i)
         if buckets[i].is_valid:
-            yield out_row(QUERIES, -1, buckets[i].as_py(), payload[i].as_py(), family=fams[i].as_py(),
-                          lane=int(lane_of[i]))
+            yield from rows.out(QUERIES, -1, buckets[i].as_py(), payload[i].as_py(), family=fams[i].as_py(),
+                                lane=int(lane_of[i]))
         else:
-            yield one_row(OUT_SCHEMA, rtype=DISPATCH, worker=-1, info=infos[i].as_py(), lane=int(lane_of[i]))
+            yield from rows.add(rtype=DISPATCH, worker=-1, info=infos[i].as_py(), lane=int(lane_of[i]))
     here = np.flatnonzero(workers >= 0)
     for lane in np.unique(lane_of[here]).tolist():
         spec = lanes[lane]
@@ -186,17 +190,19 @@ def worker_batches(batches, lanes: list[Lane], routers_bc, n_buckets: int, event
         local = LocalCount()
         for w in np.unique(workers[here[lane_of[here] == lane]]).tolist():
             mine = np.flatnonzero((workers == w) & (lane_of == lane))
-            yield from _worker_epoch(spec, router, feedback or None, w, [payload[int(i)].as_py() for i in mine],
-                                     n_buckets, local, lane, events)
+            yield from _worker_epoch(rows, spec, router, feedback or None, w,
+                                     [payload[int(i)].as_py() for i in mine], n_buckets, local, lane, events)
         if spec.setup.local_codes:
-            yield out_row(LOCAL, -1, info={"count": local.count, "hash": local.hash}, lane=lane)
-    yield out_row(STATS, -1, info={"start": start, "end": time.time(), **task_peak_bytes()})
+            yield from rows.out(LOCAL, -1, info={"count": local.count, "hash": local.hash}, lane=lane)
+    yield from rows.out(STATS, -1, info={"start": start, "end": time.time(), **task_peak_bytes()})
+    yield from rows.flush()
 
 
-def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list[bytes | None], n_buckets: int,
-                  local: LocalCount, lane: int, events: EpochEvents):
+def _worker_epoch(rows: Rows, spec: Lane, router, feedback: dict | None, w: int, blobs: list[bytes | None],
+                  n_buckets: int, local: LocalCount, lane: int, events: EpochEvents):
     """One worker of one lane for one epoch (`WorkerEpoch`: restore, process, `repeat` times): its
-    results, service times, per-repetition statistics (bucket = repetition), and the state it keeps."""
+    results, service times, per-repetition statistics (bucket = repetition) into `rows`, and the
+    state it keeps."""
     setup = spec.setup
     blocks = [from_ipc(b) for b in blobs if b is not None]
     routed = pa.concat_tables(blocks) if blocks else None
@@ -214,24 +220,24 @@ def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list
     run = WorkerEpoch(setup, router, feedback, w, ev, sole, bundles, events.lo, events.hi, spec.horizon,
                       spec.resend, n_buckets, spec.repeat)
     for code, bucket, blob in run.results(local):
-        yield out_row(RESULT, w, bucket, blob, family=code, lane=lane)
+        yield from rows.out(RESULT, w, bucket, blob, family=code, lane=lane)
     for code, table in run.followups.items():
-        yield out_row(FOLLOWUP, w, payload=to_ipc(table), family=code, lane=lane)
+        yield from rows.out(FOLLOWUP, w, payload=to_ipc(table), family=code, lane=lane)
     if spec.collect_service and len(run.events):
-        yield out_row(SERVICE, w, payload=service_block(run.events.seq, run.work, run.busy_s), lane=lane)
+        yield from rows.out(SERVICE, w, payload=service_block(run.events.seq, run.work, run.busy_s), lane=lane)
     start_q, end_q = stored_queries(bundles), stored_queries(run.kept)
     holding = held(start_q, end_q, run.kept)
     if spec.monitor:
         from harness.engine.monitor import unit_stats
 
-        yield out_row(UNITS, w, payload=to_ipc(unit_stats(
+        yield from rows.out(UNITS, w, payload=to_ipc(unit_stats(
             router, w, routing_view(run.events, setup.codes), run.work, run.median_busy_s(),
             routing_view(start_q, setup.codes), routing_view(end_q, setup.codes))), lane=lane)
     if spec.keep_state:
         for code, bundle in run.kept.items():
             write_bundle(spec.state_out, w, code, bundle)
     for r, st in enumerate(run.stats):
-        yield out_row(STATS, w, r, lane=lane, info={**st, **holding})
+        yield from rows.out(STATS, w, r, lane=lane, info={**st, **holding})
 
 
 def merge_batches(batches, lanes: list[Lane]):
