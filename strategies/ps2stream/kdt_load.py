@@ -86,8 +86,11 @@ def gather(ptr: np.ndarray, val: np.ndarray, idx: np.ndarray) -> tuple[np.ndarra
 
 
 def present(a: np.ndarray, n: int) -> np.ndarray:
-    """Which of 0..n-1 occur in a (a boolean mask; ids are small, so no sort)."""
-    return np.bincount(a, minlength=n)[:n] > 0
+    """Which of 0..n-1 occur in a (a boolean mask; ids are small, so no sort; a scatter of True,
+    not a bincount, which counts into eight bytes per id)."""
+    mask = np.zeros(n, np.bool_)
+    mask[a] = True
+    return mask
 
 
 def key_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
