@@ -80,7 +80,7 @@ class WorkerSet:
         self._work, self._counters, self._busy, self._stored = [], {}, 0.0, self.stored_bytes()
         for lo in range(0, max(len(ev), 1), step):
             rows = np.arange(lo, min(lo + step, len(ev)))
-            outs, work, counters, busy = self.process(ev if len(rows) == len(ev) else ev.take(rows))
+            outs, work, counters, busy = self.process(ev if len(rows) == len(ev) else ev.slice(lo, lo + len(rows)))
             self._work.append(work)
             for k, v in counters.items():
                 self._counters[k] = self._counters.get(k, 0) + v

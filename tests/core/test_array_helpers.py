@@ -33,3 +33,25 @@ def test_small_ints_sort_in_the_same_order(values, extra):
     bound = max(values, default=0) + extra
     a = np.array(values, np.int64)
     assert np.argsort(small_ints(a, bound), kind="stable").tolist() == np.argsort(a, kind="stable").tolist()
+
+
+@given(st.integers(0, 40), st.integers(0, 40), st.integers(0, 3))
+def test_a_slice_of_events_is_the_take_of_its_rows(a, b, seed):
+    from tests.streams import random_stream
+
+    ev = random_stream(seed, n_objects=20, n_queries=10)
+    lo, hi = sorted((min(a, len(ev)), min(b, len(ev))))
+    got, want = ev.slice(lo, hi), ev.take(np.arange(lo, hi))
+    assert len(got) == hi - lo and np.array_equal(got.offsets, want.offsets) and np.array_equal(got.values, want.values)
+    assert all(np.array_equal(got.cols[n], want.cols[n], equal_nan=True) for n in want.cols)
+
+
+@given(st.lists(st.integers(0, 60), max_size=40), st.integers(0, 60), st.integers(0, 70))
+def test_seq_positions_are_searchsorted_positions(seq, start, length):
+    from harness.core.events import seq_positions
+
+    seq = np.array(seq, np.int64)
+    runs = np.arange(start, start + length, dtype=np.int64)  # consecutive: by subtraction
+    assert np.array_equal(seq_positions(runs, seq), np.searchsorted(runs, seq))
+    gaps = np.unique(runs * 2)  # not consecutive: the binary search
+    assert np.array_equal(seq_positions(gaps, seq), np.searchsorted(gaps, seq))
