@@ -323,7 +323,7 @@ _METRICS = [
            "workers' restore and index work, merging), by which job_s is apportioned to it", None, "{:.3f}"),
     Metric("wall_s", "run wall time", "s", "wall-clock time of the strategy's run: its own driver time (fit, "
            "upkeep, summary) and its share of the epoch jobs, not the time it waited for runs it shares jobs "
-           "with", None, "{:.2f}"),
+           "with, nor for a free process to fit in", None, "{:.2f}"),
     Metric("work_s", "measured work", "s", "the measured epochs' routing, routing upkeep, workers' index work "
            "and merging, every repetition (CPU seconds)", None, "{:.3f}"),
     Metric("fixed_s", "fixed cost per run", "s", "everything but the fit and the measured work: wall_s + "

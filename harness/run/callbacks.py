@@ -11,7 +11,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 from harness.report import results
-from harness.run import progress
+from harness.run import processes, progress
 
 
 class SweepCallback(Callback):
@@ -52,8 +52,14 @@ class SweepCallback(Callback):
         from harness.report import plots
 
         root = results.results_root(config.get("results_dir"))
-        paths = plots.summary_plots(root)
-        if config.experiment.name:
-            paths += experiments.finish(config, root, sweep_id)
+        # the sweep's own plots in a process the fits started, while the experiment's are drawn here
+        pool = processes.started()
+        drawing = pool.submit(plots.summary_plots, root) if pool is not None else None
+        paths = experiments.finish(config, root, sweep_id) if config.experiment.name else []
+        try:
+            summary = drawing.result() if drawing is not None else plots.summary_plots(root)
+        except Exception:  # noqa: BLE001 - a process that died: drawn here (an error of its own is raised here)
+            summary = plots.summary_plots(root)
+        paths = summary + paths
         for path in paths:
             print(f"wrote: {path}")

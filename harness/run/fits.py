@@ -14,23 +14,13 @@ the fit raised) runs again in the caller, as before: the run then reports the fi
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import threading
+import importlib
 import time
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 
 import numpy as np
 
-_LOCK = threading.Lock()
-_POOL: dict[int, ProcessPoolExecutor] = {}
-
-
-def driver_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+from harness.run.processes import driver_cores, pool, submit as submit_to
 
 
 def fit_processes(setting: int | None, n_runs: int) -> int:
@@ -39,15 +29,6 @@ def fit_processes(setting: int | None, n_runs: int) -> int:
     if setting is not None:  # checked by config.validate
         return int(setting)
     return min(driver_cores(), n_runs) if n_runs >= 2 else 0
-
-
-def pool(processes: int) -> ProcessPoolExecutor:
-    """The process's pool of that size, started once (spawned: the driver has threads and a JVM
-    gateway, which a fork would copy) and kept for the next invocations of a sweep."""
-    with _LOCK:
-        if processes not in _POOL:
-            _POOL[processes] = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"))
-        return _POOL[processes]
 
 
 def warm(processes: int) -> None:
@@ -60,7 +41,8 @@ def warm(processes: int) -> None:
 
 
 def _import_strategies() -> None:
-    from strategies import registry  # noqa: F401 - the strategies' modules and their kernels' caches
+    """The strategies' modules, imported in a fresh pool process before its first fit."""
+    importlib.import_module("strategies.registry")
 
 
 REHEARSAL_EVENTS = 2_000
@@ -95,11 +77,8 @@ def longest_first(labels: list[str]) -> list[int]:
 
 
 def submit(processes: int, cls, sample, workers: int, params, context) -> Future | None:
-    """The fit as a future of (router, seconds), or None when it cannot be sent (not picklable)."""
-    try:
-        return pool(processes).submit(_fit, cls, sample, workers, params, context, True)
-    except Exception:  # noqa: BLE001 - a pool that broke or was shut down: the caller fits itself
-        return None
+    """The fit as a future of (router, seconds), or None when the pool cannot take it."""
+    return submit_to(processes, _fit, cls, sample, workers, params, context, True)
 
 
 def fit(cls, sample, workers: int, params, context, processes: int = 0, wait=None) -> tuple[object, float]:

@@ -54,28 +54,30 @@ def _ranks_above(a, b, score, o_seq, cand):
 
 
 @njit(cache=True)
-def _refill(top, n_top, k, alive, in_top, score, o_seq, cand):
-    """Append the best live candidates outside the top until it holds k (or no candidate is left):
-    the top holds the best of the live ones, so each one found ranks below all of it."""
-    while n_top < k:
-        best = -1
-        for c in range(len(cand)):
-            if alive[c] and not in_top[c] and (best < 0 or _ranks_above(c, best, score, o_seq, cand)):
-                best = c
-        if best < 0:
-            break
-        top[n_top] = best
-        in_top[best] = True
-        n_top += 1
-    return n_top
+def _refill(top, n_top, k, alive, in_top, by_rank, head, c_exp, t):
+    """Append the best live candidates outside the top until it holds k (or no candidate is left),
+    reading the candidates in rank order (`by_rank`): the top holds the best of the live ones, so
+    the first live one outside it is the next best. Those at the front that have left the window
+    (dead, expired by t) never come back and are passed for good; returns (size, new head)."""
+    while head < len(by_rank) and not alive[by_rank[head]] and c_exp[by_rank[head]] <= t:
+        head += 1
+    p = head
+    while n_top < k and p < len(by_rank):
+        c = by_rank[p]
+        if alive[c] and not in_top[c]:
+            top[n_top] = c
+            in_top[c] = True
+            n_top += 1
+        p += 1
+    return n_top, head
 
 
 @njit(cache=True)
 def _replay(start, end, k, qx, qy, alpha, q_terms, q_w, cand, o_seq, o_exp, o_x, o_y, o_off, o_val, o_w, max_dist):
     """Entries (candidate, trigger seq) of one subscription live over (start, end). The top-k is
     kept in rank order beside a flag per candidate for the live window: an expiry leaves it and the
-    best live candidate outside it fills the place at once (before the seq's arrival, which then
-    competes with that one), an arrival enters it by rank (pushing the k-th out, still live).
+    best live candidate outside it (the first in the candidates' rank order) fills the place at
+    once (before the seq's arrival, which then competes with that one), an arrival enters it by rank (pushing the k-th out, still live).
     After each seq's changes the members not in the top-k before are its entries."""
     n = len(cand)
     score = np.empty(n)
@@ -110,10 +112,15 @@ def _replay(start, end, k, qx, qy, alpha, q_terms, q_w, cand, o_seq, o_exp, o_x,
     order = np.argsort(ev_t[:m] * 2 + (ev_c[:m] >= 0), kind="mergesort")
     alive = np.zeros(n, np.bool_)
     in_top = np.zeros(n, np.bool_)
+    c_exp = np.empty(n, np.int64)
     for c in range(n):  # the window at the registration
-        alive[c] = o_seq[cand[c]] < start and o_exp[cand[c]] > start
+        c_exp[c] = o_exp[cand[c]]
+        alive[c] = o_seq[cand[c]] < start and c_exp[c] > start
+    # every candidate in rank order: score descending, then the newer first (cand ascends in seq,
+    # so a stable sort of the reversed scores puts the higher index first among equals)
+    by_rank = n - 1 - np.argsort(-score[::-1], kind="mergesort")
     top = np.empty(k + 1, np.int64)  # rank order; one spare for an arrival before the k-th leaves
-    n_top = _refill(top, 0, k, alive, in_top, score, o_seq, cand)
+    n_top, head = _refill(top, 0, k, alive, in_top, by_rank, 0, c_exp, start)
     was = np.zeros(n, np.bool_)  # in the top-k before this seq
     prev = np.empty(k, np.int64)
     out_c = np.empty(k * (m + 1), np.int64)
@@ -145,7 +152,7 @@ def _replay(start, end, k, qx, qy, alpha, q_terms, q_w, cand, o_seq, o_exp, o_x,
                     n_top -= 1
                     in_top[c] = False
                     changed = True
-                    n_top = _refill(top, n_top, k, alive, in_top, score, o_seq, cand)  # before any arrival
+                    n_top, head = _refill(top, n_top, k, alive, in_top, by_rank, head, c_exp, t)  # before any arrival
             else:  # an arrival: into the top-k by rank
                 alive[c] = True
                 p = n_top

@@ -1,0 +1,43 @@
+"""The driver's pool of spawned processes: one per driver core, started once and kept for the
+invocations of a sweep. Strategy fits run there side by side (harness/run/fits.py), and when a
+sweep ends its summary plots are drawn there while the driver writes the experiment's figures
+(harness/run/callbacks.py). Spawned, not forked: the driver has threads and a JVM gateway."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+
+_LOCK = threading.Lock()
+_POOL: dict[int, ProcessPoolExecutor] = {}
+
+
+def driver_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def pool(processes: int) -> ProcessPoolExecutor:
+    """The process's pool of that size, started on first use."""
+    with _LOCK:
+        if processes not in _POOL:
+            _POOL[processes] = ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn"))
+        return _POOL[processes]
+
+
+def started() -> ProcessPoolExecutor | None:
+    """A pool this process started already (None: none; starting one costs seconds of imports)."""
+    with _LOCK:
+        return next(iter(_POOL.values()), None)
+
+
+def submit(processes: int, fn, *args) -> Future | None:
+    """`fn(*args)` in the pool as a future, or None when the pool cannot take it (broken, shut down)."""
+    try:
+        return pool(processes).submit(fn, *args)
+    except Exception:  # noqa: BLE001 - the caller runs it itself
+        return None
