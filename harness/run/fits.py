@@ -16,19 +16,17 @@ from __future__ import annotations
 
 import importlib
 import time
-from concurrent.futures import Future
 
-import numpy as np
-
-from harness.run.processes import driver_cores, pool, submit as submit_to
+from harness.run.processes import driver_cores, pool, submit
 
 
 def fit_processes(setting: int | None, n_runs: int) -> int:
     """Processes to fit an invocation's `n_runs` runs in (`fit_processes`: null = one per driver
-    core when there are at least two runs; 0 = in the runs' own threads)."""
+    core when there are at least two runs, so a sweep keeps one pool whatever its runs per
+    invocation; 0 = in the runs' own threads)."""
     if setting is not None:  # checked by config.validate
         return int(setting)
-    return min(driver_cores(), n_runs) if n_runs >= 2 else 0
+    return driver_cores() if n_runs >= 2 else 0
 
 
 def warm(processes: int) -> None:
@@ -58,7 +56,7 @@ def _fit(cls, sample, workers: int, params, context, rehearse: bool = False):
     if rehearse and cls not in _REHEARSED:
         _REHEARSED.add(cls)
         try:
-            cls().fit(sample.take(np.arange(min(len(sample), REHEARSAL_EVENTS))), workers, params, context)
+            cls().fit(sample.slice(0, min(len(sample), REHEARSAL_EVENTS)), workers, params, context)
         except Exception:  # noqa: BLE001 - a sample too small for the strategy: the timed fit decides
             pass
     t0 = time.perf_counter()
@@ -76,15 +74,10 @@ def longest_first(labels: list[str]) -> list[int]:
     return sorted(range(len(labels)), key=lambda i: -_LAST_S.get(labels[i], float("inf")))
 
 
-def submit(processes: int, cls, sample, workers: int, params, context) -> Future | None:
-    """The fit as a future of (router, seconds), or None when the pool cannot take it."""
-    return submit_to(processes, _fit, cls, sample, workers, params, context, True)
-
-
 def fit(cls, sample, workers: int, params, context, processes: int = 0, wait=None) -> tuple[object, float]:
     """(router, seconds of the fit): in the pool when `processes` > 0, waiting with `wait(future)`
     (the runner releases its baton there, so other runs can send their fits), else here."""
-    future = submit(processes, cls, sample, workers, params, context) if processes > 0 else None
+    future = submit(processes, _fit, cls, sample, workers, params, context, True) if processes > 0 else None
     if future is not None:
         try:
             (wait or (lambda f: f.exception()))(future)

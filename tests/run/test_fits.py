@@ -58,7 +58,7 @@ def test_the_fit_s_own_error_is_the_one_raised(sample):
 def test_the_setting_decides_the_processes():
     assert fits.fit_processes(0, 20) == 0 and fits.fit_processes(3, 1) == 3
     assert fits.fit_processes(None, 1) == 0  # one run: nothing to fit beside it
-    assert fits.fit_processes(None, 20) == min(processes.driver_cores(), 20) >= 1
+    assert fits.fit_processes(None, 2) == fits.fit_processes(None, 20) == processes.driver_cores() >= 1
 
 
 def test_the_slowest_fit_last_time_starts_first():

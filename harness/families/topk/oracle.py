@@ -77,8 +77,9 @@ def _replay(start, end, k, qx, qy, alpha, q_terms, q_w, cand, o_seq, o_exp, o_x,
     """Entries (candidate, trigger seq) of one subscription live over (start, end). The top-k is
     kept in rank order beside a flag per candidate for the live window: an expiry leaves it and the
     best live candidate outside it (the first in the candidates' rank order) fills the place at
-    once (before the seq's arrival, which then competes with that one), an arrival enters it by rank (pushing the k-th out, still live).
-    After each seq's changes the members not in the top-k before are its entries."""
+    once (before the seq's arrival, which then competes with that one), an arrival enters it by
+    rank (pushing the k-th out, still live). After each seq's changes the members not in the top-k
+    before are its entries."""
     n = len(cand)
     score = np.empty(n)
     for c in range(n):
