@@ -105,64 +105,134 @@ def key_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 MAX_EXPAND_CELLS = 64  # range queries cover a few cells (STS: at most 9 of 62 km); a kNN ball may cover thousands
 
 
-def _weighted_counts(keys: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct keys and their summed weights (counts when every weight is 1)."""
-    if len(keys) == 0:
-        return keys, np.zeros(0)
-    if (weight == 1.0).all():  # counts: an unstable sort is exact and several times faster
-        keys, counts = key_counts(keys)
-        return keys, counts.astype(np.float64)
-    order = np.argsort(keys, kind="stable")
-    keys, weight = keys[order], weight[order]
-    start = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
-    return keys[start], np.add.reduceat(weight, start)
+@njit(cache=True)
+def _received(qrys, objs, r_ptr, r_val, o_ptr, o_val, mine, every, vocab):
+    """A node's worker's pairs (Node.pairs) in one compiled pass over the CSR rows, in the order
+    of qrys and objs: the queries with a routing term in `mine` (every term when `every`) with all
+    their routing pairs, the objects holding a term that brings a query here with all their terms,
+    the used-term mask, and the received query and object ids."""
+    used = np.zeros(vocab, np.bool_)
+    q_in = np.zeros(len(qrys), np.bool_)
+    n_qp = 0
+    for i in range(len(qrys)):
+        q = qrys[i]
+        for j in range(r_ptr[q], r_ptr[q + 1]):
+            if every or mine[r_val[j]]:
+                q_in[i] = True
+                used[r_val[j]] = True
+        if q_in[i]:
+            n_qp += r_ptr[q + 1] - r_ptr[q]
+    o_in = np.zeros(len(objs), np.bool_)
+    n_op = 0
+    for i in range(len(objs)):
+        o = objs[i]
+        for j in range(o_ptr[o], o_ptr[o + 1]):
+            if used[o_val[j]]:
+                o_in[i] = True
+                n_op += o_ptr[o + 1] - o_ptr[o]
+                break
+    qo, qt = np.empty(n_qp, np.int64), np.empty(n_qp, np.int64)
+    oo, ot = np.empty(n_op, np.int64), np.empty(n_op, np.int64)
+    rq, ro = np.empty(q_in.sum(), np.int64), np.empty(o_in.sum(), np.int64)
+    k = n = 0
+    for i in range(len(qrys)):
+        if q_in[i]:
+            q = qrys[i]
+            rq[n] = q
+            n += 1
+            for j in range(r_ptr[q], r_ptr[q + 1]):
+                qo[k], qt[k] = q, r_val[j]
+                k += 1
+    k = n = 0
+    for i in range(len(objs)):
+        if o_in[i]:
+            o = objs[i]
+            ro[n] = o
+            n += 1
+            for j in range(o_ptr[o], o_ptr[o + 1]):
+                oo[k], ot[k] = o, o_val[j]
+                k += 1
+    return qo, qt, oo, ot, used, rq, ro
+
+
+@njit(cache=True, inline="always")
+def _window(q, x0, x1, y0, y1, qx0, qx1, qy0, qy1, half):
+    """A query's cells inside the region; a window over more than MAX_EXPAND_CELLS cells (a kNN
+    ball) shrinks to a centred one, weighted by how many cells it stands for."""
+    ax0, ax1 = max(qx0[q], x0), min(qx1[q], x1)
+    ay0, ay1 = max(qy0[q], y0), min(qy1[q], y1)
+    n = max(ax1 - ax0 + 1, 0) * max(ay1 - ay0 + 1, 0)
+    weight = 1.0
+    if n > MAX_EXPAND_CELLS:
+        cx, cy = (ax0 + ax1) // 2, (ay0 + ay1) // 2
+        ax0, ax1 = max(ax0, cx - half), min(ax1, cx + half)
+        ay0, ay1 = max(ay0, cy - half), min(ay1, cy + half)
+        n_window = max(ax1 - ax0 + 1, 0) * max(ay1 - ay0 + 1, 0)
+        weight = n / max(n_window, 1)
+    return ax0, ax1, ay0, ay1, weight
 
 
 @njit(cache=True)
-def _cell_term_keys(qt, ax0, ax1, ay0, ay1, nx, ncell, total):
-    """term * ncell + cell for every cell of every query's window, query by query, row by row."""
-    out = np.empty(total, np.int64)
+def _products(x0, x1, y0, y1, qo, qt, oo, ot, qx0, qx1, qy0, qy1, ox, oy, nx, ncell):
+    """posting_products' counts in one pass: f_q(c, t) into an open-addressing table keyed by
+    term * ncell + cell, then each object pair adds to f_o(c, t) where f_q is there. A hash, not
+    numpy's sort of every key: the keys are counted once and only the matches are sorted."""
+    half = int(np.sqrt(MAX_EXPAND_CELLS)) // 2
+    total = 0
+    for i in range(len(qo)):
+        ax0, ax1, ay0, ay1, _ = _window(qo[i], x0, x1, y0, y1, qx0, qx1, qy0, qy1, half)
+        total += max(ax1 - ax0 + 1, 0) * max(ay1 - ay0 + 1, 0)
+    bits = 1
+    while (1 << bits) < 2 * total + 2:
+        bits += 1
+    size = 1 << bits
+    shift = np.uint64(64 - bits)
+    mult = np.uint64(0x9E3779B97F4A7C15)
+    mask = size - 1
+    keys = np.full(size, -1, np.int64)
+    fq = np.zeros(size)
+    fo = np.zeros(size, np.int64)
+    for i in range(len(qo)):
+        ax0, ax1, ay0, ay1, weight = _window(qo[i], x0, x1, y0, y1, qx0, qx1, qy0, qy1, half)
+        base = qt[i] * ncell
+        for y in range(ay0, ay1 + 1):
+            for x in range(ax0, ax1 + 1):
+                key = base + y * nx + x
+                h = np.int64((np.uint64(key) * mult) >> shift)
+                while keys[h] != key and keys[h] != -1:
+                    h = (h + 1) & mask
+                keys[h] = key
+                fq[h] += weight
+    n_hit = 0
+    if total:
+        for i in range(len(oo)):
+            key = ot[i] * ncell + oy[oo[i]] * nx + ox[oo[i]]
+            h = np.int64((np.uint64(key) * mult) >> shift)
+            while keys[h] != key and keys[h] != -1:
+                h = (h + 1) & mask
+            if keys[h] == key:
+                n_hit += fo[h] == 0
+                fo[h] += 1
+    hit = np.empty(n_hit, np.int64)
     k = 0
-    for i in range(len(qt)):
-        for y in range(ay0[i], ay1[i] + 1):
-            for x in range(ax0[i], ax1[i] + 1):
-                out[k] = qt[i] * ncell + y * nx + x
-                k += 1
-    return out
+    for h in range(size if n_hit else 0):
+        if fo[h]:
+            hit[k] = h
+            k += 1
+    hit = hit[np.argsort(keys[hit])]
+    found = keys[hit]
+    return found // ncell, found % ncell, fo[hit] * fq[hit]
 
 
 def posting_products(s: Sample, region, qo, qt, oo, ot):
     """The GI2 comparisons of a node: for every (cell, term) of the region, f_o(c, t) * f_q(c, t),
     the objects of cell c holding term t times the queries over c indexed under t. (qo, qt) are
-    (query, routing term) pairs, (oo, ot) (object, term) pairs. Returns (term, cell, product)."""
-    ncell = s.nx * s.ny
-    x0, x1, y0, y1 = region
-    ax0, ax1 = np.maximum(s.qx0[qo], x0), np.minimum(s.qx1[qo], x1)
-    ay0, ay1 = np.maximum(s.qy0[qo], y0), np.minimum(s.qy1[qo], y1)
-    w = ax1 - ax0 + 1
-    n = np.maximum(w, 0) * np.maximum(ay1 - ay0 + 1, 0)
-    weight = np.ones(len(qo))
-    big = np.flatnonzero(n > MAX_EXPAND_CELLS)
-    if len(big):  # a query over very many cells (a kNN ball) is sampled on a centred window, scaled up
-        half = int(np.sqrt(MAX_EXPAND_CELLS)) // 2
-        cx, cy = (ax0[big] + ax1[big]) // 2, (ay0[big] + ay1[big]) // 2
-        ax0, ax1, ay0, ay1 = ax0.copy(), ax1.copy(), ay0.copy(), ay1.copy()
-        ax0[big], ax1[big] = np.maximum(ax0[big], cx - half), np.minimum(ax1[big], cx + half)
-        ay0[big], ay1[big] = np.maximum(ay0[big], cy - half), np.minimum(ay1[big], cy + half)
-        w = ax1 - ax0 + 1
-        n_window = np.maximum(w, 0) * np.maximum(ay1 - ay0 + 1, 0)
-        weight[big] = n[big] / np.maximum(n_window[big], 1)
-        n = n_window
-    qkeys, qcnt = _weighted_counts(_cell_term_keys(qt.astype(np.int64), ax0, ax1, ay0, ay1, s.nx, ncell, int(n.sum())),
-                                   np.repeat(weight, n))
-    okeys, ocnt = key_counts(ot * ncell + s.oy[oo] * s.nx + s.ox[oo])
-    if len(qkeys) == 0 or len(okeys) == 0:
-        z = np.zeros(0, np.int64)
-        return z, z, np.zeros(0)
-    pos = np.minimum(np.searchsorted(qkeys, okeys), len(qkeys) - 1)
-    hit = qkeys[pos] == okeys
-    keys = okeys[hit]
-    return keys // ncell, keys % ncell, (ocnt[hit] * qcnt[pos[hit]]).astype(np.float64)
+    (query, routing term) pairs, (oo, ot) (object, term) pairs. Returns (term, cell, product),
+    by term then cell."""
+    x0, x1, y0, y1 = (int(v) for v in region)
+    i64 = lambda a: np.asarray(a, np.int64)  # noqa: E731
+    return _products(x0, x1, y0, y1, i64(qo), i64(qt), i64(oo), i64(ot), s.qx0, s.qx1, s.qy0, s.qy1, s.ox, s.oy,
+                     s.nx, s.nx * s.ny)
 
 
 def text_similarity(s: Sample, objs: np.ndarray, qrys: np.ndarray) -> float:
@@ -189,13 +259,12 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 class Node:
     """A kdt-tree node: a region of gridt cells (ix0, ix1, iy0, iy1 inclusive) and a term set (None
     = every term, a space node; else the sorted terms of a text leaf). `objs` / `qrys` are the
-    sample objects inside the region and the queries overlapping it; `routed` = (objects, queries)
-    the node actually receives. `base` caches the region's gathered term pairs, shared by text
-    siblings (same region)."""
+    sample objects inside the region and the queries overlapping it (both ascending); `routed` =
+    (objects, queries) the node actually receives."""
 
-    __slots__ = ("_base", "_load", "_routed", "label", "objs", "qrys", "region", "s", "splittable", "terms")
+    __slots__ = ("_load", "_routed", "label", "objs", "qrys", "region", "s", "splittable", "terms")
 
-    def __init__(self, s: Sample, region, objs, qrys, terms=None, label="s", routed=None, base=None):
+    def __init__(self, s: Sample, region, objs, qrys, terms=None, label="s", routed=None):
         self.s = s
         self.region = tuple(int(v) for v in region)
         self.objs = objs
@@ -204,16 +273,7 @@ class Node:
         self.label = label
         self._routed = routed
         self._load = None
-        self._base = base
         self.splittable = True
-
-    @property
-    def base(self):
-        """(query, routing term) and (object, term) pairs of every query / object of the region."""
-        if self._base is None:
-            s = self.s
-            self._base = (*gather(s.r_ptr, s.r_val, self.qrys), *gather(s.o_ptr, s.o_val, self.objs))
-        return self._base
 
     def pairs(self):
         """What the node's worker indexes and probes: (query, posting term) pairs of the queries it
@@ -223,25 +283,19 @@ class Node:
         query over its region; a text node those with a routing term in its set. Objects are
         received when they hold a term in `used` (gridt drops the others)."""
         s = self.s
-        qo, qt, oo, ot = self.base
-        if self.terms is None:
-            used = present(qt, s.vocab)
-        else:
-            mine = np.zeros(s.vocab, bool)
+        mine = np.zeros(s.vocab if self.terms is not None else 0, np.bool_)
+        if self.terms is not None:
             mine[self.terms] = True
-            keep = mine[qt]
-            used = present(qt[keep], s.vocab)
-            got = present(qo[keep], s.n_queries)[qo]
-            qo, qt = qo[got], qt[got]
-        got = present(oo[used[ot]], s.n_objects)[oo]
-        return qo, qt, oo[got], ot[got], used
+        qo, qt, oo, ot, used, rq, ro = _received(np.asarray(self.qrys, np.int64), np.asarray(self.objs, np.int64),
+                                                 s.r_ptr, s.r_val, s.o_ptr, s.o_val, mine, self.terms is None, s.vocab)
+        if self._routed is None:
+            self._routed = (ro, rq)
+        return qo, qt, oo, ot, used
 
     @property
     def routed(self) -> tuple[np.ndarray, np.ndarray]:
         if self._routed is None:
-            qo, _, oo, _, _ = self.pairs()
-            s = self.s
-            self._routed = (np.flatnonzero(present(oo, s.n_objects)), np.flatnonzero(present(qo, s.n_queries)))
+            self.pairs()
         return self._routed
 
     @property
@@ -257,10 +311,7 @@ class Node:
         """Definition 1 with c = 1: GI2 comparisons + objects received + queries received."""
         if self._load is None:
             qo, qt, oo, ot, _ = self.pairs()
-            s = self.s
-            if self._routed is None:
-                self._routed = (np.flatnonzero(present(oo, s.n_objects)), np.flatnonzero(present(qo, s.n_queries)))
-            prod = posting_products(s, self.region, qo, qt, oo, ot)[2].sum()
+            prod = posting_products(self.s, self.region, qo, qt, oo, ot)[2].sum()
             self._load = float(prod) + len(self._routed[0]) + len(self._routed[1])
         return self._load
 
@@ -271,7 +322,7 @@ class Node:
 
     def child(self, region, terms=None, routed=None, same_region=False) -> Node:
         if same_region:
-            return Node(self.s, region, self.objs, self.qrys, terms, self.label, routed, self._base)
+            return Node(self.s, region, self.objs, self.qrys, terms, self.label, routed)
         s = self.s
         x0, x1, y0, y1 = region
         o, q = self.objs, self.qrys
