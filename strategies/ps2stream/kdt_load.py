@@ -19,7 +19,7 @@ Decisions where the paper is silent (each also in the notes file):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
@@ -51,6 +51,7 @@ class Sample:
     r_ptr: np.ndarray  # routing terms (load, routing)
     r_val: np.ndarray
     vocab: int
+    loads: dict = field(default_factory=dict)  # (region, term set) -> (load, routed): Node.load's memo
 
     @property
     def n_objects(self) -> int:
@@ -295,8 +296,17 @@ class Node:
     @property
     def routed(self) -> tuple[np.ndarray, np.ndarray]:
         if self._routed is None:
-            self.pairs()
+            known = self.s.loads.get(self.key)
+            if known is None:
+                self.pairs()
+            else:
+                self._routed = known[1]
         return self._routed
+
+    @property
+    def key(self) -> tuple:
+        """The node's identity for the memo: its region and term set decide its objects and queries."""
+        return self.region, None if self.terms is None else np.asarray(self.terms, np.int64).tobytes()
 
     @property
     def ro(self) -> np.ndarray:
@@ -310,9 +320,14 @@ class Node:
     def load(self) -> float:
         """Definition 1 with c = 1: GI2 comparisons + objects received + queries received."""
         if self._load is None:
-            qo, qt, oo, ot, _ = self.pairs()
-            prod = posting_products(self.s, self.region, qo, qt, oo, ot)[2].sum()
-            self._load = float(prod) + len(self._routed[0]) + len(self._routed[1])
+            key = self.key
+            if key not in self.s.loads:  # the DP's dry runs and the sigma loop cut the same nodes again
+                qo, qt, oo, ot, _ = self.pairs()
+                prod = posting_products(self.s, self.region, qo, qt, oo, ot)[2].sum()
+                self.s.loads[key] = (float(prod) + len(self._routed[0]) + len(self._routed[1]), self._routed)
+            self._load, routed = self.s.loads[key]
+            if self._routed is None:
+                self._routed = routed
         return self._load
 
     @property

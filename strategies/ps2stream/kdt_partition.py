@@ -269,15 +269,19 @@ def _greedy_merge(order, loads, rq_ptr, rq_val, ro_ptr, ro_val, n_queries, n_obj
     inc = np.empty(m)
     q_held = np.empty(m, np.int64)
     o_held = np.empty(m, np.int64)
+    q_n = np.zeros(n_queries, np.int64)  # how many partitions hold each: most hold none yet, skipped
+    o_n = np.zeros(n_objects, np.int64)
     for i in order:
         q_held[:] = 0
         o_held[:] = 0
         for j in range(rq_ptr[i], rq_ptr[i + 1]):
-            for p in range(m):
-                q_held[p] += q_on[rq_val[j], p]
+            if q_n[rq_val[j]]:
+                for p in range(m):
+                    q_held[p] += q_on[rq_val[j], p]
         for j in range(ro_ptr[i], ro_ptr[i + 1]):
-            for p in range(m):
-                o_held[p] += o_on[ro_val[j], p]
+            if o_n[ro_val[j]]:
+                for p in range(m):
+                    o_held[p] += o_on[ro_val[j], p]
         for p in range(m):
             inc[p] = loads[i] - q_held[p] - o_held[p]
         target = -1
@@ -296,8 +300,10 @@ def _greedy_merge(order, loads, rq_ptr, rq_val, ro_ptr, ro_val, n_queries, n_obj
         part[target] += inc[target]
         filled[target] += 1
         for j in range(rq_ptr[i], rq_ptr[i + 1]):
+            q_n[rq_val[j]] += not q_on[rq_val[j], target]
             q_on[rq_val[j], target] = True
         for j in range(ro_ptr[i], ro_ptr[i + 1]):
+            o_n[ro_val[j]] += not o_on[ro_val[j], target]
             o_on[ro_val[j], target] = True
         out[i] = target
     return out, part
