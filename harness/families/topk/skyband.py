@@ -59,10 +59,19 @@ def grown(a, need):
 
 
 @njit(cache=True)
-def rank_order(c_msg, c_score, n, m_seq):
-    """Positions of c_*[:n] in rank order (score desc, seq desc)."""
-    by_seq = np.argsort(-m_seq[c_msg[:n]], kind="mergesort")
-    return by_seq[np.argsort(-c_score[:n][by_seq], kind="mergesort")]
+def rank_order(c_msg, c_score, n, m_seq, floor=-np.inf):
+    """Positions of those of c_*[:n] scoring at least floor, in rank order (score desc, seq desc).
+    Only those: a re-evaluation reads no further, and ranking all it scored was a quarter of a
+    registration at |W| = 1M (about 2,000 scored, 60-100 kept)."""
+    keep = np.empty(n, np.int64)
+    n_keep = 0
+    for i in range(n):
+        if c_score[i] >= floor:
+            keep[n_keep] = i
+            n_keep += 1
+    keep = keep[:n_keep]
+    keep = keep[np.argsort(-m_seq[c_msg[keep]], kind="mergesort")]
+    return keep[np.argsort(-c_score[keep], kind="mergesort")]
 
 
 @njit(cache=True)
