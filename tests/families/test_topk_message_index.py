@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from harness.families.topk.message_index import best_candidates, message_grid, search_scratch
+from harness.families.topk.message_index import best_candidates, block_order, message_grid, search_scratch
 from tests.families.topk_streams import plain_scores, random_stream
 
 N_MSG, N_SUB, N_TERMS, WINDOW = 3_000, 60, 40, 1_800
@@ -60,3 +62,17 @@ def test_the_search_finds_every_message_reaching_its_target(stream, per_cell):
     assert finite > N_SUB  # most searches stopped early
     if per_cell < 100:  # the cells prune: far fewer pairs scored than a scan
         assert scored < 0.5 * eligible_total
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 400), st.integers(1, 6), st.integers(1, 9), st.integers(1, 5), st.integers(0, 2**32 - 1))
+def test_block_order_is_lexsorts_order(n, n_terms, n_cells, n_weights, seed):
+    """By term, cell, weight (heaviest first), ties in entry order; runs long enough for both the
+    insertion sort and the merge sort (few terms and cells, few distinct weights: many ties)."""
+    rng = np.random.default_rng(seed)
+    term, cell = rng.integers(0, n_terms, n), rng.integers(0, n_cells, n)
+    weights = rng.choice(np.linspace(0.1, 1.0, n_weights), n)
+    order, o_term, o_cell = block_order(term, cell, weights, n_terms, n_cells)
+    want = np.lexsort((-weights, cell, term))
+    assert np.array_equal(order, want)
+    assert np.array_equal(o_term, term[want]) and np.array_equal(o_cell, cell[want])

@@ -708,6 +708,27 @@ def thresholds(slots, t, horizon, b_off, b_len, a_msg, a_score, m_seq, m_exp, m_
     return out, scored
 
 
+@njit(cache=True)
+def kept_rows(slots, s_id, b_off, b_len, theta, a_msg, a_score, a_dom, m_seq):
+    """`_kept`'s columns, slot by slot in one pass: a header row (mseq HEADER, theta, dom -1), then
+    the buffer's members. Written out because a dozen numpy passes over every buffered row (5M at
+    156k subscriptions, |W| = 1M) took 0.6 s of each epoch."""
+    n = 0
+    for s in slots:
+        n += b_len[s] + 1
+    qid, mseq = np.empty(n, np.int64), np.empty(n, np.int64)
+    score, dom = np.empty(n), np.empty(n, np.int32)
+    r = 0
+    for s in slots:
+        qid[r], mseq[r], score[r], dom[r] = s_id[s], HEADER, theta[s], -1
+        r += 1
+        o = b_off[s]
+        for u in range(b_len[s]):
+            qid[r], mseq[r], score[r], dom[r] = s_id[s], m_seq[a_msg[o + u]], a_score[o + u], a_dom[o + u]
+            r += 1
+    return qid, mseq, score, dom
+
+
 def message_rows(m_seq: np.ndarray, seqs: np.ndarray) -> np.ndarray:
     """The rows of `seqs` in the ascending m_seq: through a table over the seq span when it is
     dense (a window's seqs are), else a binary search."""
@@ -898,17 +919,9 @@ class TopkIndex(WorkerIndex):
     @staticmethod
     def _kept(subs, live, b_off, b_len, theta, a_msg, a_score, a_dom, m_seq) -> pa.Table:
         """Each live subscription's header row (theta) and buffer, by query, in rank order."""
-        slots = np.flatnonzero(live)
-        lens = b_len[slots]
-        owner = np.repeat(slots, lens + 1)
-        rank = np.arange(len(owner)) - np.repeat(np.cumsum(lens + 1) - (lens + 1), lens + 1) - 1  # -1: the header
-        mem = np.flatnonzero(rank >= 0)
-        where = b_off[owner[mem]] + rank[mem]
-        mseq = np.full(len(owner), HEADER, np.int64)
-        score = theta[owner]
-        dom = np.full(len(owner), -1, np.int32)
-        mseq[mem], score[mem], dom[mem] = m_seq[a_msg[where]], a_score[where], a_dom[where]
-        return pa.table({"qid": subs.id[owner], "mseq": mseq, "score": score, "dom": dom}, schema=RESULT_SCHEMA)
+        qid, mseq, score, dom = kept_rows(np.flatnonzero(live), subs.id, b_off, b_len, theta, a_msg, a_score, a_dom,
+                                          m_seq)
+        return pa.table({"qid": qid, "mseq": mseq, "score": score, "dom": dom}, schema=RESULT_SCHEMA)
 
     def _leaving_rows(self, lo: int) -> dict:
         """The dropped replicas' top-k members as leave rows just before the epoch (apply_narrowing)."""

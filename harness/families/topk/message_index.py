@@ -44,9 +44,7 @@ def message_grid(x, y, offsets, values, weights, n_terms: int, per_cell: float =
     side = int(geometry[4])
     owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
     e_cell = cell[owner]
-    by_weight = np.argsort(-weights, kind="stable")  # then by (term, cell), stable: lexsort's order, faster
-    order = by_weight[np.argsort((values.astype(np.int64) * (side * side) + e_cell)[by_weight], kind="stable")]
-    e_term, e_cell = values[order].astype(np.int64), e_cell[order]
+    order, e_term, e_cell = block_order(values.astype(np.int64), e_cell, weights, n_terms, side * side)
     starts = np.flatnonzero(np.r_[True, (e_term[1:] != e_term[:-1]) | (e_cell[1:] != e_cell[:-1])]) if len(
         order) else np.zeros(0, np.int64)
     term_blocks = np.zeros(n_terms + 1, np.int64)
@@ -54,6 +52,58 @@ def message_grid(x, y, offsets, values, weights, n_terms: int, per_cell: float =
     e_w = weights[order]
     return (geometry, term_blocks, e_cell[starts], np.r_[starts, len(order)].astype(np.int64), e_w[starts],
             owner[order], e_w)
+
+
+@njit(cache=True)
+def block_order(term, cell, weights, n_terms: int, n_cells: int):
+    """The entries by term, then cell, then weight (heaviest first), ties in entry order:
+    np.lexsort((-weights, cell, term))'s order, with the terms and cells in that order. Two counting sorts (cell, then term: each is
+    stable) and a sort of each (term, cell) run by weight; two stable numpy argsorts of every entry
+    took about 2.5 s of an epoch's set-up at |W| = 1M (5M entries), this about a tenth of it."""
+    n = len(term)
+    count = np.zeros(n_cells + 1, np.int64)
+    for i in range(n):
+        count[cell[i] + 1] += 1
+    for c in range(n_cells):
+        count[c + 1] += count[c]
+    by_cell = np.empty(n, np.int64)
+    for i in range(n):
+        by_cell[count[cell[i]]] = i
+        count[cell[i]] += 1
+    count = np.zeros(n_terms + 1, np.int64)
+    for i in range(n):
+        count[term[i] + 1] += 1
+    for t in range(n_terms):
+        count[t + 1] += count[t]
+    term_by_cell = np.empty(n, np.int64)  # read in sequence below, not gathered through by_cell
+    for j in range(n):
+        term_by_cell[j] = term[by_cell[j]]
+    order = np.empty(n, np.int64)
+    o_term, o_cell = np.empty(n, np.int64), np.empty(n, np.int64)
+    for j in range(n):
+        t = term_by_cell[j]
+        i = by_cell[j]
+        at = count[t]
+        order[at], o_term[at], o_cell[at] = i, t, cell[i]
+        count[t] += 1
+    start = 0
+    while start < n:
+        end = start + 1
+        while end < n and o_term[end] == o_term[start] and o_cell[end] == o_cell[start]:
+            end += 1
+        if end - start <= 32:  # insertion sort: stable, and the runs are mostly a few entries
+            for j in range(start + 1, end):
+                cur = order[j]
+                k = j
+                while k > start and weights[order[k - 1]] < weights[cur]:
+                    order[k] = order[k - 1]
+                    k -= 1
+                order[k] = cur
+        else:
+            run = order[start:end].copy()
+            order[start:end] = run[np.argsort(-weights[run], kind="mergesort")]
+        start = end
+    return order, o_term, o_cell
 
 
 def uniform_grid(x: np.ndarray, y: np.ndarray, per_cell: float, max_side: int) -> tuple[np.ndarray, np.ndarray]:
