@@ -6,14 +6,17 @@ against the full window (untimed set-up, as the harness's warm-up epoch); the st
 and restored into a fresh index, as between epochs, and a batch of new messages is timed by the
 index's own `busy_s` (each one arrives at a full window and pushes the oldest out). Sizes: full
 156,000 subscriptions (DSkype's load per worker; its Java bolts did about 833 messages/s there, the
-target is 8,000) with |W| = 100,000, not the issue's 1M: a registration searches the message index
-in about 1 ms at |W| = 100k and 10 ms at 1M (measured), so 156,000 registrations take about 2.5
-minutes at 100k and half an hour at 1M. Small: 20,000 subscriptions, |W| = 20,000. The epoch's
-set-up (building the message index and the postings, restoring the buffers) is inside the busy
-time and is reported apart. Figures, all from the same rounds (each round: the brute-force scan,
-the index without expiries, the index):
+target is 8,000) with the issue's |W| = 1M and 20,000 measured messages (the warm-up's 156,000
+registrations take about 4 minutes: about 1.5 ms each against the message index). Small: 20,000
+subscriptions, |W| = 20,000, 2,000 messages. The epoch's set-up (building the message index and
+the postings, restoring the buffers: about 2 s at 1M) is inside the busy time; each round also
+times it on a one-message epoch, and the rate less it is the one a long-running worker sees.
+Figures, all from the same rounds (each round: the brute-force scan, the index without expiries,
+the one-message epoch, the index):
 - messages/s of the index (target 8,000);
-- a brute-force scorer over the same postings (target: the index 10x it), vectorised numpy sharing
+- the same less the set-up (target 8,000);
+- a brute-force scorer over the same postings (target: the index less its set-up 10x it; the
+  scorer's own set-up is untimed too), vectorised numpy sharing
   no code with the index: per message, every subscription sharing a keyword is scored and compared
   with its current k-th score (a (subscriptions, k) table of scores, no refills);
 - the share of busy time spent on expiries (buffer upkeep) and re-evaluations (target <= 20%): the
@@ -38,8 +41,8 @@ from harness.families.topk.family import TopkFamily
 from harness.families.topk.index import TopkIndex
 
 SUBS = {"full": 156_000, "small": 20_000}
-WINDOW = {"full": 100_000, "small": 20_000}
-MEASURED = {"full": 5_000, "small": 2_000}
+WINDOW = {"full": 1_000_000, "small": 20_000}
+MEASURED = {"full": 20_000, "small": 2_000}
 BRUTE_PREFIX = 2_000  # messages the brute-force scorer runs at most (its rate is per message)
 K = 20
 ROUNDS = {"full": 3, "small": 5}  # paired rounds (the share is a difference of two busy times)
@@ -148,7 +151,7 @@ def test_topk_index_throughput(benchmark, topk_state, scale, record):
     n_q, n_msg = len(state.queries), len(measured)
     brute = BruteForce(context, state)
     prefix = measured.take(np.arange(min(BRUTE_PREFIX, n_msg)))
-    outs, calm, brute_rates = [], [], []
+    outs, calm, brute_rates, setups = [], [], [], []
 
     def index_run(end, events=measured):
         index = TopkIndex(context)
@@ -161,6 +164,7 @@ def test_topk_index_throughput(benchmark, topk_state, scale, record):
         brute_rates.append(len(prefix) / base_s)
         brute.pairs = pairs
         calm.append(index_run(lo))  # no expiries within the batch
+        setups.append(index_run(lo + 1, measured.take(np.arange(1))).busy_s)  # the epoch's set-up and one message
 
     def run():
         out = index_run(hi)
@@ -177,7 +181,7 @@ def test_topk_index_throughput(benchmark, topk_state, scale, record):
         assert brute.pairs >= c["arrival_pairs"] + c["pruned_pairs"]
     assert calm[0].counters["reevaluations"] == 0 and calm[0].counters["window"] == len(state.objects) + n_msg
 
-    setup_s = index_run(lo + 1, measured.take(np.arange(1))).busy_s  # the per-epoch set-up and one message
+    setup_s = float(np.median(setups))
 
     busy = np.array([o.busy_s for o in outs])
     rates = n_msg / busy
@@ -190,25 +194,29 @@ def test_topk_index_throughput(benchmark, topk_state, scale, record):
            note=f"{len(prefix)} messages, {brute.pairs / len(prefix):.0f} subscriptions sharing a keyword each, "
                 f"all scored")
     record(f"{tag}/index", rates.max(), "messages/s/core", baseline=ref, target=8_000, paired={ref: vs_brute},
-           note=f"{n_q} subscriptions, k = {K}, |W| = {window} (not 1M: warm-up cost, module docstring), "
-                f"{n_msg} messages ({setup_s:.1f}s of the busy time is the epoch's set-up); per message "
+           note=f"{n_q} subscriptions, k = {K}, |W| = {window}, {n_msg} messages in one epoch "
+                f"({setup_s:.1f}s of the busy time is the epoch's set-up); per message "
                 f"{c['arrival_pairs'] / n_msg:.0f} pairs scored, "
                 f"{c['pruned_pairs'] / n_msg:.0f} pruned, {c['results'] / n_msg:.0f} entries; AMP "
                 f"{c['arrival_s'] / n_msg * 1e6:.0f} us, EMP {c['expiry_s'] / max(c['expiries'], 1) * 1e6:.0f} us; "
                 f"warm-up {warm_s:.0f}s untimed ({warm_counters['candidates'] / n_q:.0f} pairs per registration); "
                 f"DSkype's Java bolts: ~833 messages/s at 156k")
-    steady = n_msg / np.maximum(busy - setup_s, 1e-9)
-    record(f"{tag}/index_after_setup", steady.max(), "messages/s/core", target=8_000,
-           note=f"the same rounds less the epoch's set-up ({setup_s:.2f}s, timed apart on a one-message epoch): "
-                f"the rate once the index is built, as in an epoch much longer than this batch")
-    record(f"{tag}/index_vs_brute", rates.max(), "messages/s/core", baseline=ref, target=10, target_on=ref,
-           paired={ref: vs_brute},
-           note="ratio: median of the per-round ratios " + ", ".join(f"{r:.2f}" for r in per_round))
-    shares = 1.0 - np.array([o.busy_s for o in calm]) / busy
+    steady = n_msg / np.maximum(busy - np.array(setups), 1e-9)  # each round less its own set-up
+    after = steady / np.array(brute_rates)
+    record(f"{tag}/index_after_setup", steady.max(), "messages/s/core", target=8_000, baseline=ref,
+           paired={ref: float(np.median(after))},
+           note=f"the same rounds less the epoch's set-up (a one-message epoch in each round, median "
+                f"{setup_s:.2f}s): the rate once the index is built, as a long-running worker (DSkype's bolts) "
+                f"or an epoch much longer than this batch sees it")
+    record(f"{tag}/index_vs_brute", float(np.median(steady)), "messages/s/core", baseline=ref, target=10,
+           target_on=ref, paired={ref: float(np.median(after))},
+           note="ratio without either side's set-up (the scan's inverted lists and k-th score table are built "
+                "untimed): median of the per-round ratios " + ", ".join(f"{r:.2f}" for r in after)
+                + "; with the index's set-up in its batch: " + ", ".join(f"{r:.2f}" for r in per_round))
+    shares = (busy - np.array([o.busy_s for o in calm])) / np.maximum(busy - np.array(setups), 1e-9)  # of the work less set-up
     pair_share = (c["candidates"] - c["arrival_pairs"]) / max(c["candidates"], 1)
     record(f"{tag}/reevaluation_share", float(np.median(shares)), "share of worker busy", target_max=0.20,
-           note=f"busy time minus that of the batch without expiries, median of paired rounds "
-                f"{', '.join(f'{x:.2f}' for x in shares)} (best rounds: "
-                f"{1.0 - min(o.busy_s for o in calm) / busy.min():.2f}): "
+           note=f"busy time minus that of the batch without expiries, over the busy time less the set-up, median "
+                f"of paired rounds {', '.join(f'{x:.2f}' for x in shares)}: "
                 f"{c['reevaluations']} re-evaluations ({pair_share:.1%} of pairs scored), {n_msg} expiries; "
                 f"the arrivals' own buffer upkeep (dominance counters) is inside the arrival loop, not split")
