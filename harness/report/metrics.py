@@ -66,8 +66,12 @@ def run_metrics(epochs, workers: pd.DataFrame, n_dispatchers: int, n_input_objec
 
 def _amp_emp(workers: pd.DataFrame) -> dict[str, float]:
     """Skype's AMP and EMP (Sec. 8.1): worker time per arriving and per expiring message copy, in
-    microseconds, from the top-k index's phase clocks summed over workers; NaN without top-k work."""
-    out = {"amp_us": float("nan"), "emp_us": float("nan")}
+    microseconds, from the top-k index's phase clocks summed over workers; and the expiry phase's
+    share of the workers' busy time (issue 14's re-evaluation budget). NaN without top-k work."""
+    out = {"amp_us": float("nan"), "emp_us": float("nan"), "expiry_share": float("nan")}
+    if "expiry_s" in workers and workers["arrival_s"].sum() + workers["expiry_s"].sum() > 0 \
+            and workers["busy_s"].sum() > 0:
+        out["expiry_share"] = float(workers["expiry_s"].sum() / workers["busy_s"].sum())
     if "arrival_s" in workers and workers["arrival_s"].sum() > 0 and workers["objects"].sum() > 0:
         out["amp_us"] = float(workers["arrival_s"].sum() / workers["objects"].sum() * 1e6)
     if "expiries" in workers and workers["expiries"].sum() > 0:
@@ -229,6 +233,9 @@ _METRICS = [
            "and divided by the copies", "lower", "{:,.1f}"),
     Metric("emp_us", "EMP", "us", "top-k: worker time per expiring message copy (Skype's EMP): leaving the "
            "buffers whose oldest member it is and re-evaluating those left with fewer than k", "lower", "{:,.1f}"),
+    Metric("expiry_share", "expiry share", "share", "top-k: the workers' time on expiries and the re-evaluations "
+           "they cause (EMP's phase: buffer upkeep as members leave, refills from the window), over their busy time "
+           "(issue 14's budget: at most 20%)", "lower", "{:.1%}"),
     Metric("resent", "subscriptions re-sent", "copies", "subscription copies sent to workers their route gained "
            "between epochs (DSkype's prefix reallocation)", "lower", _COUNT),
     Metric("messages_routed", "messages routed", "messages", "(event, worker) pairs the dispatchers sent", "lower",

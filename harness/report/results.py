@@ -40,6 +40,7 @@ RUNS_TABLE_COLUMNS = [
     "migrated_queries", "migrated_bytes", "select_s", "select_cells_s", "migration_s", "latency_share_lt_100ms",
     "latency_share_100ms_1s", "latency_share_gt_1s", "observe_s", "merge_s", "feedback_rows", "family", "run_dir",
     "replicas_dropped", "stored_replication", "reevaluations", "resent", "buffer_size_mean", "amp_us", "emp_us",
+    "expiry_share",
     "snapshot_latency_mean_ms", "snapshot_latency_p50_ms", "snapshot_latency_p95_ms", "snapshot_queries",
     "snapshot_workers_mean", "stored_objects_max", "stored_objects_sum", "stored_bytes_max",
     "stored_bytes_sum", "srq_latency_mean_ms", "skq_latency_mean_ms",

@@ -31,6 +31,7 @@ def test_topk_runs_exact_on_spark_with_dskype_figures(spark, tmp_path):
         assert r["result_count"] > 0 and r["epochs"] >= 2, name
         # Skype's AMP and EMP from the index's phase clocks: every run has arrivals and expiries
         assert 0 < r["amp_us"] < 1e6 and 0 < r["emp_us"] < 1e6, (name, r["amp_us"], r["emp_us"])
+        assert 0 < r["expiry_share"] < 1, (name, r["expiry_share"])  # a share of the busy time
     assert len({r["result_digest"] for r in rows.values()}) == 1
     # Table 5: hashing and location store each subscription once, keyword on every keyword's worker
     assert rows["dskype_hash"]["stored_replication"] == pytest.approx(1.0)
