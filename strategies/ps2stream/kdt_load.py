@@ -132,28 +132,26 @@ def _received(qrys, objs, r_ptr, r_val, o_ptr, o_val, mine, every, vocab):
                 o_in[i] = True
                 n_op += o_ptr[o + 1] - o_ptr[o]
                 break
-    qo, qt = np.empty(n_qp, np.int64), np.empty(n_qp, np.int64)
-    oo, ot = np.empty(n_op, np.int64), np.empty(n_op, np.int64)
-    rq, ro = np.empty(q_in.sum(), np.int64), np.empty(o_in.sum(), np.int64)
-    k = n = 0
-    for i in range(len(qrys)):
-        if q_in[i]:
-            q = qrys[i]
-            rq[n] = q
-            n += 1
-            for j in range(r_ptr[q], r_ptr[q + 1]):
-                qo[k], qt[k] = q, r_val[j]
-                k += 1
-    k = n = 0
-    for i in range(len(objs)):
-        if o_in[i]:
-            o = objs[i]
-            ro[n] = o
-            n += 1
-            for j in range(o_ptr[o], o_ptr[o + 1]):
-                oo[k], ot[k] = o, o_val[j]
-                k += 1
+    qo, qt, rq = _kept_pairs(qrys, q_in, n_qp, r_ptr, r_val)
+    oo, ot, ro = _kept_pairs(objs, o_in, n_op, o_ptr, o_val)
     return qo, qt, oo, ot, used, rq, ro
+
+
+@njit(cache=True)
+def _kept_pairs(items, keep, n_pairs, ptr, val):
+    """(item, value) pairs of the kept items' CSR rows, in order, and the kept items."""
+    owner, value = np.empty(n_pairs, np.int64), np.empty(n_pairs, np.int64)
+    kept = np.empty(keep.sum(), np.int64)
+    k = n = 0
+    for i in range(len(items)):
+        if keep[i]:
+            it = items[i]
+            kept[n] = it
+            n += 1
+            for j in range(ptr[it], ptr[it + 1]):
+                owner[k], value[k] = it, val[j]
+                k += 1
+    return owner, value, kept
 
 
 @njit(cache=True, inline="always")
