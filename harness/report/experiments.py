@@ -137,7 +137,8 @@ def _lines(runs: pd.DataFrame, x: str, xlabel: str, title: str, facet: str | Non
         xs = _numeric(g[x])
         if logx:
             ax.set_xscale("log", base=2)
-        elif (xs > 0).all() and xs.max() >= 100 * xs.min():  # x over decades (region areas): a log axis
+        elif pd.api.types.is_numeric_dtype(xs) and (xs > 0).all() and xs.max() >= 100 * xs.min():
+            # x over decades (region areas): a log axis; an x of names (re-evaluation modes) stays categorical
             ax.set_xscale("log")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(metrics.label(metric))

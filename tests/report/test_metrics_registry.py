@@ -148,3 +148,18 @@ def test_amp_and_emp_divide_the_phase_clocks_by_the_copies():
     none = _amp_emp(pd.DataFrame({"objects": [5.0], "arrival_s": [0.0], "expiries": [0.0], "expiry_s": [0.0],
                                   "busy_s": [0.001]}))
     assert np.isnan(none["amp_us"]) and np.isnan(none["emp_us"]) and np.isnan(none["expiry_share"])
+
+
+@pytest.mark.parametrize("xs, scale", [(["cskyband", "skyband", "kmax"], "linear"), ([1.0, 10.0, 1000.0], "log"),
+                                       ([4.0, 8.0, 16.0], "linear")])
+def test_line_figures_take_names_and_decades_on_their_x(xs, scale):
+    """A swept x of names (skype_reevaluation's re-evaluation modes) is drawn as categories; a
+    numeric x over decades (SSTD's region areas) on a log axis; one within a decade stays linear."""
+    runs = pd.DataFrame({"scenario": "topk_q/synthetic", "variant": "hash", "x": [str(x) for x in xs],
+                         "emp_us": [3.0, 2.0, 1.0]})
+    fig = experiments._lines(runs, "x", "x", "t", metric="emp_us")
+    ax = fig.axes[0]
+    assert ax.get_xscale() == scale
+    line = ax.lines[0]
+    drawn = dict(zip((str(x) for x in line.get_xdata()), line.get_ydata().tolist()))
+    assert drawn == {str(x): y for x, y in zip(xs, [3.0, 2.0, 1.0])}  # each point at its own x
