@@ -94,15 +94,6 @@ def present(a: np.ndarray, n: int) -> np.ndarray:
     return mask
 
 
-def key_counts(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct keys and their counts by sort plus a neighbour mask."""
-    keys = np.sort(keys)
-    if len(keys) == 0:
-        return keys, np.zeros(0, np.int64)
-    start = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
-    return keys[start], np.diff(np.append(start, len(keys)))
-
-
 MAX_EXPAND_CELLS = 64  # range queries cover a few cells (STS: at most 9 of 62 km); a kNN ball may cover thousands
 
 
@@ -202,22 +193,19 @@ def _products(x0, x1, y0, y1, qo, qt, oo, ot, qx0, qx1, qy0, qy1, ox, oy, nx, nc
                     h = (h + 1) & mask
                 keys[h] = key
                 fq[h] += weight
+    hit = np.empty(len(oo) if total else 0, np.int64)  # the slots objects matched, each once
     n_hit = 0
-    if total:
-        for i in range(len(oo)):
-            key = ot[i] * ncell + oy[oo[i]] * nx + ox[oo[i]]
-            h = np.int64((np.uint64(key) * mult) >> shift)
-            while keys[h] != key and keys[h] != -1:
-                h = (h + 1) & mask
-            if keys[h] == key:
-                n_hit += fo[h] == 0
-                fo[h] += 1
-    hit = np.empty(n_hit, np.int64)
-    k = 0
-    for h in range(size if n_hit else 0):
-        if fo[h]:
-            hit[k] = h
-            k += 1
+    for i in range(len(hit)):
+        key = ot[i] * ncell + oy[oo[i]] * nx + ox[oo[i]]
+        h = np.int64((np.uint64(key) * mult) >> shift)
+        while keys[h] != key and keys[h] != -1:
+            h = (h + 1) & mask
+        if keys[h] == key:
+            if fo[h] == 0:
+                hit[n_hit] = h
+                n_hit += 1
+            fo[h] += 1
+    hit = hit[:n_hit]
     hit = hit[np.argsort(keys[hit])]
     found = keys[hit]
     return found // ncell, found % ncell, fo[hit] * fq[hit]

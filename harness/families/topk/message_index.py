@@ -57,9 +57,10 @@ def message_grid(x, y, offsets, values, weights, n_terms: int, per_cell: float =
 @njit(cache=True)
 def block_order(term, cell, weights, n_terms: int, n_cells: int):
     """The entries by term, then cell, then weight (heaviest first), ties in entry order:
-    np.lexsort((-weights, cell, term))'s order, with the terms and cells in that order. Two counting sorts (cell, then term: each is
-    stable) and a sort of each (term, cell) run by weight; two stable numpy argsorts of every entry
-    took about 2.5 s of an epoch's set-up at |W| = 1M (5M entries), this about a tenth of it."""
+    np.lexsort((-weights, cell, term))'s order, with the terms and cells in that order. Two
+    counting sorts (cell, then term: each is stable) and a sort of each (term, cell) run by weight;
+    two stable numpy argsorts of every entry took about 2.5 s of an epoch's set-up at |W| = 1M (5M
+    entries), this about a third of it."""
     n = len(term)
     count = np.zeros(n_cells + 1, np.int64)
     for i in range(n):
