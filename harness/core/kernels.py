@@ -101,6 +101,23 @@ def last_terms(rows, offsets, values):
     return out
 
 
+@njit(cache=True)
+def csr_gather(offsets, values, rows):
+    """Rows of a CSR array as a new one (offsets, values), in one pass where numpy needs a
+    repeat, an arange and a gather of the values' length (a worker task takes every unit's events
+    this way)."""
+    new_offsets = np.empty(len(rows) + 1, np.int64)
+    new_offsets[0] = 0
+    for i in range(len(rows)):
+        new_offsets[i + 1] = new_offsets[i] + offsets[rows[i] + 1] - offsets[rows[i]]
+    out = np.empty(new_offsets[-1], values.dtype)
+    for i in range(len(rows)):
+        src = offsets[rows[i]] - new_offsets[i]
+        for j in range(new_offsets[i], new_offsets[i + 1]):
+            out[j] = values[src + j]
+    return new_offsets, out
+
+
 # clock_gettime through its C symbol, resolved by name when a kernel is linked (a ctypes pointer
 # would be an address baked into numba's on-disk cache, stale in the next process)
 _clock_gettime = types.ExternalFunction("clock_gettime", types.int32(types.int32, types.CPointer(types.int64)))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
@@ -289,3 +290,17 @@ def test_resume_reruns_failed_runs_and_ignores_display_settings(tmp_path):
     assert unfinished(cfg, [spec], tmp_path) == []
     cfg.resume = False
     assert unfinished(cfg, [spec], tmp_path) == [spec]
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_a_runs_config_yaml_is_omegaconfs_text_and_loads_back(name):
+    from harness.run.runner import _run_config, config_yaml
+
+    point = sweep_points(composed(f"experiment={name}"))[0]
+    with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT_ROOT / "conf")):
+        cfg = compose(config_name="config", overrides=[f"experiment={name}", *point])  # as a run sees it
+    for spec in validate(cfg):
+        run_cfg = _run_config(cfg, spec)
+        text = config_yaml(run_cfg)
+        assert text == OmegaConf.to_yaml(OmegaConf.create(run_cfg))
+        assert yaml.safe_load(text) == run_cfg
