@@ -7,6 +7,7 @@ holds the keys below, which say which run it is, and metrics, each named in the 
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -159,15 +160,21 @@ class MlflowLogger:
     """Thin wrapper: one tracking store under results/, parent and child runs, never fatal.
 
     A child run is logged in a background thread (one, so runs are logged in order), while the
-    next runs of the invocation go on: logging a run costs MLflow's sqlite store about 0.15-0.2 s,
-    which the driver would otherwise spend between Spark jobs for every run of a sweep. `wait`
-    returns when every submitted run is logged; the runner calls it before it writes the rows."""
+    next runs of the invocation go on: logging a run costs MLflow's sqlite store about 0.1-0.2 s,
+    which the driver would otherwise spend between Spark jobs for every run of a sweep. With
+    `process` (a sweep: the runner passes a one-process executor) the thread hands each run to
+    that process and waits: MLflow's SQLAlchemy work is Python that held the driver's GIL while
+    the runs' summaries needed it (42 s of grand_range's driver time); a run the process cannot
+    log (it died) is logged in the thread. `wait` returns when every submitted run is logged; the
+    runner calls it before it writes the rows."""
 
-    def __init__(self, root: Path, experiment: str, enabled: bool = True):
+    def __init__(self, root: Path, experiment: str, enabled: bool = True, process=None):
         self.enabled = enabled
         self.error: str | None = None
         self._pending: list = []
         self._pool = None
+        self._process = process  # a one-process executor to log in (None: in the thread itself)
+        self._uri = tracking_uri(root)
         if not enabled:
             return
         try:
@@ -220,36 +227,72 @@ class MlflowLogger:
                                                list(steps or []), done))
 
     def _log(self, name, params, metrics, run_dir, parent_id, steps, done) -> None:
-        from mlflow.entities import Metric, Param
-
-        t0 = time.perf_counter()
-        error = None
-        try:
-            client = self.client
-            tags = {"mlflow.parentRunId": parent_id} if parent_id else None
-            run_id = client.create_run(self.experiment_id, run_name=name, tags=tags).info.run_id
-            now = int(time.time() * 1000)
-            logged = metrics_mod.numeric(metrics)
-            batch = [Metric(k, v, now, 0) for k, v in logged.items()]
-            for step in steps:
-                per_epoch = metrics_mod.numeric(step)
-                logged.update(per_epoch)
-                # prefixed: the run-level figure of the same name stays the run's summary
-                batch += [Metric(f"epoch_{k}", v, now, int(step["epoch"])) for k, v in per_epoch.items()]
-            client.log_batch(run_id, metrics=batch, params=[Param(k, str(v)[:500]) for k, v in params.items()])
-            client.log_dict(run_id, metrics_mod.describe(sorted(logged)), "metric_units.json")
-            client.log_artifacts(run_id, str(run_dir))
-            client.set_terminated(run_id)
-        except Exception as exc:  # noqa: BLE001
-            error = self.error = f"{type(exc).__name__}: {exc}"
+        args = (self.experiment_id, name, params, metrics, run_dir, parent_id, steps)
+        error, seconds = None, None
+        if self._process is not None:
+            try:
+                error, seconds = self._process.submit(_log_in_process, self._uri, *args).result()
+            except Exception:  # noqa: BLE001 - the process is gone or cannot take it: log here
+                error, seconds = None, None
+        if seconds is None:
+            t0 = time.perf_counter()
+            error = _log_child_run(self.client, *args)
+            seconds = time.perf_counter() - t0
+        if error is not None:
+            self.error = error
         if done is not None:
-            done(error, time.perf_counter() - t0)
+            done(error, seconds)
 
     def wait(self) -> None:
         """Until every submitted run is logged."""
         pending, self._pending = self._pending, []
         for future in pending:
             future.result()
+
+
+def _log_child_run(client, experiment_id: str, name: str, params: dict, metrics: dict, run_dir: Path,
+                   parent_id: str | None, steps: list[dict]) -> str | None:
+    """One child run through `client`: params, registered finite metrics, per-epoch ones (`epoch_<name>`,
+    step = epoch), their units and descriptions (metric_units.json) and the folder; the error, if any."""
+    from mlflow.entities import Metric, Param
+
+    try:
+        tags = {"mlflow.parentRunId": parent_id} if parent_id else None
+        run_id = client.create_run(experiment_id, run_name=name, tags=tags).info.run_id
+        now = int(time.time() * 1000)
+        logged = metrics_mod.numeric(metrics)
+        batch = [Metric(k, v, now, 0) for k, v in logged.items()]
+        for step in steps:
+            per_epoch = metrics_mod.numeric(step)
+            logged.update(per_epoch)
+            # prefixed: the run-level figure of the same name stays the run's summary
+            batch += [Metric(f"epoch_{k}", v, now, int(step["epoch"])) for k, v in per_epoch.items()]
+        client.log_batch(run_id, metrics=batch, params=[Param(k, str(v)[:500]) for k, v in params.items()])
+        client.log_dict(run_id, metrics_mod.describe(sorted(logged)), "metric_units.json")
+        client.log_artifacts(run_id, str(run_dir))
+        client.set_terminated(run_id)
+        return None
+    except Exception as exc:  # noqa: BLE001
+        return f"{type(exc).__name__}: {exc}"
+
+
+_CLIENTS: dict[str, Any] = {}  # a logging process's client per tracking URI
+
+
+def _log_in_process(uri: str, *args) -> tuple[str | None, float]:
+    """`_log_child_run` in a logging process: (error, seconds)."""
+    import mlflow
+
+    t0 = time.perf_counter()
+    if uri not in _CLIENTS:
+        _CLIENTS[uri] = mlflow.MlflowClient(uri)
+    error = _log_child_run(_CLIENTS[uri], *args)
+    return error, time.perf_counter() - t0
+
+
+def warm_logging(process) -> None:
+    """Import MLflow in the logging process now (seconds), while the driver starts Spark."""
+    process.submit(importlib.import_module, "mlflow")
 
 
 SWEEP_PARENT_ENV = "STPS_MLFLOW_PARENT_RUN"

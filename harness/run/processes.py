@@ -41,3 +41,16 @@ def submit(processes: int, fn, *args) -> Future | None:
         return pool(processes).submit(fn, *args)
     except Exception:  # noqa: BLE001 - the caller runs it itself
         return None
+
+
+_LOGGING: list[ProcessPoolExecutor] = []
+
+
+def logging_process() -> ProcessPoolExecutor:
+    """One spawned process for a sweep's MLflow runs (harness/report/results.py), apart from the
+    pool so that a run's logging never waits behind a fit, and one so that runs are logged in
+    order; started on first use and kept for the sweep's invocations."""
+    with _LOCK:
+        if not _LOGGING:
+            _LOGGING.append(ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")))
+        return _LOGGING[0]

@@ -38,6 +38,7 @@ from harness.report import results
 from harness.report.summary import summarise_repetitions
 from harness.report.table import idle_workers
 from harness.run import fits
+from harness.run import processes as processes_mod
 from harness.run.config import RunSpec, network_profile, spark_master, validate
 from harness.run.progress import Progress
 from harness.run.watchdog import ExecutorWatchdog, LostExecutors
@@ -528,13 +529,17 @@ def run_experiment(cfg) -> list[dict]:
     progress = Progress(enabled=cfg.progress, total=3 + len(runs) * 5)
     processes = fits.fit_processes(cfg.fit_processes, len(runs) if cfg.share_jobs else 1)
     fits.warm(processes)  # its processes start while Spark starts and the data is prepared
+    if processes and cfg.mlflow.enabled:
+        results.warm_logging(processes_mod.logging_process())
     timings = {}
     master = spark_master(cfg)
     progress.step(f"starting Spark ({master})")
     spark = get_session(master, conf=dict(cfg.cluster.conf))
     timings["spark_start_s"] = session_start_seconds()
     ship_plugins(spark, list(cfg.families))
-    logger = results.MlflowLogger(root, cfg.mlflow.experiment, cfg.mlflow.enabled)
+    # a sweep's runs are logged in a process of their own (harness/report/results.py: MlflowLogger)
+    logging = processes_mod.logging_process() if processes and cfg.mlflow.enabled else None
+    logger = results.MlflowLogger(root, cfg.mlflow.experiment, cfg.mlflow.enabled, process=logging)
     parent = cfg.mlflow.parent_run_id or results.current_sweep_parent()
     if parent is None and len(runs) > 1:
         parent = logger.start_parent(f"{cfg.tag or 'compare'}-w{cfg.workers}-{cfg.workload.name}",
