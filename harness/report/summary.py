@@ -4,6 +4,7 @@ sample and the per-epoch series (definitions: README, DESIGN.md)."""
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -251,3 +252,11 @@ def summarise_repetitions(repetitions: list[list], series: list[dict], events: E
     metrics.update(repetitions=float(len(counted)), repetitions_discarded=float(n_reps - len(counted)),
                    ci_coverage=coverage, too_short=float(metrics["bottleneck_s"] < measure.min_bottleneck_s))
     return summary
+
+
+def timed_summary(*args) -> tuple[RunSummary, float]:
+    """`summarise_repetitions(*args)` and its seconds: what a run's summary costs wherever it runs
+    (a sweep's runs are summarised in the driver's pool, two at a time: harness/run/runner.py)."""
+    t0 = time.perf_counter()
+    summary = summarise_repetitions(*args)
+    return summary, time.perf_counter() - t0

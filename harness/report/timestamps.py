@@ -68,7 +68,8 @@ def per_timestamp(epochs, events: Events, n_workers: int) -> dict[str, np.ndarra
     rows = seq_positions(events.seq, all_seq)
     stamps = np.unique(ts_all)
     n_ts = len(stamps)
-    col = np.searchsorted(stamps, events.ts[rows])
+    # each event's time-stamp column once, then each copy's by its event (copies outnumber events)
+    col = np.searchsorted(stamps, ts_all)[rows - first]
     cell = np.repeat(np.array([w for w, _, _ in served], np.int64), [len(s) for _, s, _ in served]) * n_ts + col
     seconds = np.concatenate([t for _, _, t in served])
     kind = events.kind[rows]
@@ -82,7 +83,7 @@ def per_timestamp(epochs, events: Events, n_workers: int) -> dict[str, np.ndarra
     for e in epochs:
         n = sum(len(s) for s, _ in e.service.values())
         if e.observe_s and n:
-            cols = np.unique(col[at:at + n])
+            cols = np.flatnonzero(np.bincount(col[at:at + n], minlength=n_ts))  # np.unique's, without a sort
             main[cols] += e.observe_s / len(cols)
         at += n
     return {

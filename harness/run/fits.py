@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 import time
 
-from harness.run.processes import driver_cores, pool, submit
+from harness.run.processes import call, driver_cores, pool
 
 
 def fit_processes(setting: int | None, n_runs: int) -> int:
@@ -77,14 +77,7 @@ def longest_first(labels: list[str]) -> list[int]:
 def fit(cls, sample, workers: int, params, context, processes: int = 0, wait=None) -> tuple[object, float]:
     """(router, seconds of the fit): in the pool when `processes` > 0, waiting with `wait(future)`
     (the runner releases its baton there, so other runs can send their fits), else here."""
-    future = submit(processes, _fit, cls, sample, workers, params, context, True) if processes > 0 else None
-    if future is not None:
-        try:
-            (wait or (lambda f: f.exception()))(future)
-            return future.result()
-        except Exception:  # noqa: BLE001 - unpicklable, a dead process, or the fit's own error: again here
-            pass
-    return _fit(cls, sample, workers, params, context)
+    return call(processes, _fit, cls, sample, workers, params, context, processes > 0, wait=wait)
 
 
 def remember(label: str, seconds: float) -> None:

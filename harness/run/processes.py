@@ -1,6 +1,7 @@
 """The driver's pool of spawned processes: one per driver core, started once and kept for the
-invocations of a sweep. Strategy fits run there side by side (harness/run/fits.py), and when a
-sweep ends its summary plots are drawn there while the driver writes the experiment's figures
+invocations of a sweep. Strategy fits run there side by side (harness/run/fits.py), so do the
+runs' summaries once their last epoch job is done (harness/run/runner.py), and when a sweep ends
+its summary plots are drawn there while the driver writes the experiment's figures
 (harness/run/callbacks.py). Spawned, not forked: the driver has threads and a JVM gateway."""
 
 from __future__ import annotations
@@ -33,6 +34,21 @@ def started() -> ProcessPoolExecutor | None:
     """A pool this process started already (None: none; starting one costs seconds of imports)."""
     with _LOCK:
         return next(iter(_POOL.values()), None)
+
+
+def call(processes: int, fn, *args, wait=None):
+    """`fn(*args)` in the pool when `processes` > 0, waiting with `wait(future)` (the runner releases
+    its baton there, so the other runs go on), else here; again here when the pool cannot run it (an
+    argument that does not pickle, a dead process, or `fn`'s own error, which the caller then gets
+    from its own call)."""
+    future = submit(processes, fn, *args) if processes > 0 else None
+    if future is not None:
+        try:
+            (wait or (lambda f: f.exception()))(future)
+            return future.result()
+        except Exception:  # noqa: BLE001
+            pass
+    return fn(*args)
 
 
 def submit(processes: int, fn, *args) -> Future | None:

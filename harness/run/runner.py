@@ -15,6 +15,7 @@ import time
 import traceback
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -35,7 +36,7 @@ from harness.engine.setup import check_snapshots, family_setup, stream_families
 from harness.families import registry as families
 from harness.families.base import IndexContext
 from harness.report import results
-from harness.report.summary import summarise_repetitions
+from harness.report.summary import timed_summary
 from harness.report.table import idle_workers
 from harness.run import fits
 from harness.run import processes as processes_mod
@@ -296,7 +297,7 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
     state_root = _run_location(cfg, run_dir, base["run_id"], "state")
     t_run = time.perf_counter()
     workers_df = router_info = lat_sample = epochs_df = executor = None
-    fit_waited_s = 0.0
+    fit_waited_s = summary_waited_s = 0.0
     series = []
     spark.sparkContext.setJobGroup(base["run_id"], f"{name} w{cfg.workers}")  # its jobs, for task_failures
     try:
@@ -329,8 +330,14 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
             loop = run_epochs(executor, router, events, setup, bounds, adjuster, cfg.workers, cfg.dispatchers,
                               progress, name, cfg.measure.repeat)
         epochs, series, router = loop.epochs, loop.series, loop.router
-        summary = summarise_repetitions(loop.repetitions, series, events, warmup, cfg.workers, cfg.dispatchers,
-                                        cfg.latency, network_profile(cfg), cfg.measure)
+        # in the pool, two runs at a time, while this one waits without the baton (a sweep's
+        # summaries were a third of its driver time, one after another on one core)
+        t_sum = time.perf_counter()
+        summary, summary_s = processes_mod.call(
+            fit_processes, timed_summary, loop.repetitions, series, events, warmup, cfg.workers, cfg.dispatchers,
+            SimpleNamespace(**OmegaConf.to_container(cfg.latency)), network_profile(cfg),
+            SimpleNamespace(**OmegaConf.to_container(cfg.measure)), wait=lockstep.wait_released)
+        summary_waited_s = max(0.0, time.perf_counter() - t_sum - summary_s)
         workers_df, lat_sample, epochs_df, metrics = summary.workers, summary.latency_sample, summary.epochs, \
             summary.metrics
         if summary.timeline is not None and len(summary.timeline):  # per time-stamp (DkM-SKS Fig. 7)
@@ -365,7 +372,7 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
     row["driver_peak_rss_bytes"] = float(driver_peak_bytes(spark))
     # its own driver time and its share of the epoch jobs, not the time it waited for the others
     row["wall_s"] = (time.perf_counter() - t_run - (executor.waited_s if executor is not None else 0.0)
-                     - fit_waited_s)
+                     - fit_waited_s - summary_waited_s)
     if row["status"] == "ok":  # the harness's own time for this run (record_run adds its logging)
         row["fixed_s"] = (row["wall_s"] + row.get("time_invocation_share_s", 0.0) - row["build_s"]
                           - row["work_s"])
