@@ -15,7 +15,6 @@ import time
 import traceback
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -335,8 +334,8 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
         t_sum = time.perf_counter()
         summary, summary_s = processes_mod.call(
             fit_processes, timed_summary, loop.repetitions, series, events, warmup, cfg.workers, cfg.dispatchers,
-            SimpleNamespace(**OmegaConf.to_container(cfg.latency)), network_profile(cfg),
-            SimpleNamespace(**OmegaConf.to_container(cfg.measure)), wait=lockstep.wait_released)
+            OmegaConf.to_object(cfg.latency), network_profile(cfg), OmegaConf.to_object(cfg.measure),
+            wait=lockstep.wait_released)
         summary_waited_s = max(0.0, time.perf_counter() - t_sum - summary_s)
         workers_df, lat_sample, epochs_df, metrics = summary.workers, summary.latency_sample, summary.epochs, \
             summary.metrics

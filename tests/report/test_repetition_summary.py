@@ -73,3 +73,20 @@ def test_repetitions_summarised_from_their_own_full_summaries(profile, seed, n_r
     if profile.sweep_bandwidths_bps:
         assert got.metrics["throughput_by_bandwidth"] == pick["throughput_by_bandwidth"]
     assert got.metrics["repetitions"] == len(counted)
+
+
+def test_a_summary_in_a_pool_process_is_the_drivers():
+    """A sweep summarises its runs in the driver's pool (harness/run/runner.py): the same figures."""
+    from harness.report.summary import timed_summary
+    from harness.run import processes
+
+    events, reps = repetitions(5, 4, n_workers=3)
+    args = (reps, [{"epoch": e + 1} for e in range(len(reps))], events, WARMUP, 3, 2, LatencyConfig(rate_fraction=0.5),
+            PROFILES[1], MeasureConfig(repeat=4, discard=1))
+    here = summarise_repetitions(*args)
+    there, seconds = processes.submit(1, timed_summary, *args).result()  # in the process, no fallback
+    assert seconds > 0 and set(there.metrics) == set(here.metrics)
+    for k, v in here.metrics.items():
+        assert there.metrics[k] == v or (v != v and there.metrics[k] != there.metrics[k]), k
+    for name in ("workers", "latency_sample", "epochs"):
+        assert getattr(there, name).equals(getattr(here, name)), name
