@@ -160,8 +160,9 @@ class Config:
     # the runs of an invocation share one Spark job per epoch, a lane each (harness/engine/lockstep.py);
     # false: each run has jobs of its own (its job_s and throughput_wall_eps then owe nothing to others)
     share_jobs: bool = True
-    # processes that fit the runs' strategies side by side (harness/run/fits.py); null: one per driver
-    # core when an invocation has two runs or more; 0: each run fits in the driver, one after another
+    # processes that fit the runs' strategies side by side (harness/run/fits.py) and then summarise
+    # them; with any, MLflow logs in one more. null: one per driver core when an invocation has two
+    # runs or more; 0: each run fits and is summarised in the driver, one after another
     fit_processes: Optional[int] = None
     progress: bool = True
     # each run's own plots (worker load, latency CDF, epochs) as it ends; null: yes, but not in a
