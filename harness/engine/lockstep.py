@@ -57,8 +57,8 @@ class Lockstep:
         return answer
 
     def wait_released(self, future) -> None:
-        """Wait for `future` (a fit in a pool process) with the baton released, so the other runs
-        can do their driver work meanwhile; called with the baton held, returns holding it."""
+        """Wait for `future` (a fit or a summary in a pool process) with the baton released, so the
+        other runs can do their driver work meanwhile; called with the baton held, returns holding it."""
         future.add_done_callback(lambda _: self._notify())
         self.cond.wait_for(future.done)
 
