@@ -6,6 +6,13 @@ import os
 import sys
 
 import pytest
+from hypothesis import settings
+
+# no per-example deadline: a deadline is a wall-clock assert, and the first example of a test pays
+# numba's compile or cache load of every kernel it reaches (Events.take's CSR gather is one), which
+# failed a correctness test at 294 ms on a cold cache. Speed is measured in benchmarks/.
+settings.register_profile("stps", deadline=None)
+settings.load_profile("stps")
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ["PYSPARK_PYTHON"] = sys.executable

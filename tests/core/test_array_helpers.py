@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.core.events import csr_of, small_ints, sorted_runs
+from harness.core.events import csr_of, csr_take, small_ints, sorted_runs
 
 
 @given(st.lists(st.integers(-3, 3)))
@@ -55,3 +55,14 @@ def test_seq_positions_are_searchsorted_positions(seq, start, length):
     assert np.array_equal(seq_positions(runs, seq), np.searchsorted(runs, seq))
     gaps = np.unique(runs * 2)  # not consecutive: the binary search
     assert np.array_equal(seq_positions(gaps, seq), np.searchsorted(gaps, seq))
+
+
+@given(st.lists(st.lists(st.integers(0, 2**31 - 1), max_size=5), max_size=8), st.data())
+def test_csr_take_gathers_the_rows_asked_for_in_order(rows, data):
+    offsets = np.cumsum([0] + [len(r) for r in rows]).astype(np.int64)
+    values = np.array([v for r in rows for v in r], np.int32)
+    picked = data.draw(st.lists(st.integers(0, len(rows) - 1), max_size=10)) if rows else []
+    new_offsets, got = csr_take(offsets, values, np.array(picked, np.int64))
+    want = [rows[i] for i in picked]
+    assert new_offsets.tolist() == np.cumsum([0] + [len(r) for r in want]).tolist()
+    assert got.dtype == values.dtype and got.tolist() == [v for r in want for v in r]
