@@ -6,20 +6,19 @@ small streams; the Spark pipeline (harness/run/runner.py) is what experiments me
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from datasets.workloads.anomalies import normalise_prefix
-from harness.core.events import Events, digest_of, format_digest
+from harness.core.events import Events, format_digest
+from harness.engine.assembly import assemble_run, oracle_digest
 from harness.engine.epochs import epoch_bounds
 from harness.engine.executors import InProcessExecutor
 from harness.engine.loop import run_epochs
-from harness.engine.setup import FamilySetup, check_snapshots, family_setup, stream_families
-from harness.families import registry as families
-from harness.families.base import IndexContext
+from harness.engine.setup import FamilySetup
 from strategies import registry
-from strategies.adjust_base import Adjuster, MigrationPlan, get_adjuster
+from strategies.adjust_base import Adjuster, MigrationPlan
 from strategies.base import FitContext
 
 
@@ -34,6 +33,7 @@ class SimResult:
     anomalies: dict = field(default_factory=dict)  # what normalising the stream fixed (datasets.workloads.anomalies)
     local_pairs: int = 0  # distinct pairs the workers counted themselves (harness/engine/local_pairs.py)
     repetitions: list[int] = field(default_factory=list)  # per measured epoch, the times it ran (`repeat`)
+    indexes: str = ""  # each family's worker index and settings (RunAssembly.indexes, as the run row's)
 
     @property
     def exact(self) -> bool:
@@ -49,12 +49,6 @@ def default_context(events: Events, seed: int = 0) -> FitContext:
                       seed)
 
 
-def oracle_digest(events: Events, names: list[str]) -> str:
-    """The centralised brute-force answer of every family in the stream."""
-    keys = [families.get(n).oracle(events) for n in names]
-    return digest_of(np.concatenate(keys) if keys else np.zeros(0, np.int64))
-
-
 def simulate(events: Events, warmup: int, strategy: str, n_workers: int, epoch_events: float = 0,
              adjust: "str | Adjuster" = "none", adjust_params: dict | None = None, strategy_params: dict | None = None,
              context: FitContext | None = None, setup: FamilySetup | None = None, epochs_by: str = "count",
@@ -68,31 +62,16 @@ def simulate(events: Events, warmup: int, strategy: str, n_workers: int, epoch_e
     events, warmup, anomalies = normalise_prefix(events, warmup)
     context = context or default_context(events)
     cls = registry.get(strategy)
-    names = stream_families(events)
-    if setup is None:
-        params = {"range": {"cells_per_side": 16}, **(index_params or {})}
-        setup = family_setup(names, cls.families, IndexContext(context.extent, context.vocab_size), params,
-                             cls.paper_index, events)
-    setup.local_pairs = local_pairs and anomalies.get("duplicate_object_ids", 1) == 0
-    sample = setup.fit_sample(events, warmup, IndexContext(context.extent, context.vocab_size))
-    context = replace(context, family_contexts={**setup.contexts, **context.family_contexts})
-    router = cls().fit(sample, n_workers, cls.make_params(strategy_params), context)
-    if isinstance(adjust, Adjuster):  # an instance (tests may bring their own)
-        adjuster = adjust
-    else:
-        adj_cls = get_adjuster(adjust)
-        adjuster = adj_cls(adj_cls.make_params(adjust_params), n_workers, context, strategy)
-    if setup.stores_objects:
-        check_snapshots(cls)
-    fixed = [n for n in names if not families.get(n).migratable]
-    if adjuster.name != "none" and fixed:
-        raise ValueError(f"adjust={adjuster.name} cannot run a {fixed[0]!r} stream: its workers' state does not "
-                         "move between workers; allowed: adjust=none")
+    index_params = {"range": {"cells_per_side": 16}, **(index_params or {})}
+    run = assemble_run(cls, events, warmup, context, n_workers, index_params, adjust=adjust,
+                       adjust_params=adjust_params, local_pairs=local_pairs, anomalies=anomalies, setup=setup)
+    setup, names, adjuster = run.setup, run.families, run.adjuster
+    router = cls().fit(run.sample, n_workers, cls.make_params(strategy_params), run.context)
     bounds = epoch_bounds(events, warmup, epochs_by, epoch_events)
-    loop = run_epochs(InProcessExecutor(events, setup, n_workers), router, events, setup, bounds,
-                      None if adjuster.name == "none" else adjuster, n_workers, 1, repeat=repeat)
+    loop = run_epochs(InProcessExecutor(events, setup, n_workers), router, events, setup, bounds, adjuster,
+                      n_workers, 1, repeat=repeat)
     count = sum(e.result_count for e in loop.epochs)
     hashed = sum(e.result_hash for e in loop.epochs) % (1 << 64)
     return SimResult(format_digest(count, hashed), oracle_digest(events, names), loop.series, loop.plans, loop.router,
                      sum(t.num_rows for e in loop.epochs for t in e.feedback.values()), anomalies,
-                     sum(e.local_pairs for e in loop.epochs), [len(r) for r in loop.repetitions])
+                     sum(e.local_pairs for e in loop.epochs), [len(r) for r in loop.repetitions], run.indexes())

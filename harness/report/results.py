@@ -39,7 +39,7 @@ RUNS_TABLE_COLUMNS = [
     "logging_s", "mlflow_s", "task_failures",
     "result_count", "result_digest", "oracle_ok", "oracle_method", "partitions_actual", "epochs", "adjust", "adjustments",
     "migrated_queries", "migrated_bytes", "select_s", "select_cells_s", "migration_s", "latency_share_lt_100ms",
-    "latency_share_100ms_1s", "latency_share_gt_1s", "observe_s", "merge_s", "feedback_rows", "family", "run_dir",
+    "latency_share_100ms_1s", "latency_share_gt_1s", "observe_s", "merge_s", "feedback_rows", "family", "indexes", "run_dir",
     "replicas_dropped", "stored_replication", "reevaluations", "resent", "buffer_size_mean", "amp_us", "emp_us",
     "expiry_share",
     "snapshot_latency_mean_ms", "snapshot_latency_p50_ms", "snapshot_latency_p95_ms", "snapshot_queries",
@@ -54,7 +54,7 @@ RUNS_TABLE_COLUMNS = [
 # what identifies a run (or says why it failed): every other key of a run row is a registered metric
 RUN_KEYS = ("run_id", "status", "error", "traceback", "mlflow_error", "strategy", "variant", "experiment", "sweep_id",
             "x", "facet", "workers", "dispatchers", "dataset", "workload", "family", "seed", "tag", "started_at",
-            "adjust", "run_dir", "cluster", "config_key", "oracle_method")
+            "adjust", "run_dir", "cluster", "config_key", "oracle_method", "indexes")
 EPOCH_KEYS = ("epoch", "operation")  # likewise for a row of the per-epoch series (epochs.parquet)
 
 

@@ -445,11 +445,12 @@ def adjustable_runs(cfg, runs: list[RunSpec]) -> list[RunSpec]:
 
     if cfg.adjust.name == "none":
         return runs
-    from harness.families import registry as families
+    from harness.engine.assembly import check_adjustable
 
-    if not all(families.get(f).migratable for f in configured_families(cfg)):
-        raise ConfigError(f"adjust={cfg.adjust.name} cannot run a {cfg.workload.family!r} workload: its workers' "
-                          "state does not move between workers (docs/decisions.md); allowed: adjust=none")
+    try:  # the rule the run assembly applies again with the stream's own families
+        check_adjustable(configured_families(cfg), cfg.adjust.name, "workload")
+    except ValueError as exc:
+        raise ConfigError(f"{exc} (docs/decisions.md)") from None
     try:
         adj = get_adjuster(cfg.adjust.name)
         params = adj.make_params(dict(cfg.adjust.params))

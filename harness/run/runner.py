@@ -25,15 +25,15 @@ from omegaconf import OmegaConf
 
 from datasets.workloads.anomalies import normalise_workload
 from harness.core import store
-from harness.core.events import INSERT, OBJECT, SNAPSHOT, Events, digest_of, format_digest
+from harness.core.events import INSERT, OBJECT, SNAPSHOT, Events, format_digest
+from harness.engine.assembly import assemble_run, run_families
+from harness.engine.assembly import oracle_digest as brute_digest
 from harness.engine.epochs import epoch_bounds
 from harness.engine.executors import SparkExecutor
 from harness.engine.lockstep import Lockstep
 from harness.engine.loop import run_epochs
 from harness.engine.memory import driver_peak_bytes
-from harness.engine.setup import check_snapshots, family_setup, stream_families
 from harness.families import registry as families
-from harness.families.base import IndexContext
 from harness.report import results
 from harness.report.summary import timed_summary
 from harness.report.table import idle_workers
@@ -43,7 +43,6 @@ from harness.run.config import RunSpec, network_profile, spark_master, validate
 from harness.run.progress import Progress
 from harness.run.watchdog import ExecutorWatchdog, LostExecutors
 from strategies import registry
-from strategies.adjust_base import get_adjuster
 from strategies.base import FitContext
 
 
@@ -153,13 +152,13 @@ def oracle_digest(events: Events, folder: Path, cfg, spark=None, events_path: st
         cached = json.loads(path.read_text())
         if cfg.oracle.method in ("auto", cached.get("method", "brute")):
             return cached["digest"], cached.get("method", "brute")
-    names = run_families(cfg, events)
+    names = run_families(events, cfg.workload.family)
     family = families.get(names[0])
     n_obj = int((events.kind == OBJECT).sum())
     n_q = int(np.isin(events.kind, (INSERT, SNAPSHOT)).sum())
     fits = n_obj * n_q <= cfg.oracle.max_checks
     if cfg.oracle.method == "brute" or (cfg.oracle.method == "auto" and fits):
-        digest, method = digest_of(np.concatenate([families.get(n).oracle(events) for n in names])), "brute"
+        digest, method = brute_digest(events, names), "brute"
     # the scale oracles answer one family's subscriptions only
     elif (family.scale_oracle is not None and spark is not None and len(names) == 1
           and not (events.kind == SNAPSHOT).any()):
@@ -170,13 +169,6 @@ def oracle_digest(events: Events, folder: Path, cfg, spark=None, events_path: st
         return None, "none"
     path.write_text(json.dumps({"digest": digest, "method": method}))
     return digest, method
-
-
-def run_families(cfg, events: Events) -> list[str]:
-    """The query families a run's stream holds: the workload's family, and the others a mixed
-    workload (SSTD's six types at once) brings."""
-    present = stream_families(events) if (events.family >= 0).any() else []
-    return sorted(set(present) | {cfg.workload.family})
 
 
 def auto_tiles(n_objects: int, n_queries: int) -> int:
@@ -302,25 +294,19 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: 
     try:
         cls = registry.get(spec.name)
         params = cls.make_params(spec.params)
-        setup = family_setup(run_families(cfg, events), cls.families, IndexContext(ds.extent, ds.vocab.num_rows),
-                             dict(cfg.index), events=events)
-        if setup.stores_objects:
-            check_snapshots(cls)
-        # pairs of sole objects finished on the workers: exact while object ids are unique in the stream
-        setup.local_pairs = bool(cfg.local_pairs and not cfg.keep_pairs
-                                 and (inputs or {}).get("duplicate_object_ids", 1) == 0)
-        sample = setup.fit_sample(events, warmup, IndexContext(ds.extent, ds.vocab.num_rows))
-        context = FitContext(ds.extent, ds.vocab.column("df").to_numpy().astype(np.float64), cfg.seed,
-                             setup.contexts)
+        context = FitContext(ds.extent, ds.vocab.column("df").to_numpy().astype(np.float64), cfg.seed)
+        assembly = assemble_run(cls, events, warmup, context, cfg.workers, dict(cfg.index),
+                                workload_family=cfg.workload.family, adjust=cfg.adjust.name,
+                                adjust_params=dict(cfg.adjust.params), local_pairs=cfg.local_pairs,
+                                keep_pairs=cfg.keep_pairs, anomalies=inputs)
+        setup, adjuster = assembly.setup, assembly.adjuster
+        base["indexes"] = assembly.indexes()
         progress.step(f"{name}: fit")
         t_fit = time.perf_counter()
-        router, build_s = fits.fit(cls, sample, cfg.workers, params, context, fit_processes, lockstep.wait_released)
+        router, build_s = fits.fit(cls, assembly.sample, cfg.workers, params, assembly.context, fit_processes,
+                                   lockstep.wait_released)
         fit_waited_s = max(0.0, time.perf_counter() - t_fit - build_s)  # queued, or others' driver work meanwhile
         fits.remember(name, build_s)
-        adjuster = None
-        if cfg.adjust.name != "none":
-            adj_cls = get_adjuster(cfg.adjust.name)
-            adjuster = adj_cls(adj_cls.make_params(dict(cfg.adjust.params)), cfg.workers, context, spec.name)
         executor = SparkExecutor(lockstep, lane, setup, cfg.workers, state_root, cfg.keep_pairs,
                                  _run_location(cfg, run_dir, base["run_id"], "pairs"), cfg.ship_events)
         bounds = epoch_bounds(events, warmup, cfg.epochs.by, cfg.epochs.size)
