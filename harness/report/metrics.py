@@ -188,6 +188,9 @@ _METRICS = [
     Metric("latency_share_gt_1s", "latency > 1 s", "", "share of events with latency > 1 s", "lower", **_PCT),
     Metric("latency_rate_eps", "latency input rate", "events/s", "the input rate the latency model assumed", None,
            _COUNT),
+    Metric("latency_mean_by_rate", "latency curve", "", "JSON {compute|network: [[input rate events/s, mean latency "
+           "ms], ...]}: the queue model at 5-70% of the run's own throughput on each basis, so claims compare "
+           "strategies at one common rate", None, "{}"),
     # work and balance
     Metric("load_sum", "total load", "", "sum of the worker loads L_i (PS2Stream Def. 1, c = 1)", "lower", _COUNT),
     Metric("load_max_min", "L_max/L_min", "", "largest / smallest worker load L_i (inf if a worker has none)",

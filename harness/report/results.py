@@ -7,10 +7,12 @@ holds the keys below, which say which run it is, and metrics, each named in the 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import math
 import os
+import subprocess
 import time
 import uuid
 from datetime import datetime, timezone
@@ -26,14 +28,14 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 RUNS_TABLE_COLUMNS = [
     "run_id", "status", "error", "strategy", "variant", "experiment", "sweep_id", "x", "facet", "workers", "dispatchers", "dataset", "workload", "seed", "tag",
-    "cluster", "config_key", "started_at", "events", "throughput_eps", "throughput_basis", "throughput_compute_eps",
+    "cluster", "config_key", "code_version", "started_at", "events", "throughput_eps", "throughput_basis", "throughput_compute_eps",
     "throughput_network_eps", "bottleneck_resource", "bottleneck_s", "bottleneck_compute_s", "bottleneck_network_s",
     *(f"resource_{r}_s" for r in RESOURCES), "network_bytes", "network_payload_bytes", "shipped_bytes", "shipped_blocks", "bytes_per_event", "throughput_by_bandwidth", "busy_max_min", "busy_max_mean",
     "checks_max_min", "checks_max_mean", "throughput_eps_ci_lo", "throughput_eps_ci_hi", "throughput_compute_eps_ci_lo",
     "throughput_compute_eps_ci_hi", "throughput_network_eps_ci_lo", "throughput_network_eps_ci_hi",
     "reps_throughput_eps", "reps_throughput_compute_eps", "reps_throughput_network_eps", "reps_worker_busy_max_s",
     "worker_busy_max_s", "worker_busy_max_s_ci_lo", "worker_busy_max_s_ci_hi", "repetitions",
-    "repetitions_discarded", "ci_coverage", "too_short", "throughput_wall_eps", "latency_mean_ms", "latency_p50_ms",
+    "repetitions_discarded", "ci_coverage", "too_short", "throughput_wall_eps", "latency_mean_ms", "latency_mean_by_rate", "latency_p50_ms",
     "latency_p95_ms", "latency_p99_ms", "load_max_min", "load_max_mean", "load_sum", "obj_replication",
     "query_replication", "messages_routed", "dispatcher_bytes", "worker_index_bytes_max", "build_s", "wall_s", "work_s", "fixed_s",
     "logging_s", "mlflow_s", "task_failures",
@@ -54,8 +56,21 @@ RUNS_TABLE_COLUMNS = [
 # what identifies a run (or says why it failed): every other key of a run row is a registered metric
 RUN_KEYS = ("run_id", "status", "error", "traceback", "mlflow_error", "strategy", "variant", "experiment", "sweep_id",
             "x", "facet", "workers", "dispatchers", "dataset", "workload", "family", "seed", "tag", "started_at",
-            "adjust", "run_dir", "cluster", "config_key", "oracle_method", "indexes")
+            "adjust", "run_dir", "cluster", "config_key", "oracle_method", "indexes", "code_version")
 EPOCH_KEYS = ("epoch", "operation")  # likewise for a row of the per-epoch series (epochs.parquet)
+
+
+@functools.cache
+def code_version() -> str:
+    """The commit the harness runs (`git describe --always --dirty`: "-dirty" when the tree has
+    uncommitted changes), or "unknown" outside a git checkout: a claim reads only the runs of its
+    preset's newest code version (harness/report/claims.py)."""
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=PROJECT_ROOT,
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
 
 
 def results_root(configured: str | None = None) -> Path:

@@ -171,6 +171,29 @@ def measured_inputs(events: Events, warmup: int) -> tuple[int, int]:
     return int((kinds == OBJECT).sum()), int(((kinds == INSERT) | (kinds == DELETE)).sum())
 
 
+LATENCY_CURVE = "latency_mean_by_rate"
+# the input rates of a run's latency curve, as fractions of its own throughput on each basis: a
+# comparison at 0.7x the slowest strategy's throughput reads every other strategy below 0.7x its own
+CURVE_FRACTIONS = (0.05, 0.1, 0.2, 0.35, 0.5, 0.7)
+
+
+def latency_curve(copies: Copies, n: int, service_s: float, n_dispatchers: int, profile: NetworkProfile,
+                  metrics: dict) -> str:
+    """The mean latency at several input rates, compute-only (no network costs) and under the
+    run's network profile, as JSON {basis: [[rate events/s, mean ms], ...]}: what lets the claims
+    compare strategies' mean latency at one input rate common to them (harness/report/claims.py)
+    instead of each at its own 0.7x."""
+    out = {}
+    for basis, prof in (("compute", NetworkProfile()), ("network", profile)):
+        eps = float(metrics.get(f"throughput_{basis}_eps", float("nan")))
+        if not np.isfinite(eps) or eps <= 0:
+            continue
+        out[basis] = [[f * eps, float(latency_model.event_latencies(copies, n, service_s, n_dispatchers, f * eps,
+                                                                    prof).mean() * 1000.0) if n else 0.0]
+                      for f in CURVE_FRACTIONS]
+    return json.dumps(out)
+
+
 def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_workers: int, n_dispatchers: int,
                   latency_cfg, profile: NetworkProfile | None = None, like: Copies | None = None) -> RunSummary:
     """The run's figures from its measured epochs (`like`: copies of another repetition of the
@@ -197,6 +220,8 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     lat = latency_model.event_latencies(copies, len(seqs), service_s, n_dispatchers, rate, profile,
                                         events.ts[warmup:] if by_time else None)
     metrics.update(latency_model.summarise(lat))
+    if not by_time and not latency_cfg.rate_eps:  # at one common rate when claims compare runs
+        metrics[LATENCY_CURVE] = latency_curve(copies, len(seqs), service_s, n_dispatchers, profile, metrics)
     per_ts = per_timestamp(measured, events, n_workers)
     metrics.update(timestamp_metrics(per_ts))
     metrics["latency_rate_eps"] = rate

@@ -197,6 +197,7 @@ def _start_run(cfg, spec: RunSpec, root: Path) -> tuple[Path, dict, dict, str]:
         "seed": cfg.seed, "tag": cfg.tag, "experiment": cfg.experiment.name, "sweep_id": results.current_sweep_id(),
         "cluster": cfg.cluster.name, "x": _config_value(cfg, cfg.experiment.x), "facet": _config_value(cfg, cfg.experiment.facet),
         "started_at": pd.Timestamp.now(tz="UTC").isoformat(), "run_dir": str(run_dir),
+        "code_version": results.code_version(),
     }
     run_cfg = _run_config(cfg, spec)
     base["config_key"] = config_key(run_cfg)

@@ -105,7 +105,7 @@ def test_claims_name_registered_strategies_and_runs_table_metrics():
         assert chk["metric"] in RUNS_TABLE_COLUMNS, c["id"]
         # the runs table's `dataset` column holds dataset names; a swept claim names a preset
         assert set(_listed((chk.get("where") or {}).get("dataset"))) <= set(DATASET_NAMES), c["id"]
-        assert not chk.get("experiment") or chk["experiment"] in PRESETS, c["id"]
+        assert c["preset"] in PRESETS, c["id"]
         assert "higher_is_better" not in chk or metrics.higher_is_better(chk["metric"]) is None, c["id"]
         across_datasets = chk.get("across") == "dataset"  # SSTD Fig. 7: subject and others name datasets
         if chk.get("across"):
@@ -147,17 +147,14 @@ def test_top_k_claims_are_checkable_from_the_skype_and_dskype_presets():
     finding for results/report.md, never asserted here."""
     presets = {name: _preset_cells(name) for name in PRESETS if name.startswith(("dskype_", "skype_"))}
     listed = [c for c in claims.load_claims() if c["paper"] == "dskype"]
-    assert {c["check"]["experiment"] for c in listed if c["check"].get("across") == "x"} == \
+    assert {c["preset"] for c in listed if c["check"].get("across") == "x"} == \
         {"skype_reevaluation", "dskype_hybrid"}
     for c in listed:
         chk, where = c["check"], c["check"].get("where") or {}
         named = {str(v) for v in claims._subjects(chk)} | {str(o) for o in chk.get("others") or []}
         across_x = chk.get("across") == "x"
-        sources = [cells for name, (cells, variants, swept, xs) in presets.items()
-                   if (chk["variant"] in variants and named <= xs if across_x else named <= variants)
-                   and (name == chk["experiment"] if chk.get("experiment") else not swept)]
-        assert sources, c["id"]
-        produced = set().union(*sources)
+        produced, variants, _, xs = presets[c["preset"]]
+        assert (chk["variant"] in variants and named <= xs) if across_x else named <= variants, c["id"]
         lists = [_listed(where.get(k)) for k in ("dataset", "workload", "workers")]
         for cell in itertools.product(*[values or [None] for values in lists]):
             assert any(all(want is None or want == got for want, got in zip(cell, have)) for have in produced), \
@@ -166,13 +163,17 @@ def test_top_k_claims_are_checkable_from_the_skype_and_dskype_presets():
 
 def _row(variant, value, workers=8, workload="sts_q1", started="2026-01-01", **extra):
     return {"variant": variant, "strategy": variant, "status": "ok", "dataset": "synthetic",
-            "workload": workload, "workers": workers, "throughput_eps": value, "started_at": started,
-            "x": None, "facet": None, **extra}
+            "workload": workload, "workers": workers, "throughput_eps": value, "throughput_compute_eps": value,
+            "started_at": started, "x": None, "facet": None, "experiment": "p", **extra}
 
 
-CLAIM = {"id": "t", "paper": "ps2stream", "claim": "a beats b",
+CLAIM = {"id": "t", "paper": "ps2stream", "claim": "a beats b", "preset": "p",
          "check": {"kind": "better", "metric": "throughput_eps", "subject": "a", "others": ["b"],
                    "where": {"workload": ["sts_q1", "sts_q2"]}}}
+
+
+def _on(claim: dict, **where) -> dict:
+    return {**claim, "check": {**claim["check"], "where": where}}
 
 
 def test_claim_verdicts_follow_the_measurements():
@@ -180,17 +181,21 @@ def test_claim_verdicts_follow_the_measurements():
                           _row("b", 4, workload="sts_q2")])
     v = claims.evaluate(CLAIM, table)
     assert v.verdict.startswith("partly (1/2)") and len(v.comparisons) == 2
-    assert claims.evaluate(CLAIM, table[table["workload"] == "sts_q1"]).verdict == "holds"
-    assert claims.evaluate(CLAIM, table[table["workload"] == "sts_q2"]).verdict == "does not hold"
-    assert claims.evaluate(CLAIM, table[table["variant"] == "a"]).verdict == "not measured"
-    # the newest run counts; runs that changed a workload knob (x) never do
+    q1, q2 = _on(CLAIM, workload=["sts_q1"]), _on(CLAIM, workload=["sts_q2"])
+    assert claims.evaluate(q1, table).verdict == "holds"
+    assert claims.evaluate(q2, table).verdict == "does not hold"
+    # a cell the claim lists with no run is named, never dropped
+    v = claims.evaluate(CLAIM, table[table["workload"] == "sts_q1"])
+    assert v.verdict == "not measured" and v.missing == ["sts_q2/synthetic/8w: no usable run of the preset"]
+    v = claims.evaluate(CLAIM, table[table["variant"] == "a"])
+    assert v.verdict == "not measured" and "no usable run of b" in v.missing[0]
+    # the newest run counts; another preset's newer runs never do
     newer = pd.concat([table, pd.DataFrame([_row("a", 1, started="2026-02-01"),
-                                            _row("b", 0.1, started="2026-03-01", x="12")])])
-    assert claims.evaluate(CLAIM, newer[newer["workload"] == "sts_q1"]).verdict == "does not hold"
-    ratio = {**CLAIM, "check": {**CLAIM["check"], "kind": "ratio_at_least", "value": 2.0}}
-    assert claims.evaluate(ratio, table[table["workload"] == "sts_q1"]).verdict == "holds"
-    assert claims.evaluate({**ratio, "check": {**ratio["check"], "value": 2.5}},
-                           table[table["workload"] == "sts_q1"]).verdict == "does not hold"
+                                            _row("b", 0.1, started="2026-03-01", experiment="other")])])
+    assert claims.evaluate(q1, newer).verdict == "does not hold"
+    ratio = {**q1, "check": {**q1["check"], "kind": "ratio_at_least", "value": 2.0}}
+    assert claims.evaluate(ratio, table).verdict == "holds"
+    assert claims.evaluate({**ratio, "check": {**ratio["check"], "value": 2.5}}, table).verdict == "does not hold"
     scales = {**CLAIM, "check": {"kind": "scales", "metric": "throughput_eps", "subject": "a", "value": 1.5}}
     grow = pd.DataFrame([_row("a", 10, workers=4), _row("a", 18, workers=16)])
     assert claims.evaluate(scales, grow).verdict == "holds"
@@ -199,16 +204,15 @@ def test_claim_verdicts_follow_the_measurements():
 
 def test_a_gap_that_grows_along_the_sweep():
     """SSTD Fig. 8(a): qttree's latency advantage is larger at the largest region than at the smallest."""
-    gap = {"id": "g", "paper": "sstd", "claim": "the gap grows",
-           "check": {"kind": "gap_grows", "metric": "snapshot_latency_mean_ms", "subject": "a", "others": ["b"],
-                     "experiment": "sstd_srq"}}
+    gap = {"id": "g", "paper": "sstd", "claim": "the gap grows", "preset": "sstd_srq",
+           "check": {"kind": "gap_grows", "metric": "snapshot_latency_mean_ms", "subject": "a", "others": ["b"]}}
     rows = [_row(v, 0, x=x, experiment="sstd_srq", snapshot_latency_mean_ms=ms)
             for v, x, ms in (("a", 1e-6, 4.0), ("b", 1e-6, 16.0), ("a", 1e-2, 32.0), ("b", 1e-2, 172.0))]
     assert claims.evaluate(gap, pd.DataFrame(rows)).verdict == "holds"  # x4 then x5.4
     rows[3]["snapshot_latency_mean_ms"] = 100.0  # x3.1: the gap shrank
     assert claims.evaluate(gap, pd.DataFrame(rows)).verdict == "does not hold"
-    with pytest.raises(ValueError, match="a gap_grows claim needs check.experiment"):
-        claims.load_claims_from([{**gap, "check": {**gap["check"], "experiment": None}}])
+    with pytest.raises(ValueError, match="check.experiment is no longer read"):
+        claims.load_claims_from([{**gap, "check": {**gap["check"], "experiment": "sstd_srq"}}])
 
 
 def test_a_tiny_experiment_end_to_end(tmp_path):
@@ -245,7 +249,7 @@ def test_adjusted_runs_are_claimed_under_strategy_plus_adjuster():
         _row("kdt", 100.0, workload="sts_q3_drift", adjust="none"),
         _row("kdt", 150.0, workload="sts_q3_drift", adjust="gr"),
     ])
-    claim = {"id": "t", "claim": "gr helps", "check": {
+    claim = {"id": "t", "claim": "gr helps", "preset": "p", "check": {
         "kind": "ratio_at_least", "metric": "throughput_eps", "subject": "kdt + gr",
         "others": ["kdt"], "where": {"workload": ["sts_q3_drift"], "workers": [8]}, "value": 1.26}}
     assert claims.evaluate(claim, table).verdict == "holds"
