@@ -18,7 +18,7 @@ noise at least), not measured.
 Throughput claims are evaluated on both bases, compute-only (`throughput_compute_eps`) and under
 the network model (`throughput_network_eps`), and report when the verdict flips between them.
 Mean-latency claims compare the strategies at one common input rate, 0.7x the slowest one's
-throughput on that basis, read off each run's latency curve (`latency_mean_by_rate`).
+throughput on that basis, read off each run's latency curve (`latency_curve`).
 
 Kinds: `better` (strictly, beyond the noise), `ratio_at_least` (subject / other >= value),
 `scales` (a least-squares line of log metric on log workers over every worker count: the fitted
@@ -56,7 +56,7 @@ BASES = ("compute", "network")
 VERDICTS = ("holds", "partly", "does not hold", "inconclusive", "not measured")
 # the metrics whose figure depends on the basis: the column each basis reads
 BASIS_COLUMNS = {"throughput_eps": {"compute": "throughput_compute_eps", "network": "throughput_network_eps"}}
-LATENCY_CURVE = "latency_mean_by_rate"  # per basis, [[rate events/s, mean latency ms], ...]
+LATENCY_CURVE = "latency_curve"  # per basis, [[rate events/s, mean latency ms], ...]
 COMMON_RATE_FRACTION = 0.7  # the common input rate of a latency comparison, over the slowest's throughput
 TIME_UNITS = ("s", "ms", "us", "events/s", "messages/s")  # metrics that are timings (noisy) rather than counts
 NOISE_REFERENCE = "worker_busy_max_s"  # a timing every run repeats, whose interval a timing without one borrows
@@ -116,7 +116,10 @@ def load_claims_from(claims: list[dict]) -> list[dict]:
         kind = chk.get("kind")
         if kind not in KINDS:
             raise ValueError(f"claim {cid!r}: check.kind={kind!r} is invalid; allowed: {', '.join(KINDS)}")
-        metrics.metric(chk["metric"])  # an unknown metric fails here, naming the known ones
+        try:
+            metrics.metric(chk.get("metric"))
+        except metrics.UnknownMetric as exc:
+            raise ValueError(f"claim {cid!r}: check.metric: {exc}") from None
         if kind == "bound" and chk.get("min") is None and chk.get("max") is None:
             raise ValueError(f"claim {cid!r}: a bound claim needs check.min or check.max")
         if kind == "between" and len(chk.get("others") or []) < 2:

@@ -7,15 +7,12 @@ sweep's own rows of the runs table (matched by sweep id), so earlier runs never 
 
 from __future__ import annotations
 
-import platform
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from harness.report import claims as claims_mod
-from harness.report import metrics, results, sensitivity
+from harness.report import claims_report, metrics, results, sensitivity
 from harness.report.plots import EPOCH_PANELS, line_with_interval, plt, save_figure
 from harness.report.style import legend_outside, style
 
@@ -403,8 +400,9 @@ def finish(config, root: Path, sweep_id: str | None) -> list[Path]:
         (out_dir / "ranking.md").write_text(f"# {exp.title or exp.name}: rank by bandwidth\n\n"
                                             + sensitivity.ranking_markdown(runs))
         paths.append(out_dir / "ranking.md")
-    if exp.report:
-        paths.append(write_report(root, exp, runs, paths))
+    paths.append(write_report(root, exp, runs, paths))
+    if exp.report:  # the overview of every claim, beside it
+        paths.append(claims_report.write_overview(root, results.read_runs_table(root)))
     return paths
 
 
@@ -423,51 +421,14 @@ def _table(frame: pd.DataFrame, show=lambda col, v: f"{v:.2f}", header=str) -> s
 
 
 def write_report(root: Path, exp, runs: pd.DataFrame, plot_paths: list[Path]) -> Path:
-    """results/report.md: the sweep tabulated, then every published claim against the measurements."""
-    lines = [f"# {exp.title or exp.name}", "",
-             f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC} by `make experiment NAME={exp.name}` on "
-             f"{platform.node()} ({platform.machine()}, Python {platform.python_version()}); "
-             f"{len(runs)} runs, sweep `{runs['sweep_id'].iloc[0] if 'sweep_id' in runs else '-'}`.",
-             f"Throughput is {metrics.metric('throughput_eps').description}; see the README's metric "
-             "definitions. Figures are from one run each.", ""]
-    sizes = runs.groupby("scenario")["events"].max()
-    heading = metrics.label("throughput_eps")
-    lines += [f"## {heading[0].upper() + heading[1:]} per strategy and worker count", ""]
-    for scenario, g in runs.groupby("scenario"):
-        table = g.pivot_table(index="variant", columns="workers", values="throughput_eps", aggfunc="last")
-        table.index.name = "strategy"
-        lines += [f"### {scenario} ({int(sizes[scenario]):,} measured events)", "",
-                  _table(table, lambda _, v: metrics.show("throughput_eps", v)), "",
-                  "Relative to the best of each worker count:", "",
-                  _table(relative_to_best(table, "throughput_eps")), ""]
-    lines += ["## Replication, balance and memory (median over the sweep)", ""]
-    med = runs.groupby("variant")[list(SUMMARY)].median()
+    """results/plots/<preset>/report.md: the sweep's throughput on both bases and medians, every
+    claim that reads the preset (harness/report/claims_report.py), the figures."""
+    extra = ["## Replication, balance and memory (median over the sweep)", ""]
+    med = runs.groupby("variant")[[c for c in SUMMARY if c in runs]].median()
     med.index.name = "strategy"
-    lines += [_table(med, metrics.show, metrics.label), ""]
-    table = results.read_runs_table(root)
-    verdicts = claims_mod.evaluate_all(pd.concat([table[~table["run_id"].isin(runs["run_id"])], runs]))
-    counts = pd.Series([v.verdict.split(" (")[0] for v in verdicts]).value_counts()
-    lines += ["## Published claims vs this harness", "",
-              "Each claim of conf/claims.yaml is checked on the latest successful run of each strategy per "
-              "(dataset, workload, workers), or at each x of the experiment a claim names; 'partly' gives the "
-              "share of configurations where it held. "
-              "The papers measured other systems on other hardware and data sizes: a claim that does not hold "
-              "here is a finding about these workloads and this implementation, not a verdict on the paper.", "",
-              "Summary: " + ", ".join(f"{k}: {v}" for k, v in counts.items()), "",
-              "| claim | paper | source | published | verdict | measured |", "|---|---|---|---|---|---|"]
-    for v in verdicts:
-        c = v.claim
-        measured = "<br>".join(v.comparisons[:6]) + (" ..." if len(v.comparisons) > 6 else "")
-        cells = [c["claim"], c["paper"], c.get("source", ""), c.get("published", ""), f"**{v.verdict}**", measured]
-        lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in cells) + " |")  # |S| stays in its cell
+    extra += [_table(med, metrics.show, metrics.label), ""]
     if "throughput_by_bandwidth" in runs and runs["throughput_by_bandwidth"].notna().any():
-        lines += ["## Rank by link bandwidth (the network model re-evaluated per run)", "",
+        extra += ["## Rank by link bandwidth (the network model re-evaluated per run)", "",
                   sensitivity.ranking_markdown(runs), ""]
-    lines += ["", "## Figures", ""] + [f"![{p.stem}]({p.relative_to(root)})" for p in plot_paths
-                                       if p.suffix == ".png"]
-    text = "\n".join(lines) + "\n"
-    (root / "reports").mkdir(parents=True, exist_ok=True)
-    (root / "reports" / f"{exp.name}.md").write_text(text)  # each preset's own, kept
-    path = root / "report.md"  # the latest, where earlier versions pointed
-    path.write_text(text)
-    return path
+    return claims_report.write_preset_report(root, exp.name, exp.title, results.read_runs_table(root), plot_paths,
+                                             extra)

@@ -188,7 +188,7 @@ _METRICS = [
     Metric("latency_share_gt_1s", "latency > 1 s", "", "share of events with latency > 1 s", "lower", **_PCT),
     Metric("latency_rate_eps", "latency input rate", "events/s", "the input rate the latency model assumed", None,
            _COUNT),
-    Metric("latency_mean_by_rate", "latency curve", "", "JSON {compute|network: [[input rate events/s, mean latency "
+    Metric("latency_curve", "latency curve", "", "JSON {compute|network: [[input rate events/s, mean latency "
            "ms], ...]}: the queue model at 5-70% of the run's own throughput on each basis, so claims compare "
            "strategies at one common rate", None, "{}"),
     # work and balance

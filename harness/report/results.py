@@ -35,7 +35,7 @@ RUNS_TABLE_COLUMNS = [
     "throughput_compute_eps_ci_hi", "throughput_network_eps_ci_lo", "throughput_network_eps_ci_hi",
     "reps_throughput_eps", "reps_throughput_compute_eps", "reps_throughput_network_eps", "reps_worker_busy_max_s",
     "worker_busy_max_s", "worker_busy_max_s_ci_lo", "worker_busy_max_s_ci_hi", "repetitions",
-    "repetitions_discarded", "ci_coverage", "too_short", "throughput_wall_eps", "latency_mean_ms", "latency_mean_by_rate", "latency_p50_ms",
+    "repetitions_discarded", "ci_coverage", "too_short", "throughput_wall_eps", "latency_mean_ms", "latency_curve", "latency_p50_ms",
     "latency_p95_ms", "latency_p99_ms", "load_max_min", "load_max_mean", "load_sum", "obj_replication",
     "query_replication", "messages_routed", "dispatcher_bytes", "worker_index_bytes_max", "build_s", "wall_s", "work_s", "fixed_s",
     "logging_s", "mlflow_s", "task_failures",

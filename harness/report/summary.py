@@ -171,7 +171,7 @@ def measured_inputs(events: Events, warmup: int) -> tuple[int, int]:
     return int((kinds == OBJECT).sum()), int(((kinds == INSERT) | (kinds == DELETE)).sum())
 
 
-LATENCY_CURVE = "latency_mean_by_rate"
+LATENCY_CURVE = "latency_curve"
 # the input rates of a run's latency curve, as fractions of its own throughput on each basis: a
 # comparison at 0.7x the slowest strategy's throughput reads every other strategy below 0.7x its own
 CURVE_FRACTIONS = (0.05, 0.1, 0.2, 0.35, 0.5, 0.7)

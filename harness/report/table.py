@@ -3,15 +3,35 @@
 from __future__ import annotations
 
 import sys
+import textwrap
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from harness.report import metrics
 
-COLUMNS = ("throughput_eps", "bottleneck_resource", "latency_p50_ms", "latency_p95_ms", "busy_max_min",
-           "load_max_min", "obj_replication",
-           "query_replication", "dispatcher_bytes", "worker_index_bytes_max", "build_s")
+# the default columns: both throughputs (the measured compute-only one and the network model's)
+# with their intervals, what bounds the run, the measured balance and the replication; the rest of
+# a run's figures are in the runs table (`table.columns=[...]` chooses others)
+COLUMNS = ("throughput_compute_eps", "throughput_network_eps", "bottleneck_resource", "busy_max_min",
+           "obj_replication")
+# headers short enough for an 80-column terminal (the registry's labels elsewhere)
+HEADERS = {"throughput_compute_eps": "compute\nev/s", "throughput_network_eps": "network\nev/s",
+           "bottleneck_resource": "bound\nby", "busy_max_min": "busy\nmax/min", "obj_replication": "obj\ncopies",
+           "throughput_eps": "ev/s"}
+THROUGHPUTS = ("throughput_eps", "throughput_compute_eps", "throughput_network_eps")
+WIDTH = 80  # the table's width when stdout is not a terminal (a log)
+
+
+def compact(v) -> str:
+    """A rate in three significant digits: 1.07M, 540k, 812."""
+    if v is None or v != v:
+        return "-"
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            return f"{v / div:.3g}{suffix}"
+    return f"{v:.3g}"
 
 
 def idle_workers(r: dict) -> bool:
@@ -25,43 +45,58 @@ def workers_used(r: dict) -> str:
     return f"{int(r['partitions_actual'])}/{r['workers']}" if idle_workers(r) else str(r.get("workers", ""))
 
 
-def interval(r: dict) -> str:
-    """"lo-hi": the throughput's interval when the run repeated (its coverage: the footer)."""
-    if (r.get("repetitions") or 0) < 2:
-        return "-"
-    return (f"{metrics.show('throughput_eps', r.get('throughput_eps_ci_lo'))}-"
-            f"{metrics.show('throughput_eps', r.get('throughput_eps_ci_hi'))}")
+def with_interval(r: dict, col: str) -> str:
+    """A throughput with its interval as a relative half-width ("1.07M ±3%"), or "(model)" when the
+    interval has no width: the network model's output for a link-bound run, not a measurement."""
+    text = compact(r.get(col)) + ("*" if r.get("too_short") else "")
+    lo, hi, mid = r.get(f"{col}_ci_lo"), r.get(f"{col}_ci_hi"), r.get(col)
+    if (r.get("repetitions") or 0) < 2 or lo is None or hi is None or not mid:
+        return text
+    if hi == lo:
+        return text + " model"
+    return text + f" ±{100 * (hi - lo) / 2 / mid:.0f}%"
 
 
-def comparison_table(rows: list[dict]) -> Table:
-    """One row per run; a "workers used" column only when some run left workers idle (it explains an
-    infinite L_max/L_min)."""
-    basis = next((r["throughput_basis"] for r in rows if r.get("throughput_basis")), "compute")
-    t = Table(title=f"strategy comparison (measured epochs; throughput: {basis}, events / the busiest "
-                    f"{'resource' if basis != 'compute' else 'CPU'}'s time)")
-    t.add_column("strategy")
+def comparison_table(rows: list[dict], columns: list[str] | tuple[str, ...] = ()) -> Table:
+    """One row per successful run, the strategy's name never cut (a failed run's error and an
+    oracle mismatch are printed under the table: `status_lines`); a "used" column only when some
+    run left workers idle (it explains an infinite max/min)."""
+    columns = tuple(columns) or COLUMNS
+    t = Table(title="strategies compared (events/s over the busiest resource's time; \u00b1: the repetitions' "
+                    "interval; model: the network model's zero-width output)", title_justify="left",
+              box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    rows = [r for r in rows if r.get("status") == "ok"]
+    names = [(r.get("variant") or r.get("strategy") or "") + ("!" if r.get("oracle_ok") is False else "")
+             for r in rows]
+    t.add_column("strategy", no_wrap=True, min_width=max(map(len, names), default=8))
     idle = any(idle_workers(r) for r in rows)
     if idle:
-        t.add_column("workers used", justify="right")
-    repeated = any((r.get("repetitions") or 0) > 1 for r in rows)
-    for col in COLUMNS:
-        t.add_column(metrics.label(col), justify="right")
-        if col == "throughput_eps" and repeated:
-            t.add_column("interval (events/s)", justify="right", no_wrap=True)
-    t.add_column("oracle", justify="right")
-    for r in rows:
-        name = r.get("variant") or r["strategy"]
+        t.add_column("used", justify="right")
+    for col in columns:
+        t.add_column(HEADERS.get(col, metrics.label(col)), justify="right", no_wrap=True)
+    for name, r in zip(names, rows):
         lead = [name, workers_used(r)] if idle else [name]
-        if r.get("status") != "ok":
-            t.add_row(*lead, f"[red]{str(r.get('error', 'error'))[:200]}[/red]", *[""] * (len(COLUMNS) + repeated))
-            continue
-        oracle = {True: "[green]ok[/green]", False: "[red]MISMATCH[/red]", None: "n/a"}[r.get("oracle_ok")]
-        cells = [metrics.show(col, r.get(col)) + ("*" if col == "throughput_eps" and r.get("too_short") else "")
-                 for col in COLUMNS]
-        if repeated:
-            cells.insert(1, interval(r))
-        t.add_row(*lead, *cells, oracle)
+        cells = [with_interval(r, col) if col in THROUGHPUTS else
+                 str(r.get(col)).replace("dispatcher", "disp").replace("_", " ")
+                 if col == "bottleneck_resource" and r.get(col) else
+                 metrics.show(col, r.get(col)) for col in columns]
+        t.add_row(*lead, *cells)
     return t
+
+
+def status_lines(rows: list[dict]) -> list[str]:
+    """What the table leaves out: the oracle's verdict over the runs, and each failed run's error
+    on one line."""
+    ok = [r for r in rows if r.get("status") == "ok"]
+    wrong = [r.get("variant") or r["strategy"] for r in ok if r.get("oracle_ok") is False]
+    checked = sum(1 for r in ok if r.get("oracle_ok") is not None)
+    lines = [f"oracle: {checked - len(wrong)} of {len(ok)} runs equal it"
+             + (f"; MISMATCH (marked !): {', '.join(wrong)}" if wrong else "")
+             + (f"; {len(ok) - checked} not checked" if checked < len(ok) else "")]
+    for r in rows:
+        if r.get("status") != "ok":
+            lines.append(f"failed: {r.get('variant') or r['strategy']}: {' '.join(str(r.get('error')).split())}")
+    return lines
 
 
 def input_line(row: dict) -> str:
@@ -84,21 +119,28 @@ def input_line(row: dict) -> str:
     return "input: " + "; ".join(parts)
 
 
-def print_comparison(rows: list[dict]) -> None:
-    Console(width=None if sys.stdout.isatty() else 170).print(comparison_table(rows))
+def _say(text: str) -> None:
+    """A footer line, wrapped to the table's width in a log (a terminal wraps it itself)."""
+    print(text if sys.stdout.isatty() else textwrap.fill(text, WIDTH, subsequent_indent="  "))
+
+
+def print_comparison(rows: list[dict], columns: list[str] | tuple[str, ...] = ()) -> None:
+    Console(width=None if sys.stdout.isatty() else WIDTH).print(comparison_table(rows, columns))
+    for line in status_lines(rows):
+        _say(line)
     first = rows[0] if rows else {}
     if first:
         shared = ", ".join(f"{metrics.metric(k).short} {metrics.show(k, first.get(k, 0.0), unit=True)}"
                            for k in ("time_spark_start_s", "time_data_s", "time_oracle_s"))
-        print(f"time: {shared}; {metrics.metric('wall_s').short} per strategy: " + ", ".join(
+        _say(f"time: {shared}; {metrics.metric('wall_s').short} per strategy: " + ", ".join(
             f"{r.get('variant') or r['strategy']} {metrics.show('wall_s', r.get('wall_s', 0), unit=True)}"
             for r in rows))
-        print(input_line(first))
+        _say(input_line(first))
         if any(r.get("too_short") for r in rows):
-            print("* the bottleneck was busy for less than measure.min_bottleneck_s: timer noise may dominate "
+            _say("* the bottleneck was busy for less than measure.min_bottleneck_s: timer noise may dominate "
                   "that figure (a larger workload measures it better)")
         reps, dropped = int(first.get("repetitions") or 1), int(first.get("repetitions_discarded") or 0)
-        print(f"repetitions: each measured epoch ran {reps + dropped} times, the first {dropped} not counted; "
+        _say(f"repetitions: each measured epoch ran {reps + dropped} times, the first {dropped} not counted; "
               + (f"throughput is the median of {reps}, the interval covers it with "
                  f"{metrics.show('ci_coverage', first.get('ci_coverage'))}%" if reps > 1 else
                  "one counted: no interval (measure.repeat sets how many)"))

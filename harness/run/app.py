@@ -31,7 +31,7 @@ def _hydra_main(cfg: DictConfig) -> None:
             return
         raise SystemExit(2) from None
     if rows:  # none when resume=true found every run done
-        print_comparison(rows)
+        print_comparison(rows, list(cfg.table.columns))
     if current_sweep_id():  # in a sweep, one failing job must not stop the others; the table says it
         return
     if any(r.get("status") != "ok" for r in rows):

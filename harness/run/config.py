@@ -125,6 +125,15 @@ class MlflowConfig:
 
 
 @dataclass
+class TableConfig:
+    """The comparison table printed after a run (harness/report/table.py)."""
+
+    # metrics-registry names, one column each; empty: the default columns (compute and network
+    # throughput with their intervals, the bottleneck, busy-time balance, object replication)
+    columns: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Config:
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
@@ -173,6 +182,7 @@ class Config:
     # an interrupted `make sweep` run again does only what is missing or failed
     resume: bool = False
     experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
+    table: TableConfig = field(default_factory=TableConfig)
 
 
 def register_configs() -> None:
@@ -327,6 +337,13 @@ def validate(cfg) -> list[RunSpec]:
         raise _bad("fit_processes", cfg.fit_processes, "null (one per driver core), 0 (fit in the driver) or an "
                    "integer >= 1")
     spark_master(cfg)  # a cluster that is not up fails here, before Spark starts
+    table_columns = getattr(getattr(cfg, "table", None), "columns", None) or []
+    from harness.report import metrics as metrics_registry
+
+    for col in table_columns:
+        if not metrics_registry.known(col):
+            raise _bad("table.columns", col, "metrics-registry names, e.g. throughput_compute_eps, latency_mean_ms, "
+                       "busy_max_min (harness/report/metrics.py)")
     if cfg.oracle.method not in ORACLE_METHODS:
         raise _bad("oracle.method", cfg.oracle.method, ", ".join(ORACLE_METHODS))
     if not isinstance(cfg.oracle.tiles, int) or cfg.oracle.tiles < 0:

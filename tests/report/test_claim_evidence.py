@@ -137,13 +137,13 @@ def test_mean_latency_is_compared_at_one_common_input_rate():
         pts = [[f * eps, 1.0 + slope * f] for f in (0.05, 0.1, 0.2, 0.35, 0.5, 0.7)]
         return json.dumps({"compute": pts, "network": pts})
 
-    rows = [_row("a", 1000.0, latency_mean_ms=2.0, latency_mean_by_rate=curve(1000.0, 2.0)),
-            _row("b", 10000.0, latency_mean_ms=5.0, latency_mean_by_rate=curve(10000.0, 8.0))]
+    rows = [_row("a", 1000.0, latency_mean_ms=2.0, latency_curve=curve(1000.0, 2.0)),
+            _row("b", 10000.0, latency_mean_ms=5.0, latency_curve=curve(10000.0, 8.0))]
     lat = _claim(metric="latency_mean_ms")
     v = claims.evaluate(lat, pd.DataFrame(rows), "compute")
     assert v.verdict == "does not hold"  # at 700 events/s: a 2.4 ms, b 1.56 ms
     assert "at 700 events/s" in v.comparisons[0]
-    no_curve = [{k: val for k, val in r.items() if k != "latency_mean_by_rate"} for r in rows]
+    no_curve = [{k: val for k, val in r.items() if k != "latency_curve"} for r in rows]
     assert claims.evaluate(lat, pd.DataFrame(no_curve), "compute").verdict == "holds"  # each at its own rate
 
 

@@ -92,7 +92,8 @@ def test_labels_formats_and_per_epoch_names():
     epoch = metrics.metric("epoch3_job_s")
     assert (epoch.unit, epoch.better) == ("s", None) and "epoch 3" in epoch.description
     t = table.comparison_table([])
-    assert [c.header for c in t.columns][1:-1] == [metrics.label(c) for c in table.COLUMNS]
+    assert [c.header for c in t.columns][1:] == [table.HEADERS.get(c, metrics.label(c)) for c in table.COLUMNS]
+    assert t.columns[0].no_wrap  # a strategy's name is never cut
 
 
 def test_unknown_names_raise_naming_the_known_ones(tmp_path):
@@ -100,7 +101,7 @@ def test_unknown_names_raise_naming_the_known_ones(tmp_path):
         with pytest.raises(UnknownMetric, match="throughput_eps"):
             metrics.metric(name)
     bad = tmp_path / "claims.yaml"
-    bad.write_text(yaml.safe_dump([{"id": "x", "check": {"kind": "better", "metric": "thruput", "subject": "a"}}]))
+    bad.write_text(yaml.safe_dump([{"id": "x", "preset": "p", "check": {"kind": "better", "metric": "thruput", "subject": "a"}}]))
     with pytest.raises(ValueError, match="'x'.*throughput_eps"):
         claims.load_claims(bad)
     with pytest.raises(UnknownMetric, match="throughput_eps"):
@@ -108,12 +109,12 @@ def test_unknown_names_raise_naming_the_known_ones(tmp_path):
 
 
 def _claim(metric, **extra):
-    return {"id": "t", "check": {"kind": "better", "metric": metric, "subject": "a", "others": ["b"], **extra}}
+    return {"id": "t", "preset": "p", "check": {"kind": "better", "metric": metric, "subject": "a", "others": ["b"], **extra}}
 
 
 def test_claim_directions_come_from_the_registry():
     runs = pd.DataFrame([{"variant": v, "strategy": v, "status": "ok", "dataset": "d", "workload": "w", "workers": 8,
-                          "started_at": "2026", "latency_p50_ms": ms, "events": n}
+                          "experiment": "p", "started_at": "2026", "latency_p50_ms": ms, "events": n}
                          for v, ms, n in (("a", 5.0, 10.0), ("b", 9.0, 20.0))])
     assert claims.evaluate(_claim("latency_p50_ms"), runs).verdict == "holds"  # lower latency wins
     with pytest.raises(ValueError, match="contradicts the registry"):

@@ -1,0 +1,194 @@
+"""The claims as a reader sees them: per preset, `results/plots/<preset>/report.md` (its runs'
+throughput on both bases, then each claim that reads the preset with the paper's figure and ours,
+a verdict per basis, the runs read and the runs left out), and `results/report.md`, the overview
+of every claim with the per-paper tallies on both bases.
+
+`python -m harness.report` rebuilds them all from the runs table without running anything.
+"""
+
+from __future__ import annotations
+
+import platform
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from harness.report import claims as claims_mod
+from harness.report import metrics, results
+from harness.report.claims import BASES, VERDICTS, ClaimResult
+
+PAPERS = ("ps2stream", "sstd", "tornado", "dkmsks", "dskype")
+PAPER_TITLES = {"ps2stream": "PS2Stream (ICDE 2017)", "sstd": "SSTD (PVLDB 2020)", "tornado": "Tornado (ICDE 2016)",
+                "dkmsks": "DkM-SKS (arXiv 2101.12417)", "dskype": "Skype / DSkype"}
+BASIS_NOTE = ("Throughput and latency claims are judged twice: **compute-only** (the busiest worker's or "
+              "dispatcher's CPU time, as measured) and **network** (the same runs under the preset's network "
+              "profile, `conf/network/`: links, framing and per-block CPU modelled after the run). A network "
+              "figure whose interval has zero width is a model output, not a measurement. Comparisons use "
+              "the runs' repetition intervals: overlapping intervals are *inconclusive*. Mean latency is "
+              "compared at one input rate common to the strategies compared, 0.7x the slowest one's "
+              "throughput on that basis. The papers measured other systems on other hardware and sizes: a "
+              "claim that does not hold here is a finding about these workloads and this implementation.")
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def claims_table(claim_results: list[ClaimResult], link: str | None = None) -> list[str]:
+    """One row per claim: the paper's figure and setting, ours, a verdict on each basis."""
+    lines = ["| claim | source | published (paper's setting) | compute | network | ours (first cells) |",
+             "|---|---|---|---|---|---|"]
+    for r in claim_results:
+        c = r.claim
+        name = f"[{c['id']}]({link.format(preset=c['preset'], id=c['id'])})" if link else f"`{c['id']}`"
+        if c.get("scope") == "extension":
+            name += " *(harness extension)*"
+        published = c.get("published", "") + (f" ({c['setting']})" if c.get("setting") else "")
+        if "any" in r.verdicts:
+            compute = network = f"**{r.verdicts['any'].verdict}** (no basis)"
+        else:
+            compute, network = (f"**{r.verdicts[b].verdict}**" for b in BASES)
+            if r.flips:
+                network += " (flips)"
+        ours = "<br>".join(r.on("compute").comparisons[:3]) or "; ".join(r.on("compute").missing[:2])
+        lines.append("| " + " | ".join(_cell(x) for x in (f"{name}: {c['claim']}", c.get("source", ""), published,
+                                                            compute, network, ours)) + " |")
+    return lines
+
+
+def claim_details(claim_results: list[ClaimResult]) -> list[str]:
+    """Per claim: every cell compared on each basis, the cells missing and the runs left out."""
+    lines = []
+    for r in claim_results:
+        c = r.claim
+        lines += [f"### {c['id']}", "", f"{c['claim']} ({c.get('source', '')}; preset `{c['preset']}`, "
+                                         f"metric `{c['check']['metric']}`, kind `{c['check']['kind']}`)", ""]
+        if c.get("published"):
+            lines.append(f"- published: {c['published']}" + (f" ({c['setting']})" if c.get("setting") else ""))
+        for basis, v in r.verdicts.items():
+            lines.append(f"- {'verdict' if basis == 'any' else basis}: **{v.verdict}**")
+            lines += [f"  - {n}" for n in v.comparisons]
+            lines += [f"  - missing: {m}" for m in v.missing]
+        excluded = next(iter(r.verdicts.values())).excluded
+        lines += [f"- left out: {e}" for e in excluded]
+        runs = next(iter(r.verdicts.values())).runs
+        if runs:
+            lines.append(f"- runs read: {len(runs)}")
+        lines.append("")
+    return lines
+
+
+def tally_table(claim_results: list[ClaimResult]) -> list[str]:
+    """Per paper and basis: holds / partly / does not hold / inconclusive / not measured (the
+    papers' claims; harness extensions counted apart)."""
+    lines = ["| paper | basis | " + " | ".join(VERDICTS) + " | claims |", "|---|---|" + "---:|" * (len(VERDICTS) + 1)]
+    groups = [(PAPER_TITLES.get(p, p), [r for r in claim_results if r.claim.get("paper") == p
+                                         and r.claim.get("scope", "paper") == "paper"]) for p in PAPERS]
+    groups.append(("harness extensions", [r for r in claim_results if r.claim.get("scope") == "extension"]))
+    for title, group in groups:
+        if not group:
+            continue
+        for basis in BASES:
+            counts = claims_mod.tally(group, basis)
+            lines.append(f"| {title} | {basis} | " + " | ".join(str(counts[k]) for k in VERDICTS)
+                         + f" | {len(group)} |")
+    return lines
+
+
+def throughput_tables(runs: pd.DataFrame) -> list[str]:
+    """Per scenario: each strategy's compute-only and network throughput (median [interval]) and
+    its bottleneck, per worker count."""
+    lines = []
+    runs = results.labelled(runs)
+    for (wl, ds), g in runs.groupby(["workload", "dataset"], sort=True):
+        lines += [f"### {wl} / {ds}", "", "| strategy | workers | compute-only | network | bottleneck |",
+                  "|---|---:|---:|---:|---|"]
+        for _, r in g.sort_values(["variant", "workers"]).iterrows():
+            lines.append(f"| {r['variant']} | {r['workers']} | {_with_interval(r, 'throughput_compute_eps')} | "
+                         f"{_with_interval(r, 'throughput_network_eps')} | {r.get('bottleneck_resource') or '-'} |")
+        lines.append("")
+    return lines
+
+
+def _with_interval(row: pd.Series, col: str) -> str:
+    mid, lo, hi = row.get(col), row.get(f"{col}_ci_lo"), row.get(f"{col}_ci_hi")
+    text = metrics.show("throughput_eps", mid)
+    if pd.notna(lo) and pd.notna(hi):
+        text += " (model)" if lo == hi else f" [{metrics.show('throughput_eps', lo)}-{metrics.show('throughput_eps', hi)}]"
+    return text
+
+
+def _provenance(table: pd.DataFrame) -> str:
+    versions = sorted(map(str, table["code_version"].dropna().unique())) if "code_version" in table else []
+    return (f"Generated {datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC} on {platform.node()} ({platform.machine()}, "
+            f"Python {platform.python_version()}) from the runs table by `python -m harness.report`; "
+            f"code versions read: {', '.join(versions) or 'not recorded'}.")
+
+
+def write_preset_report(root: Path, preset: str, title: str, table: pd.DataFrame,
+                        plot_paths: list[Path] = (), extra: list[str] = ()) -> Path:
+    """results/plots/<preset>/report.md from the whole runs table (the claims pick their own runs);
+    `extra`: more Markdown sections after the throughput tables (the sweep's medians)."""
+    out_dir = root / "plots" / preset
+    out_dir.mkdir(parents=True, exist_ok=True)
+    claim_results = claims_mod.evaluate_all(table, preset=preset)
+    own, _, version = claims_mod.evidence(preset, table) if "experiment" in table else (table.iloc[0:0], [], None)
+    lines = [f"# {title or preset}", "", _provenance(own), "",
+             f"{len(own)} usable runs of this preset at code version {version or 'not recorded'} "
+             f"(the newest run per strategy and cell).", "", BASIS_NOTE, ""]
+    if len(own):
+        lines += ["## Throughput per strategy, both bases", ""] + throughput_tables(own) + list(extra)
+    lines += ["## Claims that read this preset", ""]
+    if claim_results:
+        lines += tally_table(claim_results) + [""] + claims_table(claim_results) + ["", "## Each claim's cells",
+                                                                                      ""] + claim_details(claim_results)
+    else:
+        lines += ["No claim of conf/claims.yaml reads this preset.", ""]
+    pngs = [p for p in plot_paths if p.suffix == ".png"]
+    if pngs:
+        lines += ["## Figures", ""] + [f"![{p.stem}]({p.name})" for p in pngs]
+    path = out_dir / "report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_overview(root: Path, table: pd.DataFrame) -> Path:
+    """results/report.md: the per-paper tallies on both bases and every claim's verdicts, each
+    linked to its preset's report."""
+    claim_results = claims_mod.evaluate_all(table)
+    flips = [r for r in claim_results if r.flips]
+    lines = ["# Published claims against this harness", "", _provenance(table), "", BASIS_NOTE, "",
+             "## Verdicts per paper", ""] + tally_table(claim_results) + [
+        "", f"{len(flips)} claims change verdict between the bases: "
+            + (", ".join(f"`{r.claim['id']}`" for r in flips) or "none") + ".", ""]
+    for paper in PAPERS:
+        group = [r for r in claim_results if r.claim.get("paper") == paper]
+        if group:
+            lines += [f"## {PAPER_TITLES[paper]}", ""] + claims_table(group, "plots/{preset}/report.md#{id}") + [""]
+    path = root / "report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def preset_title(preset: str) -> str:
+    """A preset's `experiment.title` from its YAML (the preset's name when it has none)."""
+    path = claims_mod.PRESETS_DIR / f"{preset}.yaml"
+    try:
+        return ((yaml.safe_load(path.read_text()) or {}).get("experiment") or {}).get("title") or preset
+    except OSError:
+        return preset
+
+
+def rebuild(root: Path) -> list[Path]:
+    """Every preset's report and the overview from the runs table; nothing is run."""
+    table = results.read_runs_table(root)
+    presets = sorted(set(table["experiment"].dropna()) if "experiment" in table else set())
+    presets = sorted(set(presets) | {c["preset"] for c in claims_mod.load_claims()})
+    paths = []
+    for preset in presets:
+        plots = sorted((root / "plots" / preset).glob("*.png"))
+        paths.append(write_preset_report(root, preset, preset_title(preset), table, plots))
+    paths.append(write_overview(root, table))
+    return paths
