@@ -13,7 +13,7 @@ WORKERS ?= 2
 CORES ?= 1
 MEMORY ?= 2g
 
-.PHONY: venv run test test-cluster sweep experiment report plots bench mlflow-ui clean cluster-up cluster-status cluster-down
+.PHONY: venv run test test-cluster sweep experiment reproduce report plots bench mlflow-ui clean cluster-up cluster-status cluster-down
 
 venv: $(STAMP)
 
@@ -55,6 +55,10 @@ experiment: $(STAMP)  ## a published experiment as a preset: make experiment NAM
 	@test -n "$(NAME)" || { echo "usage: make experiment NAME=<name>; presets: $$(ls conf/experiment | sed 's/.yaml//' | tr '\n' ' ')"; exit 2; }
 	@test -f conf/experiment/$(NAME).yaml || { echo "no preset conf/experiment/$(NAME).yaml; presets: $$(ls conf/experiment | sed 's/.yaml//' | tr '\n' ' ')"; exit 2; }
 	$(PY) -m harness experiment=$(NAME) $(ARGS)
+
+PAPERS ?= all
+reproduce: $(STAMP)  ## every preset of PAPERS (all, or ps2stream,sstd,skype,tornado,dkmsks; scale: the scale_* presets) at its default size, resumable, then every report and a summary of the verdicts (results/reproduce/summary.md)
+	$(PY) -m harness.run.reproduce --papers $(PAPERS) $(ARGS)
 
 report: $(STAMP)  ## every preset's report.md and results/report.md (the claims on both bases) rebuilt from results/runs.parquet, nothing run
 	$(PY) -m harness.report $(ARGS)

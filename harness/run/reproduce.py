@@ -1,0 +1,144 @@
+"""`make reproduce PAPERS=all|ps2stream|sstd|skype|tornado|dkmsks|scale`: every preset of the chosen
+papers at its default size, one after another, resumable (each preset runs with resume=true, so a
+run whose configuration already has an ok row is skipped), with one progress line per preset over
+the whole batch (presets done, runs done, an estimate of the time left), then every report rebuilt
+from the runs table and a summary of the verdicts per paper on both bases.
+
+A paper's presets are those named after it (`sstd_*`, `skype_*` and `dskype_*` for Skype/DSkype,
+...) and every preset a claim of that paper reads; the scale presets (`scale_*`) join only with
+PAPERS=scale. Each preset runs in its own process (`python -m harness experiment=<name>`), its log
+under results/reproduce/logs/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.report import claims as claims_mod
+from harness.report import claims_report, results
+from harness.report.claims import BASES, VERDICTS
+
+PAPERS = {"ps2stream": ("ps2stream_",), "sstd": ("sstd_",), "tornado": ("tornado_",), "dkmsks": ("dkmsks_",),
+          "skype": ("skype_", "dskype_"), "scale": ("scale_",)}
+CLAIM_PAPER = {"skype": "dskype"}  # conf/claims.yaml names Skype/DSkype's claims "dskype"
+DEFAULT = ("ps2stream", "sstd", "tornado", "dkmsks", "skype")
+
+
+def presets_of(papers: list[str]) -> list[str]:
+    """The presets a reproduction of `papers` runs, in a stable order (by paper, then name)."""
+    names = sorted(p.stem for p in claims_mod.PRESETS_DIR.glob("*.yaml"))
+    claims = claims_mod.load_claims()
+    out: list[str] = []
+    for paper in papers:
+        own = [n for n in names if n.startswith(PAPERS[paper])]
+        read = sorted({c["preset"] for c in claims if c.get("paper") == CLAIM_PAPER.get(paper, paper)})
+        for name in own + read:
+            if name not in out and (paper == "scale" or not name.startswith("scale_")):
+                out.append(name)
+    return out
+
+
+def parse_papers(text: str) -> list[str]:
+    chosen = [p.strip() for p in text.split(",") if p.strip()]
+    if chosen == ["all"]:
+        return list(DEFAULT)
+    bad = [p for p in chosen if p not in PAPERS]
+    if bad or not chosen:
+        raise SystemExit(f"PAPERS={text!r} is invalid; allowed: all, or a comma-separated list of "
+                         f"{', '.join(PAPERS)}")
+    return chosen
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def _runs_of(root: Path, preset: str) -> int:
+    if not (root / "runs.parquet").exists():
+        return 0
+    table = results.read_runs_table(root)
+    return int((table.get("experiment") == preset).sum()) if "experiment" in table else 0
+
+
+def run_preset(preset: str, root: Path, extra: list[str], log: Path) -> tuple[int, float]:
+    """One preset in its own process (its output to `log`): (exit code, seconds)."""
+    env = {**os.environ, "STPS_RESULTS": str(root)}
+    cmd = [sys.executable, "-m", "harness", f"experiment={preset}", "resume=true", "progress=false", *extra]
+    t0 = time.perf_counter()
+    with log.open("w") as out:
+        out.write(" ".join(cmd) + "\n")
+        out.flush()
+        code = subprocess.run(cmd, cwd=results.PROJECT_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+    return code, time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.run.reproduce", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--papers", default="all", help="all, or a comma-separated list of " + ", ".join(PAPERS))
+    parser.add_argument("--results", default=None, help="the results folder (default: results/ or $STPS_RESULTS)")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides passed to every preset (e.g. measure.repeat=3)")
+    args = parser.parse_args(argv)
+    papers = parse_papers(args.papers)
+    root = results.results_root(args.results)
+    logs = root / "reproduce" / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    timing_file = root / "reproduce" / "durations.json"
+    known = json.loads(timing_file.read_text()) if timing_file.exists() else {}
+    presets = presets_of(papers)
+    print(f"reproduce {', '.join(papers)}: {len(presets)} presets ({', '.join(presets)}); logs in {logs}", flush=True)
+    t0, done, failed = time.perf_counter(), [], []
+    for i, preset in enumerate(presets):
+        before = _runs_of(root, preset)
+        code, seconds = run_preset(preset, root, args.overrides, logs / f"{preset}.log")
+        new_runs = _runs_of(root, preset) - before
+        done.append((preset, code, seconds, new_runs))
+        if code != 0:
+            failed.append(preset)
+        elif new_runs:  # a fully resumed preset says nothing about its cost
+            known[preset] = seconds
+            timing_file.write_text(json.dumps(known, indent=1))
+        left = presets[i + 1:]
+        mean = sum(s for _, c, s, n in done if c == 0 and n) / max(1, sum(1 for _, c, _, n in done if c == 0 and n))
+        estimate = sum(known.get(p, mean) for p in left)
+        print(f"[{i + 1}/{len(presets)} presets, {_clock(time.perf_counter() - t0)} elapsed, about {_clock(estimate)} "
+              f"left] {preset}: {'ok' if code == 0 else f'FAILED (exit {code}, see its log)'} in {_clock(seconds)}, "
+              f"{new_runs} new runs", flush=True)
+    print("rebuilding the reports from the runs table", flush=True)
+    paths = claims_report.rebuild(root) if (root / "runs.parquet").exists() else []
+    summary = write_summary(root, papers, done, time.perf_counter() - t0)
+    for path in [*paths[-1:], summary]:
+        print(f"wrote: {path}")
+    print(summary.read_text())
+    return 1 if failed else 0
+
+
+def write_summary(root: Path, papers: list[str], done: list[tuple], wall_s: float) -> Path:
+    """results/reproduce/summary.md: each preset's time and runs, and the verdict counts per paper."""
+    lines = [f"# Reproduction of {', '.join(papers)}", "",
+             f"Wall time {_clock(wall_s)} on {os.cpu_count()} cores, code version {results.code_version()}.", "",
+             "| preset | status | time | new runs |", "|---|---|---:|---:|"]
+    lines += [f"| {p} | {'ok' if c == 0 else f'failed ({c})'} | {_clock(s)} | {n} |" for p, c, s, n in done]
+    if (root / "runs.parquet").exists():
+        table = results.read_runs_table(root)
+        verdicts = claims_mod.evaluate_all(table)
+        lines += ["", "| paper | basis | " + " | ".join(VERDICTS) + " |", "|---|---|" + "---:|" * len(VERDICTS)]
+        for paper in papers:
+            group = [r for r in verdicts if r.claim.get("paper") == CLAIM_PAPER.get(paper, paper)
+                     and r.claim.get("scope", "paper") == "paper"]
+            for basis in BASES:
+                counts = claims_mod.tally(group, basis) if group else dict.fromkeys(VERDICTS, 0)
+                lines.append(f"| {paper} | {basis} | " + " | ".join(str(counts[k]) for k in VERDICTS) + " |")
+    path = root / "reproduce" / "summary.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+if __name__ == "__main__":
+    sys.exit(main())
