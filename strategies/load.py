@@ -48,3 +48,11 @@ def term_loads(sample: Events, vocab_size: int) -> np.ndarray:
     _, q_terms = routing_terms(sample, qs)
     f_q = np.bincount(q_terms, minlength=vocab_size)[:vocab_size]
     return unit_load(f_o, f_q)
+
+
+def locations(ev: Events, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A subscription's location s.p: its point, or its rectangle's centre when it has none."""
+    x, y = ev.x[rows], ev.y[rows]
+    cx = np.where(np.isfinite(x), x, (ev.xmin[rows] + ev.xmax[rows]) / 2.0)
+    cy = np.where(np.isfinite(y), y, (ev.ymin[rows] + ev.ymax[rows]) / 2.0)
+    return cx, cy

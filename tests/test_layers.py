@@ -1,6 +1,6 @@
-"""The layers of pyproject.toml's import-linter contract hold: no module imports from a layer above
+"""The contracts of pyproject.toml's import-linter hold: no module imports from a layer above
 its own (harness.core at the bottom, then datasets, harness.families, strategies, harness.engine,
-harness.report, harness.run)."""
+harness.report, harness.run), and the five papers' strategy packages import none of each other."""
 
 from __future__ import annotations
 

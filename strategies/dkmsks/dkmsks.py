@@ -32,7 +32,8 @@ from strategies.dkmsks.cost import eq5_numerators
 from strategies.dkmsks.balls import with_balls
 from strategies.dkmsks.counts import ObjectStats
 from strategies.dkmsks.partition import assign_members, partition_subsets
-from strategies.dkmsks.regions import RegionIndex, RegionTerms, locations, regions
+from strategies.dkmsks.regions import RegionIndex, RegionTerms, regions
+from strategies.load import locations
 from strategies.routers.subscription_table import SubscriptionTableRouter, finish, sample_state
 from strategies.load import sample_parts
 

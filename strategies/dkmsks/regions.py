@@ -15,14 +15,6 @@ from harness.core.kernels import lower_bound as _lower
 from strategies.dkmsks.counts import ObjectStats, rect_columns
 
 
-def locations(ev: Events, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A subscription's location s.p: its point, or its rectangle's centre when it has none."""
-    x, y = ev.x[rows], ev.y[rows]
-    cx = np.where(np.isfinite(x), x, (ev.xmin[rows] + ev.xmax[rows]) / 2.0)
-    cy = np.where(np.isfinite(y), y, (ev.ymin[rows] + ev.ymax[rows]) / 2.0)
-    return cx, cy
-
-
 def regions(ev: Events, rows: np.ndarray) -> np.ndarray:
     """(n, 4) rectangles of range subscriptions: R = the rectangle itself."""
     return np.stack([ev.xmin[rows], ev.ymin[rows], ev.xmax[rows], ev.ymax[rows]], axis=1).astype(np.float64)

@@ -29,7 +29,8 @@ from strategies.base import FitContext, Router, Strategy
 from strategies.dkmsks.balls import with_balls
 from strategies.dkmsks.counts import ObjectStats
 from strategies.dkmsks.partition import MAX_DEPTH, quadrants
-from strategies.dkmsks.regions import locations, regions
+from strategies.dkmsks.regions import regions
+from strategies.load import locations
 from strategies.routers.subscription_table import SubscriptionTableRouter, finish, sample_state
 from strategies.load import sample_parts
 

@@ -29,7 +29,7 @@ import numpy as np
 from harness.core.events import Events, csr_take
 from strategies.base import FitContext, Router, Strategy
 from strategies.load import sample_parts
-from strategies.ps2stream.textpart import PartitionedTermRouter
+from strategies.routers.termmap import PartitionedTermRouter
 
 
 @dataclass

@@ -37,7 +37,7 @@ from harness.families.topk.index import TopkIndex
 from strategies.base import FitContext, Pairs, Router, Strategy
 from strategies.dskype.keyword import ItemRanks, checked_sizes, runs_of
 from strategies.load import sample_parts
-from strategies.ps2stream.textpart import PartitionedTermRouter
+from strategies.routers.termmap import PartitionedTermRouter
 from strategies.routers import kernels as route_kernels
 
 MARGIN = 1e-9

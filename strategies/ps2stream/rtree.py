@@ -21,7 +21,7 @@ import numpy as np
 from harness.core.events import Events
 from harness.core import allocate
 from strategies.base import FitContext, Router, Strategy
-from strategies.dkmsks.regions import locations
+from strategies.load import locations
 from strategies.load import sample_parts, unit_load
 from strategies.routers.rtree import RTreeRouter, route_points_str, route_rects_str
 

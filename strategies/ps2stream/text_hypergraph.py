@@ -38,7 +38,8 @@ from harness.core.events import Events, csr_take
 from harness.core import allocate
 from strategies.base import FitContext, Router, Strategy
 from strategies.load import term_loads
-from strategies.ps2stream.textpart import PartitionedTermRouter, dedup_sets, drop_terms, sample_items, spread_unseen, water_level
+from strategies.routers.termmap import PartitionedTermRouter
+from strategies.ps2stream.textpart import dedup_sets, drop_terms, sample_items, spread_unseen, water_level
 
 KAHYPAR_INI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kahypar_km1.ini")
 _WEIGHT_SCALE = float(1 << 30)  # KaHyPar weights are int32: scale loads so every sum fits

@@ -39,8 +39,8 @@ from numba import njit
 from harness.core.events import AND, Events, csr_take
 from strategies.base import FitContext, Router, Strategy
 from strategies.load import routing_terms, sample_parts, term_loads
+from strategies.routers.termmap import PartitionedTermRouter
 from strategies.ps2stream.textpart import (
-    PartitionedTermRouter,
     dedup_sets,
     sample_items,
     spread_unseen,

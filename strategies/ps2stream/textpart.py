@@ -11,18 +11,6 @@ from numba import njit
 from harness.core.events import AND, Events, csr_take
 from harness.core import allocate
 from strategies.load import sample_parts
-from strategies.routers.termmap import TermMapRouter
-
-
-class PartitionedTermRouter(TermMapRouter):
-    """A TermMapRouter that also reports how its map was built (for plots and reports)."""
-
-    def __init__(self, n_workers: int, term_worker: np.ndarray, info: dict | None = None):
-        super().__init__(n_workers, term_worker)
-        self.info = dict(info or {})
-
-    def describe(self) -> dict:
-        return {**super().describe(), **self.info}
 
 
 # --- the sample's multicast items as term sets ---------------------------------------------------

@@ -42,3 +42,14 @@ class TermMapRouter(Router):
     def describe(self) -> dict:
         counts = np.bincount(self.term_worker, minlength=self.n_workers)
         return {**super().describe(), "terms_per_worker": counts.tolist()}
+
+
+class PartitionedTermRouter(TermMapRouter):
+    """A TermMapRouter that also reports how its map was built (for plots and reports)."""
+
+    def __init__(self, n_workers: int, term_worker: np.ndarray, info: dict | None = None):
+        super().__init__(n_workers, term_worker)
+        self.info = dict(info or {})
+
+    def describe(self) -> dict:
+        return {**super().describe(), **self.info}

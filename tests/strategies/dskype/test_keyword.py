@@ -14,7 +14,7 @@ from strategies import registry
 from strategies.base import FitContext, route_stream
 from strategies.dskype.hash_mod import ModHashRouter
 from strategies.dskype.keyword import DSkypeKeywordStrategy
-from strategies.ps2stream.textpart import PartitionedTermRouter
+from strategies.routers.termmap import PartitionedTermRouter
 from tests.streams import random_stream, random_topk_stream
 
 
