@@ -26,6 +26,8 @@ $(STAMP): requirements.txt pyproject.toml
 	@tmp=$$(mktemp -d) && $(PY) -m harness workload=tiny dataset.size=4000 measure.repeat=2 progress=false mlflow.enabled=false \
 	    results_dir=$$tmp > $$tmp.log 2>&1 || { tail -40 $$tmp.log; rm -rf $$tmp $$tmp.log; exit 1; }; \
 	    rm -rf $$tmp $$tmp.log
+	@echo "compiling every family's kernels: a tiny stream of each through every strategy, in process"
+	$(PY) -m harness.engine.warmup
 	touch $(STAMP)
 
 run: $(STAMP)  ## the default experiment: the four baseline strategies on STS-Q1, 8 workers, comparison table (ARGS=strategy=all: every one)
