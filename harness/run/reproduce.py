@@ -30,10 +30,11 @@ CLAIM_PAPER = {"skype": "dskype"}  # conf/claims.yaml names Skype/DSkype's claim
 DEFAULT = ("ps2stream", "sstd", "tornado", "dkmsks", "skype")
 
 
-def presets_of(papers: list[str]) -> list[str]:
-    """The presets a reproduction of `papers` runs, in a stable order (by paper, then name)."""
+def presets_of(papers: list[str], claims: list[dict] | None = None) -> list[str]:
+    """The presets a reproduction of `papers` runs, in a stable order (by paper, then name): those
+    named after each paper, then those its claims read."""
     names = sorted(p.stem for p in claims_mod.PRESETS_DIR.glob("*.yaml"))
-    claims = claims_mod.load_claims()
+    claims = claims_mod.load_claims() if claims is None else claims
     out: list[str] = []
     for paper in papers:
         own = [n for n in names if n.startswith(PAPERS[paper])]
