@@ -235,11 +235,16 @@ def test_a_tiny_experiment_end_to_end(tmp_path):
         assert not [k for k in row if k not in RUN_KEYS and not metrics.known(k)]
         series = pd.read_parquet(Path(run_dir) / "epochs.parquet")
         assert not [k for k in series.columns if k not in EPOCH_KEYS and not metrics.known(k)]
+    # the preset's report: both throughputs per run, then every claim that reads the preset with a
+    # verdict per basis; the overview: every claim, its row's "|" escaped (six cells)
+    own = (tmp_path / "plots" / "tornado_routing" / "report.md").read_text()
+    assert "agrid_nosummary" in own and "| strategy | workers | compute-only | network | bottleneck |" in own
+    tornado = [c for c in claims.load_claims() if c["preset"] == "tornado_routing"]
+    assert tornado and all(f"[{c['id']}]" not in own and f"`{c['id']}`" in own for c in tornado)
     report = (tmp_path / "report.md").read_text()
-    assert "agrid_nosummary" in report and "| claim | paper |" in report
-    assert report.count("\n| ") > len(claims.load_claims())  # every claim has its row
-    claim_rows = report.split("| claim | paper |")[1].split("\n\n")[0].splitlines()[2:]
-    assert len(claim_rows) == len(claims.load_claims())
+    assert "| claim | source | published (paper's setting) | compute | network |" in report
+    claim_rows = [line for line in report.splitlines() if line.startswith("| [")]
+    assert len(claim_rows) == len(claims.load_claims())  # every claim has its row
     for row in claim_rows:  # a "|" inside a claim's text (|S|) is escaped: six cells per row
         assert len(re.findall(r"(?<!\\)\|", row)) == 7, row
 
