@@ -1,4 +1,4 @@
-"""Run metrics from the per-epoch pipeline results (definitions: README, DESIGN.md), and the
+"""Run metrics from the per-epoch pipeline results (definitions: docs/metrics.md, DESIGN.md), and the
 registry (METRICS) that gives every metric a run reports its unit, meaning, better direction and
 display format, for the table, plots, report, claims and MLflow to share.
 
@@ -115,7 +115,7 @@ _PCT = {"fmt": "{:.1f}", "display_unit": "%", "scale": 100.0}
 _RATIO = {"fmt": "{:.2f}", "log": True}
 
 _METRICS = [
-    # throughput and time (README, "Metrics (definitions)")
+    # throughput and time (docs/metrics.md)
     Metric("events", "events", "events", "measured input events (warm-up excluded)", None, _COUNT),
     Metric("throughput_eps", "throughput", "events/s",
            "the throughput the network profile names (network.headline; throughput_basis says which): "

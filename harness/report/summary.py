@@ -1,5 +1,5 @@
 """A finished run's figures from its epochs: the metrics, the per-worker table, the latency model's
-sample and the per-epoch series (definitions: README, DESIGN.md)."""
+sample and the per-epoch series (definitions: docs/metrics.md, DESIGN.md)."""
 
 from __future__ import annotations
 
