@@ -74,6 +74,7 @@ class StrategyPage:
     runs: pd.DataFrame  # every run read, with rank_<basis>, n_<basis> and the cell's medians
     first: pd.DataFrame  # the runs where it ranks first on some basis (two strategies or more)
     last: pd.DataFrame
+    unread: int = 0  # its other rows of the runs table (failed, superseded, older code, no preset)
 
 
 @dataclass
@@ -175,8 +176,9 @@ def ranked(read: pd.DataFrame) -> pd.DataFrame:
     return read
 
 
-def strategy_pages(read: pd.DataFrame) -> list[StrategyPage]:
+def strategy_pages(read: pd.DataFrame, table: pd.DataFrame) -> list[StrategyPage]:
     read = ranked(read)
+    rows = results.labelled(table)["variant"].astype(str).value_counts() if len(table) else pd.Series(dtype=int)
     pages = []
     for name, runs in read.groupby("variant", sort=True):
         runs = runs.sort_values(["preset", *CELL], key=_sortable).reset_index(drop=True)
@@ -186,7 +188,8 @@ def strategy_pages(read: pd.DataFrame) -> list[StrategyPage]:
             n, rank = runs[f"n_{basis}"], runs[f"rank_{basis}"]
             first |= (n > 1) & (rank == 1)
             last |= (n > 1) & (rank == n)
-        pages.append(StrategyPage(str(name), slug(str(name)), runs, runs[first], runs[last]))
+        pages.append(StrategyPage(str(name), slug(str(name)), runs, runs[first], runs[last],
+                                  int(rows.get(str(name), 0)) - len(runs)))
     return pages
 
 
@@ -230,4 +233,4 @@ def assemble(table: pd.DataFrame, claims: list[dict] | None = None) -> Site:
     """The site's content from the runs table (claims: conf/claims.yaml's when None)."""
     claim_results = claims_mod.evaluate_all(table, claims=claims)
     read = runs_read(table)
-    return Site(table, claim_results, paper_pages(claim_results, table), strategy_pages(read), read, built())
+    return Site(table, claim_results, paper_pages(claim_results, table), strategy_pages(read, table), read, built())

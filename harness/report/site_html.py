@@ -245,7 +245,9 @@ def strategy_html(s: StrategyPage, site: Site) -> str:
     body = (f"<p>{len(s.runs)} runs read by the presets' claims; first among the strategies of its preset and cell "
             f"in {len(s.first)}, last in {len(s.last)} (on either basis, cells with two strategies or more). "
             "Why: the bottleneck resource, the object replication and the busy max/min, each beside the "
-            "cell's median.</p>"
+            f"cell's median. {s.unread} other rows of the runs table name it (failed, superseded by a newer run "
+            "of the same cell, older code versions, or outside any preset): "
+            '<a href="downloads/runs.csv">runs table (CSV)</a>.</p>'
             f'<h2 id="first">Where it ranks first</h2>' + (table(RUN_HEADERS, _runs_rows(s.first)) if len(s.first)
                                                             else "<p><em>nowhere</em></p>")
             + f'<h2 id="last">Where it ranks last</h2>' + (table(RUN_HEADERS, _runs_rows(s.last)) if len(s.last)

@@ -101,6 +101,9 @@ def test_strategy_pages_rank_within_preset_and_cell_and_say_why(tmp_path):
     assert list(cells["rank_compute"]) == [1, 1] and list(cells["rank_network"]) == [3, 3]
     html = (out / f"strategy-{grid.slug}.html").read_text()
     assert "dispatcher_cpu" in html and "object replication (cell median)" in html
+    assert (grid.unread, pages["kdtree"].unread, pages["rtree"].unread) == (1, 1, 0)  # older code; failed
+    assert "1 other rows of the runs table name it" in html
+
     assert (out / f"strategy-{pages['kdt + gr'].slug}.html").exists()
 
 
