@@ -13,7 +13,7 @@ WORKERS ?= 2
 CORES ?= 1
 MEMORY ?= 2g
 
-.PHONY: venv run test test-cluster sweep experiment reproduce report plots bench mlflow-ui clean cluster-up cluster-status cluster-down
+.PHONY: venv run test test-cluster sweep experiment reproduce report site record plots bench mlflow-ui clean cluster-up cluster-status cluster-down
 
 venv: $(STAMP)
 
@@ -59,11 +59,18 @@ experiment: $(STAMP)  ## a published experiment as a preset: make experiment NAM
 	$(PY) -m harness experiment=$(NAME) $(ARGS)
 
 PAPERS ?= all
-reproduce: $(STAMP)  ## every preset of PAPERS (all, or ps2stream,sstd,skype,tornado,dkmsks; scale: the scale_* presets) at its default size, resumable, then every report and a summary of the verdicts (results/reproduce/summary.md)
+reproduce: $(STAMP)  ## every preset of PAPERS (all, or ps2stream,sstd,skype,tornado,dkmsks; scale: the scale_* presets) at its default size, resumable, then every report, the results site (results/site/) and a summary of the verdicts (results/reproduce/summary.md)
 	$(PY) -m harness.run.reproduce --papers $(PAPERS) $(ARGS)
 
 report: $(STAMP)  ## every preset's report.md and results/report.md (the claims on both bases) rebuilt from results/runs.parquet, nothing run
 	$(PY) -m harness.report $(ARGS)
+
+site: $(STAMP)  ## the results site, static and offline, from results/runs.parquet: results/site/index.html (per-paper figures beside the published text, claims on both bases, strategy pages, CSV/Parquet downloads)
+	$(PY) -m harness.report.site $(ARGS)
+
+RECORD ?= docs/reproduction
+record: $(STAMP)  ## the site, then its overview as Markdown, the figures and a screenshot into RECORD (docs/reproduction: the dated record of the last full make reproduce)
+	$(PY) -m harness.report.site --record $(RECORD) $(ARGS)
 
 plots: $(STAMP)  ## PNG plots from results/runs.parquet into results/plots/
 	$(PY) -m harness.report.plots

@@ -1,8 +1,9 @@
 """`make reproduce PAPERS=all|ps2stream|sstd|skype|tornado|dkmsks|scale`: every preset of the chosen
 papers at its default size, one after another, resumable (each preset runs with resume=true, so a
 run whose configuration already has an ok row is skipped), with one progress line per preset over
-the whole batch (presets done, runs done, an estimate of the time left), then every report rebuilt
-from the runs table and a summary of the verdicts per paper on both bases.
+the whole batch (presets done, runs done, an estimate of the time left), then every report and the
+results site (results/site/, harness/report/site.py) rebuilt from the runs table and a summary of
+the verdicts per paper on both bases.
 
 A paper's presets are those named after it (`sstd_*`, `skype_*` and `dskype_*` for Skype/DSkype,
 ...) and every preset a claim of that paper reads; the scale presets (`scale_*`) join only with
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 
 from harness.report import claims as claims_mod
-from harness.report import claims_report, results
+from harness.report import claims_report, results, site
 from harness.report.claims import BASES, VERDICTS
 
 PAPERS = {"ps2stream": ("ps2stream_",), "sstd": ("sstd_",), "tornado": ("tornado_",), "dkmsks": ("dkmsks_",),
@@ -113,8 +114,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{new_runs} new runs", flush=True)
     print("rebuilding the reports from the runs table", flush=True)
     paths = claims_report.rebuild(root) if (root / "runs.parquet").exists() else []
+    if paths:
+        site.build(results.read_runs_table(root), root / "site", runs_file=root / "runs.parquet")
+        paths.append(root / "site" / "index.html")
     summary = write_summary(root, papers, done, time.perf_counter() - t0)
-    for path in [*paths[-1:], summary]:
+    for path in [*paths[-2:], summary]:
         print(f"wrote: {path}")
     print(summary.read_text())
     return 1 if failed else 0

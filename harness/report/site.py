@@ -1,0 +1,93 @@
+"""`python -m harness.report.site [--results DIR] [--out DIR] [--claims FILE] [--record DIR]`
+(`make site`, `make record`): the results site, static and offline, built from the runs table
+only, nothing run.
+
+    results/site/index.html              the overview: verdict counts per paper and basis, every claim
+    results/site/paper-<paper>.html      a paper's figures, each with the published text and its claims
+    results/site/strategy-<name>.html    every run of a strategy, where it ranks first and last, and why
+    results/site/figures/<key>.svg|.csv  each figure and the numbers drawn in it
+    results/site/downloads/runs.csv|.parquet   the runs table
+
+No JavaScript, no external resource (a page opens from file:// with the network off). `--record
+DIR` then copies the overview as Markdown and the figures into DIR (docs/reproduction: the dated
+record of a full reproduction; harness/report/site_record.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from harness.report import claims as claims_mod
+from harness.report import results, site_figures, site_html
+from harness.report.site_data import Site, assemble, diagnoses
+
+
+def build(table: pd.DataFrame, out: Path, claims: list[dict] | None = None, runs_file: Path | None = None,
+          diagnoses_file: Path | None = None) -> Site:
+    """The site under `out` (replaced), from `table`; `runs_file`: the Parquet file to offer as
+    download (else `table` written as Parquet)."""
+    site = assemble(table, claims)
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "downloads").mkdir(parents=True)
+    table.to_csv(out / "downloads" / "runs.csv", index=False)
+    if runs_file is not None and runs_file.exists():
+        shutil.copyfile(runs_file, out / "downloads" / "runs.parquet")
+    else:
+        table.to_parquet(out / "downloads" / "runs.parquet", index=False)
+    written = set()
+    for paper in site.papers:
+        for fig in paper.figures:
+            if fig.key not in written:  # two papers may read one preset's figure
+                site_figures.write(fig, out / "figures")
+                written.add(fig.key)
+    notes = diagnoses(diagnoses_file)
+    (out / "index.html").write_text(site_html.overview(site))
+    for paper in site.papers:
+        (out / site_html.paper_file(paper.paper)).write_text(site_html.paper_html(paper, site, notes))
+    for strategy in site.strategies:
+        (out / site_html.strategy_file(strategy.slug)).write_text(site_html.strategy_html(strategy, site))
+    return site
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.report.site", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--results", default=None, help="the results folder (default: results/ or $STPS_RESULTS)")
+    parser.add_argument("--out", default=None, help="the site's folder (default: <results>/site)")
+    parser.add_argument("--claims", default=None, help="the claims file (default: conf/claims.yaml)")
+    parser.add_argument("--diagnoses", default=None,
+                        help="the diagnoses file (default: docs/reproduction/diagnoses.md; ## <claim-id> sections)")
+    parser.add_argument("--record", default=None, metavar="DIR",
+                        help="also copy the overview as Markdown, the figures and the provenance into DIR "
+                             "(docs/reproduction)")
+    args = parser.parse_args(argv)
+    root = results.results_root(args.results)
+    runs_file = root / "runs.parquet"
+    if not runs_file.exists():
+        print(f"no runs table at {runs_file}: run an experiment first (make experiment NAME=... or make reproduce)",
+              file=sys.stderr)
+        return 2
+    try:
+        claims = claims_mod.load_claims(Path(args.claims) if args.claims else claims_mod.CLAIMS_FILE)
+    except (OSError, ValueError) as exc:
+        print(f"cannot read the claims: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else root / "site"
+    site = build(results.read_runs_table(root), out, claims, runs_file,
+                 Path(args.diagnoses) if args.diagnoses else None)
+    print(f"wrote: {out / 'index.html'} ({len(site.papers)} paper pages, {len(site.strategies)} strategy pages)")
+    if args.record:
+        from harness.report import site_record
+
+        for path in site_record.record(site, out, Path(args.record)):
+            print(f"recorded: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
