@@ -231,3 +231,22 @@ def test_the_contract_catches_broken_claims():
              "check": {"kind": "better", "metric": "throughput_eps", "subject": "agrid", "others": ["hash"],
                        "where": {"workload": ["sts_q1", "sts_q2"], "workers": [16]}}}
     assert any("does not produce" in m for m in problems(grand))
+
+
+PROFILE_OF = {"ps2stream_": "ps2stream", "sstd_": "sstd", "tornado_": "tornado", "dskype_": "dskype",
+              "skype_": "dskype", "dkmsks_": "dkmsks"}
+
+
+@pytest.mark.parametrize("preset", sorted(p.stem for p in PRESET_DIR.glob("*.yaml")))
+def test_each_papers_presets_use_its_network_profile(preset):
+    """A paper's presets charge its own cluster (conf/network/<paper>.yaml); the harness's own
+    presets (grand_range, network_sensitivity, scale_*) keep the generic lan."""
+    from harness.run.config import network_profile
+
+    profile = network_profile(_composed(f"experiment={preset}"))
+    profile.check()
+    want = next((v for k, v in PROFILE_OF.items() if preset.startswith(k)), "lan")
+    assert profile.name == want and profile.headline == "network", (preset, profile.name)
+    assert profile.bandwidth_bps > 0 and profile.result_bytes in (16, 24)
+    if want == "ps2stream":  # no bandwidth stated: a sweep around the headline
+        assert len(profile.sweep_bandwidths_bps) >= 4
