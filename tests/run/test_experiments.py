@@ -109,7 +109,9 @@ def test_claims_name_registered_strategies_and_runs_table_metrics():
         assert "higher_is_better" not in chk or metrics.higher_is_better(chk["metric"]) is None, c["id"]
         across_datasets = chk.get("across") == "dataset"  # SSTD Fig. 7: subject and others name datasets
         if chk.get("across"):
-            assert chk["variant"] in registry.names() or chk["variant"] in variant_labels, c["id"]
+            base, _, adjusted = chk["variant"].partition(" + ")  # an adjusted variant: "kdt + gr"
+            assert base in registry.names() or base in variant_labels, c["id"]
+            assert not adjusted or adjusted in adjuster_names(), c["id"]
         if chk.get("across") == "x":  # subject and others name x values (test_top_k_claims_are_checkable...)
             continue
         for s in [*claims._subjects(chk), *(chk.get("others") or [])]:
@@ -148,7 +150,7 @@ def test_top_k_claims_are_checkable_from_the_skype_and_dskype_presets():
     presets = {name: _preset_cells(name) for name in PRESETS if name.startswith(("dskype_", "skype_"))}
     listed = [c for c in claims.load_claims() if c["paper"] == "dskype"]
     assert {c["preset"] for c in listed if c["check"].get("across") == "x"} == \
-        {"skype_reevaluation", "dskype_hybrid"}
+        {"skype_reevaluation", "dskype_hybrid", "dskype_k", "dskype_subscriptions"}
     for c in listed:
         chk, where = c["check"], c["check"].get("where") or {}
         named = {str(v) for v in claims._subjects(chk)} | {str(o) for o in chk.get("others") or []}
