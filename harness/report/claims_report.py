@@ -97,17 +97,41 @@ def tally_table(claim_results: list[ClaimResult]) -> list[str]:
     return lines
 
 
+def preset_runs(preset: str, table: pd.DataFrame, version: str | None) -> pd.DataFrame:
+    """The preset's successful runs of `version` (the newest per strategy and cell), those the
+    claims may not read included: a report shows them, flagged (`throughput_tables`)."""
+    if "experiment" not in table:
+        return table.iloc[0:0]
+    rows = results.labelled(table[(table["experiment"] == preset) & (table["status"] == "ok")])
+    if version is not None and "code_version" in rows:
+        rows = rows[rows["code_version"] == version]
+    keys = [k for k in ("variant", *claims_mod.CELL) if k in rows]
+    return rows.sort_values("started_at").groupby(keys, dropna=False, sort=False).tail(1)
+
+
+def _flags(row: pd.Series) -> str:
+    """Why the claims do not read a run shown in a report ("" when they do)."""
+    flags = []
+    if row.get("oracle_ok") is False or row.get("oracle_ok") == 0:
+        flags.append("oracle mismatch")
+    if pd.to_numeric(row.get("too_short"), errors="coerce") > 0:
+        flags.append("too short")
+    return ", ".join(flags)
+
+
 def throughput_tables(runs: pd.DataFrame) -> list[str]:
     """Per scenario: each strategy's compute-only and network throughput (median [interval]) and
-    its bottleneck, per worker count."""
+    its bottleneck, per worker count (and x, facet), with what keeps a run from the claims."""
     lines = []
     runs = results.labelled(runs)
     for (wl, ds), g in runs.groupby(["workload", "dataset"], sort=True):
-        lines += [f"### {wl} / {ds}", "", "| strategy | workers | compute-only | network | bottleneck |",
-                  "|---|---:|---:|---:|---|"]
+        lines += [f"### {wl} / {ds}", "", "| strategy | workers | x | compute-only | network | bottleneck | not read |",
+                  "|---|---:|---|---:|---:|---|---|"]
         for _, r in g.sort_values(["variant", "workers"]).iterrows():
-            lines.append(f"| {r['variant']} | {r['workers']} | {_with_interval(r, 'throughput_compute_eps')} | "
-                         f"{_with_interval(r, 'throughput_network_eps')} | {r.get('bottleneck_resource') or '-'} |")
+            x = " ".join(str(v) for v in (r.get("x"), r.get("facet")) if v is not None and not pd.isna(v)) or "-"
+            lines.append(f"| {r['variant']} | {r['workers']} | {x} | {_with_interval(r, 'throughput_compute_eps')} | "
+                         f"{_with_interval(r, 'throughput_network_eps')} | {r.get('bottleneck_resource') or '-'} | "
+                         f"{_flags(r) or '-'} |")
         lines.append("")
     return lines
 
@@ -135,11 +159,13 @@ def write_preset_report(root: Path, preset: str, title: str, table: pd.DataFrame
     out_dir.mkdir(parents=True, exist_ok=True)
     claim_results = claims_mod.evaluate_all(table, preset=preset)
     own, _, version = claims_mod.evidence(preset, table) if "experiment" in table else (table.iloc[0:0], [], None)
-    lines = [f"# {title or preset}", "", _provenance(own), "",
+    shown = preset_runs(preset, table, version)
+    lines = [f"# {title or preset}", "", _provenance(shown), "",
              f"{len(own)} usable runs of this preset at code version {version or 'not recorded'} "
-             f"(the newest run per strategy and cell).", "", BASIS_NOTE, ""]
-    if len(own):
-        lines += ["## Throughput per strategy, both bases", ""] + throughput_tables(own) + list(extra)
+             f"(the newest run per strategy and cell), of {len(shown)} shown below; the claims read only "
+             f"the usable ones.", "", BASIS_NOTE, ""]
+    if len(shown):
+        lines += ["## Throughput per strategy, both bases", ""] + throughput_tables(shown) + list(extra)
     lines += ["## Claims that read this preset", ""]
     if claim_results:
         lines += tally_table(claim_results) + [""] + claims_table(claim_results) + ["", "## Each claim's cells",

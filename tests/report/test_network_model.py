@@ -98,7 +98,9 @@ def plain(n, dispatch_s, n_disp, rate, workers, sizes, p: NetworkProfile):
         link[s % n_disp] = max(leave[s], link[s % n_disp]) + tx(sizes[s])
         ready[(s, w)] = link[s % n_disp] + p.hop_latency_s
     wlink = {}
-    for s, w, x in sorted(copies, key=lambda c: (c[1], ready[(c[0], c[1])], c[0])):  # worker links
+    # worker links, in arrival order; arrivals equal but for rounding (two sums of the same times)
+    # are taken in seq order, as the model's stable order takes them
+    for s, w, x in sorted(copies, key=lambda c: (c[1], round(ready[(c[0], c[1])], 12), c[0])):
         wlink[w] = max(ready[(s, w)], wlink.get(w, float("-inf"))) + tx(sizes[s])
         ready[(s, w)] = wlink[w]
     done, cpu = list(leave), {}
@@ -121,6 +123,20 @@ def test_latencies_with_links_and_hops_equal_a_plain_simulation(n, n_disp, n_wor
                        recv_s_per_byte=2e-8, bandwidth_bps=bw, hop_latency_s=1e-4)
     got = event_latencies(Copies.of(np.arange(n), sizes, workers, n_disp), n, 0.001, n_disp, 500.0, p)
     assert np.allclose(got, plain(n, 0.001, n_disp, 500.0, workers, sizes.tolist(), p), rtol=0, atol=1e-12)
+
+
+def test_copies_reaching_a_workers_link_together_go_in_seq_order():
+    """Found by the property above: copies of events 8 and 9 reach worker 1's link at the same time
+    (sums of the same times in another order); the earlier event goes first."""
+    workers = {0: (np.array([0, 8]), np.zeros(2)), 1: (np.array([8, 9]), np.zeros(2)), 2: (np.array([9]), np.zeros(1))}
+    sizes = np.full(10, 100, np.int64)
+    p = NetworkProfile(name="t", send_s_per_message=1e-5, send_s_per_byte=1e-8, recv_s_per_message=2e-5,
+                       recv_s_per_byte=2e-8, bandwidth_bps=4e5, hop_latency_s=1e-4)
+    got = event_latencies(Copies.of(np.arange(10), sizes, workers, 2), 10, 0.001, 2, 500.0, p)
+    assert np.allclose(got, plain(10, 0.001, 2, 500.0, workers, sizes.tolist(), p), rtol=0, atol=1e-12)
+    # event 8 (arrives at 16 ms): dispatched at 17.022 ms, its second copy off the dispatcher's link at
+    # 21.022, a hop, worker 1's link first (2 ms), received (22 us), a hop: 23.244 ms
+    assert got[8] == pytest.approx(0.007244, abs=1e-9)
 
 
 def test_a_hop_and_a_slow_link_add_their_time():

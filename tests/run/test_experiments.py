@@ -240,7 +240,8 @@ def test_a_tiny_experiment_end_to_end(tmp_path):
     # the preset's report: both throughputs per run, then every claim that reads the preset with a
     # verdict per basis; the overview: every claim, its row's "|" escaped (six cells)
     own = (tmp_path / "plots" / "tornado_routing" / "report.md").read_text()
-    assert "agrid_nosummary" in own and "| strategy | workers | compute-only | network | bottleneck |" in own
+    assert "agrid_nosummary" in own and "| strategy | workers | x | compute-only | network | bottleneck |" in own
+    assert "too short" in own  # tiny runs are shown, flagged, and no claim reads them
     tornado = [c for c in claims.load_claims() if c["preset"] == "tornado_routing"]
     assert tornado and all(f"[{c['id']}]" not in own and f"`{c['id']}`" in own for c in tornado)
     report = (tmp_path / "report.md").read_text()
