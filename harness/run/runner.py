@@ -40,6 +40,7 @@ from harness.report.table import idle_workers
 from harness.run import fits
 from harness.run import processes as processes_mod
 from harness.run.config import RunSpec, network_profile, spark_master, validate
+from harness.run.stream_record import stream_identity
 from harness.run.progress import Progress
 from harness.run.watchdog import ExecutorWatchdog, LostExecutors
 from strategies import registry
@@ -554,7 +555,7 @@ def run_experiment(cfg) -> list[dict]:
         if isinstance(exc, ValueError):
             raise DataPreparationError(str(exc), rows) from exc
         raise
-    inputs = input_metrics(ds, meta)
+    inputs = {**input_metrics(ds, meta), **stream_identity(folder)}  # the cached stream it read (issue 42)
     timings["data_s"] = time.perf_counter() - t0
     events_path = publish_events(cfg, folder)
     progress.step("oracle")
