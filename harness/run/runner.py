@@ -137,7 +137,8 @@ def input_metrics(ds, meta: dict | None) -> dict:
     """What a run row says about its input: rows read and skipped per reason (the prepared dataset's
     bad_rows), objects the workload reused and stream anomalies normalised (the workload's info)."""
     out = {"input_rows": ds.n_input_rows, "bad_rows": sum(ds.bad_rows.values()),
-           **{f"bad_rows_{k}": v for k, v in ds.bad_rows.items()}, "swapped_lat_lon_rows": ds.swapped_lat_lon_rows}
+           **{f"bad_rows_{k}": v for k, v in ds.bad_rows.items()}, "swapped_lat_lon_rows": ds.swapped_lat_lon_rows,
+           "rescued_rows": ds.rescued_rows}
     if meta:
         out.update(meta.get("info") or {})
     return out
