@@ -14,7 +14,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from harness.export import ExportError, export, main
-from harness.report.results import PROJECT_ROOT
+from harness.report import metrics
+from harness.report.results import PROJECT_ROOT, RUN_KEYS
 from harness.run.config import register_configs
 from harness.run.runner import run_experiment
 
@@ -37,6 +38,8 @@ def test_a_file_of_every_type_equals_the_oracle_on_spark_and_exports(spark, tmp_
         assert r["family"] == "knn+range+terms+topk"
         assert r["oracle_ok"] is True and r["result_count"] > 0
         assert r["ctq_reports"] == 6 and r["lifetime_deletes"] == 1
+        written = json.loads((Path(r["run_dir"]) / "metrics.json").read_text())  # every key registered
+        assert not [k for k in written if k not in RUN_KEYS and not metrics.known(k)]
         stream = Path(r["workload_events"])
         assert r["workload_events_sha256"] == hashlib.sha256(stream.read_bytes()).hexdigest()
         res = export(r["run_dir"])
