@@ -547,9 +547,15 @@ _HOW = {"tau": " (seconds: a snapshot's look-back, a CTQ's lifetime)", "win": " 
         "x": " (the query's point: x, y in km or lon, lat)", "y": " (the query's point: x, y in km or lon, lat)"}
 
 
+# how a file becomes a stream: 2 = issue 42 (type rules per row, CTQ reports under any family,
+# lifetimes from tau, the top-k window). A cached stream read the older way is read again.
+READING = 2
+
+
 def file_identity(path) -> dict:
-    """What a cache key needs to notice a changed event file: its resolved path, size and mtime."""
+    """What a cache key needs to notice a changed event file (its resolved path, size and mtime) or a
+    changed reading of it (READING)."""
     p = Path(path).resolve()
     st = p.stat()
-    return {"path": str(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return {"path": str(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "reading": READING}
 

@@ -148,3 +148,13 @@ def test_the_parquet_example_is_the_csv_one():
     for c in ("kind", "family", "id", "ts", "k", "win", "step"):
         assert np.array_equal(a.events.cols[c], b.events.cols[c], equal_nan=True)
     assert RANGE in a.events.family
+
+
+def test_a_stream_cached_under_the_older_reading_is_not_reused():
+    """The cache key of a file workload names how the file is read, so a stream cached before the
+    issue-42 derivations (no CTQ reports under another family, tau ignored) is built again."""
+    from datasets.workloads.events_file import READING
+    from harness.run.runner import workload_key
+
+    key = workload_key(_cfg(EXAMPLES / "all_types.csv"))
+    assert key["file"]["reading"] == READING >= 2
