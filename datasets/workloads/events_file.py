@@ -69,6 +69,14 @@ def validate_file_workload(cfg, family_code: int | None = None) -> None:
         read_events(cfg.path, family_code)
 
 
+def measured_events(cfg) -> int:
+    """The events of the file after its warm-up (`warmup_events`, or `warmup_fraction` of them), as
+    build_file_workload counts them, before derived events: what one epoch holds with epochs.size=0."""
+    n = pq.ParquetFile(cfg.path).metadata.num_rows if _format(cfg.path) == "parquet" else _read(cfg.path).num_rows
+    warmup = cfg.warmup_events if cfg.warmup_events is not None else int(round(cfg.warmup_fraction * n))
+    return max(n - int(warmup), 0)
+
+
 def build_file_workload(objects: pa.Table | None, term_df: np.ndarray | None, cfg, family_code: int,
                         needs: tuple[str, ...] = (), extent=None) -> Workload:
     """The workload of `cfg.path`: validated (every row by its type's rules), warm-up from

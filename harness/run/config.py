@@ -412,11 +412,17 @@ def check_threshold_epochs(cfg, runs: list[RunSpec]) -> list[RunSpec]:
     if wl.family != "topk" or getattr(wl, "window_by", "count") != "count" or cfg.epochs.by != "count":
         return runs
     users = [r.label for r in runs if registry.get(r.name).routes_by_thresholds]
-    epoch = int(cfg.epochs.size) or int(wl.measured_messages)  # 0: the measured stream is one epoch
+    measured = int(wl.measured_messages)
+    if getattr(wl, "source", "generator") == "file":  # the file's events after its warm-up (objects or not)
+        from datasets.workloads.events_file import measured_events
+
+        measured = measured_events(wl)
+    epoch = int(cfg.epochs.size) or measured  # 0: the measured stream is one epoch
     if not users or epoch < int(wl.window):
         return runs
-    field, value = ("epochs.size", int(cfg.epochs.size)) if cfg.epochs.size else ("workload.measured_messages",
-                                                                               wl.measured_messages)
+    field, value = (("epochs.size", int(cfg.epochs.size)) if cfg.epochs.size else
+                    ("workload.measured_messages", wl.measured_messages) if getattr(wl, "source", "generator") != "file"
+                    else ("epochs.size", 0))
     reason = (f"{field}={value!r}: an epoch of the top-k window (workload.window={wl.window} messages) or more, and it "
               f"routes by thresholds that hold for a whole epoch; allowed: epochs.size below {wl.window} (a quarter of "
               "it or less lets them prune)")

@@ -56,3 +56,15 @@ def test_strategy_all_runs_what_it_can_and_lists_what_it_skipped(capsys):
     # nothing skipped when every run can go
     validate(composed("workload=topk_q", "strategy=all", "workload.window=2000", "epochs.size=500"))
     assert run_config.SKIPPED == []
+
+
+def test_a_topk_file_with_one_epoch_as_long_as_its_window_skips_threshold_routing(capsys):
+    """An event file's measured part is its events after the warm-up (here 88 - 12 = 76), not the
+    generator's measured_messages."""
+    base = ("workload=topk_q", "workload.source=file", f"workload.path={EXAMPLE}", "workload.warmup_events=12")
+    runs = validate(composed(*base, "strategy=all", "workload.window=76"))
+    assert "dskype_prefix" not in [r.label for r in runs]
+    assert "skipped dskype_prefix: epochs.size=0: an epoch of the top-k window (workload.window=76" in \
+        capsys.readouterr().err
+    runs = validate(composed(*base, "strategy=all", "workload.window=77"))
+    assert "dskype_prefix" in [r.label for r in runs] and run_config.SKIPPED == []
