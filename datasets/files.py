@@ -252,6 +252,10 @@ def check_file(cfg) -> FileLayout:
         if n == 0:
             _fail(f"dataset.path={first} is empty")
         idx, labels = _resolve(cfg, first, names, n, where, row)
+        if getattr(cfg, "text_rest_of_line", False) and idx["text"] != n - 1:
+            _fail(f"dataset.text_col={str(cfg.text_col)!r} is field {idx['text']} of {n} in {first}; allowed with "
+                  f"dataset.text_rest_of_line=true: the last field ({n - 1}), the only one that can take the rest "
+                  "of the line")
         return FileLayout(path, fmt, tuple(data), n, {r: f"_c{i}" for r, i in idx.items()}, labels)
     except OSError as exc:
         _fail(f"dataset.path={path} cannot be read: {exc.strerror or exc}")
@@ -291,12 +295,59 @@ def _read_csv(cfg, spark, layout: FileLayout) -> DataFrame:
     return df if cfg.header else df.withColumn("_c0", F.regexp_replace("_c0", "^" + BOM, ""))
 
 
+def _read_csv_rest_of_line(cfg, spark, layout: FileLayout) -> DataFrame:
+    """`dataset.text_rest_of_line`: the CSV's lines split at the delimiter into at most n_fields
+    fields, the last (the text) taking the rest of the line, delimiters included. Spark's and
+    pyarrow's CSV readers have no such mode (a line with more fields is malformed to both), so the
+    lines are read by Spark's text reader and split by Spark's own `split(str, regex, limit)`,
+    whose last element is the rest of the line: no per-row Python. A field wholly in quotes loses
+    them (a doubled quote inside is one); a line with fewer fields is `_malformed`
+    (field_count_mismatch), as is a line whose field before the text opens a quote it does not
+    close there (it held the delimiter, so the split cannot place the fields). `_rescued`: the
+    text, unquoted, held the delimiter (the CSV reader would have counted the line malformed)."""
+    import re
+
+    n = layout.n_fields
+    delim = csv_char(cfg.delimiter)
+    quote = str(cfg.quote)
+    lines = spark.read.text(layout.path).withColumn("value", F.regexp_replace("value", "^" + BOM, ""))
+    lines = lines.withColumn("value", F.regexp_replace("value", "\r$", "")).filter(F.trim("value") != "")
+    if cfg.header:  # each file's header line (the same text as the first one's)
+        with open(layout.files[0], encoding="utf-8", errors="replace") as fh:
+            head = next((ln for ln in fh if ln.strip()), "").lstrip(BOM).rstrip("\r\n")
+        lines = lines.filter(F.col("value") != F.lit(head))
+    parts = F.split(F.col("value"), re.escape(delim), n)
+
+    def unquoted(c):
+        if not quote:
+            return c
+        q = re.escape(quote)
+        esc = re.escape(csv_char(cfg.escape))
+        inner = F.regexp_extract(c, f"^{q}(.*){q}$", 1)
+        return F.when(c.rlike(f"^{q}.*{q}$"), F.regexp_replace(inner, esc + q, quote)).otherwise(c)
+
+    fields = [F.get(parts, F.lit(i)) for i in range(n)]  # NULL past the end (ANSI mode: getItem would raise)
+    broken = F.lit(False)
+    if quote:
+        q = re.escape(quote)
+        for f in fields[:-1]:  # a quoted field cut at a delimiter inside it
+            broken = broken | (f.rlike(f"^{q}") & ~f.rlike(f"^{q}.*{q}$"))
+    text = fields[-1]
+    is_quoted = text.rlike(f"^{re.escape(quote)}.*{re.escape(quote)}$") if quote else F.lit(False)
+    short = F.size(parts) < n
+    cols = [F.when(short, None).otherwise(unquoted(f)).alias(f"_c{i}") for i, f in enumerate(fields)]
+    return lines.select(*cols, F.when(short | broken, F.col("value")).alias(MALFORMED),
+                        (~short & ~broken & ~is_quoted & text.contains(delim)).alias("_rescued"))
+
+
 def raw_dataframe(cfg, spark) -> tuple[DataFrame, str, bool]:
-    """(DataFrame with lon_raw, lat_raw, text, ts_raw, ts, _id, _malformed, _file, _row; format;
-    has timestamp column)."""
+    """(DataFrame with lon_raw, lat_raw, text, ts_raw, ts, _id, _malformed, _file, _row, _rescued;
+    format; has timestamp column)."""
     layout = check_file(cfg)
     path, fmt = layout.path, layout.fmt
-    if fmt == "csv":
+    if fmt == "csv" and getattr(cfg, "text_rest_of_line", False):
+        df = _read_csv_rest_of_line(cfg, spark, layout)
+    elif fmt == "csv":
         df = _read_csv(cfg, spark, layout)
     elif fmt == "jsonl":
         df = spark.read.option("encoding", spark_charset(str(cfg.encoding))).json(path)
@@ -327,6 +378,7 @@ def raw_dataframe(cfg, spark) -> tuple[DataFrame, str, bool]:
         (F.col(MALFORMED) if fmt == "csv" else F.lit(None).cast("string")).alias("_malformed"),
         F.input_file_name().alias("_file"),
         F.monotonically_increasing_id().alias("_row"),
+        (F.col("_rescued") if "_rescued" in df.columns else F.lit(False)).alias("_rescued"),
     )
     return out, fmt, has_ts
 

@@ -61,6 +61,8 @@ class PreparedDataset:
     cache_path: str = ""
     # rows with latitude out of range whose lon and lat, swapped, would both be valid
     swapped_lat_lon_rows: int = 0
+    # CSV rows whose text held the delimiter, read whole by dataset.text_rest_of_line (else field_count_mismatch)
+    rescued_rows: int = 0
 
     @property
     def objects(self) -> pa.Table:
@@ -113,6 +115,8 @@ def cache_key(cfg) -> dict:
         key["locations"] = str(cfg.locations)
         if cfg.locations == "gaussian":
             key["location_sd_deg"] = float(cfg.location_sd_deg)
+    if source == "file" and getattr(cfg, "text_rest_of_line", False):  # off: the key of caches made before it
+        key["text_rest_of_line"] = True
     if source == "file":
         key["path"] = os.path.abspath(str(cfg.path))
         key["files"] = _file_fingerprint(key["path"])
@@ -135,6 +139,7 @@ def _load(path: pathlib.Path) -> PreparedDataset:
         bad_rows={r: int(meta["bad_rows"].get(r, 0)) for r in BAD_ROW_REASONS},
         n_input_rows=meta["n_input_rows"], cache_path=str(path),
         swapped_lat_lon_rows=int(meta.get("swapped_lat_lon_rows", 0)),
+        rescued_rows=int(meta.get("rescued_rows", 0)),
     )
 
 
@@ -147,6 +152,7 @@ def _save(ds: PreparedDataset, path: pathlib.Path, key: dict, seconds: float) ->
     pq.write_table(ds.vocab, tmp / "vocab.parquet")
     meta = {"name": ds.name, "extent": list(ds.extent), "origin": list(ds.origin), "bad_rows": ds.bad_rows,
             "n_input_rows": ds.n_input_rows, "swapped_lat_lon_rows": ds.swapped_lat_lon_rows,
+            "rescued_rows": ds.rescued_rows,
             "n_objects": ds.objects.num_rows, "n_terms": ds.vocab.num_rows, "prepare_seconds": seconds, "config": key}
     (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
     try:
@@ -163,7 +169,8 @@ def _raw(cfg, spark):
     src = synthetic if source == "synthetic" else geonames
     df = src.raw_dataframe(cfg, spark)
     df = df.select(F.col("lon").alias("lon_raw"), F.col("lat").alias("lat_raw"), "text",
-                   F.col("ts").alias("ts_raw"), "ts", F.lit(cfg.name).alias("_file"), "_row")
+                   F.col("ts").alias("ts_raw"), "ts", F.lit(cfg.name).alias("_file"), "_row",
+                   F.lit(False).alias("_rescued"))
     return df, None, True
 
 
@@ -176,9 +183,10 @@ def prepare_dataset(cfg, spark, cache_root: pathlib.Path) -> PreparedDataset:
     t0 = time.perf_counter()
     raw, fmt, has_ts = _raw(cfg, spark)
     classified = files.classify(raw, has_ts)
-    slim = classified.select("_row", "ts", "lon", "lat", "tokens", "reason", "swap_fit").persist()
+    slim = classified.select("_row", "ts", "lon", "lat", "tokens", "reason", "swap_fit", "_rescued").persist()
     try:
-        grouped = slim.groupBy("reason", "swap_fit").count().collect()
+        grouped = slim.groupBy("reason", "swap_fit", "_rescued").count().collect()
+        rescued = sum(int(g["count"]) for g in grouped if g["_rescued"])
         bad_rows = {r: sum(int(g["count"]) for g in grouped if g["reason"] == r) for r in BAD_ROW_REASONS}
         swapped = sum(int(g["count"]) for g in grouped if g["swap_fit"])
         n_input = sum(int(g["count"]) for g in grouped)
@@ -206,7 +214,7 @@ def prepare_dataset(cfg, spark, cache_root: pathlib.Path) -> PreparedDataset:
     if hint:
         log.warning("%s: %s", cfg.name, hint)
     objects, extent, origin = _finish(table, has_ts)
-    ds = PreparedDataset(cfg.name, objects, vocab, extent, origin, bad_rows, n_input, str(path), swapped)
+    ds = PreparedDataset(cfg.name, objects, vocab, extent, origin, bad_rows, n_input, str(path), swapped, rescued)
     _save(ds, path, cache_key(cfg), time.perf_counter() - t0)
     return _load(path) if path.exists() else ds
 

@@ -30,7 +30,8 @@ import pyarrow.parquet as pq
 from datasets.projection import EARTH_RADIUS_KM, bbox_centre, project
 from datasets.workloads.anomalies import normalise_workload
 from datasets.workloads.config import SOURCES, Workload
-from harness.core.events import AND, FAMILY_IDS, INSERT, KIND_NAMES, NUMPY_DTYPES, OBJECT, OR, SNAPSHOT, Events
+from harness.core.events import (AND, DELETE, FAMILY_IDS, FAMILY_NAMES, INSERT, KIND_NAMES, KNN, NUMPY_DTYPES, OBJECT, OR,
+                                 RANGE, SNAPSHOT, TERMS, TOPK, Events)
 
 RECTANGLE = ("xmin", "ymin", "xmax", "ymax")
 LONLAT_RECTANGLE = ("lon_min", "lat_min", "lon_max", "lat_max")
@@ -44,8 +45,10 @@ MAX_OBJECT_ID = (1 << 32) - 1
 _TEXT_COLUMNS = ("kind", "family", "op", "terms")
 
 
-def validate_file_workload(cfg) -> None:
-    """Reject event-file settings before anything runs (ValueError naming the field)."""
+def validate_file_workload(cfg, family_code: int | None = None) -> None:
+    """Reject event-file settings before anything runs (ValueError naming the field); with the
+    workload's `family_code`, also read the file and apply every per-type rule (TYPE_RULES) that
+    needs no dataset, so a bad row is refused before Spark starts, naming the row and the field."""
     def bad(name, value, allowed):
         raise ValueError(f"workload.{name}={value!r} is invalid; allowed: {allowed}")
 
@@ -62,13 +65,25 @@ def validate_file_workload(cfg) -> None:
         bad("warmup_events", cfg.warmup_events, "an integer >= 1, or null to use warmup_fraction")
     if not 0.0 < cfg.warmup_fraction < 1.0:
         bad("warmup_fraction", cfg.warmup_fraction, "a number in (0, 1)")
+    if family_code is not None:
+        read_events(cfg.path, family_code)
+
+
+def measured_events(cfg) -> int:
+    """The events of the file after its warm-up (`warmup_events`, or `warmup_fraction` of them), as
+    build_file_workload counts them, before derived events: what one epoch holds with epochs.size=0."""
+    n = pq.ParquetFile(cfg.path).metadata.num_rows if _format(cfg.path) == "parquet" else _read(cfg.path).num_rows
+    warmup = cfg.warmup_events if cfg.warmup_events is not None else int(round(cfg.warmup_fraction * n))
+    return max(n - int(warmup), 0)
 
 
 def build_file_workload(objects: pa.Table | None, term_df: np.ndarray | None, cfg, family_code: int,
-                        needs: tuple[str, ...] = ()) -> Workload:
-    """The workload of `cfg.path`: validated, warm-up from `cfg.warmup_events` or `cfg.warmup_fraction`
-    of the file's events in stream order, normalised. `needs`: the columns an insert of the
-    workload's family must have finite (range: its rectangle)."""
+                        needs: tuple[str, ...] = (), extent=None) -> Workload:
+    """The workload of `cfg.path`: validated (every row by its type's rules), warm-up from
+    `cfg.warmup_events` or `cfg.warmup_fraction` of the file's events in stream order, what the
+    generators derive derived the same way (`derive`), normalised. `needs`: more columns an insert
+    of the workload's family must have finite; `extent`: the dataset's space (kNN and top-k routing
+    rectangles, an SKQ without one)."""
     validate_file_workload(cfg)
     events = read_events(cfg.path, family_code, objects, None if term_df is None else len(term_df), needs)
     n = len(events)
@@ -76,7 +91,95 @@ def build_file_workload(objects: pa.Table | None, term_df: np.ndarray | None, cf
     if not 1 <= warmup <= n:
         raise ValueError(f"workload.warmup_events={warmup} is invalid for {cfg.path} with {n} events; "
                          f"allowed: 1 to {n}")
-    return normalise_workload(Workload(events, warmup=warmup))
+    events, warmup, info = derive(events, warmup, extent)
+    wl = normalise_workload(Workload(events, warmup=warmup, info=info))
+    if ((wl.events.kind == INSERT) & (wl.events.family == TOPK)).any():
+        wl.events, wl.info["window"] = with_topk_window(wl.events, cfg)
+    return wl
+
+
+def derive(events: Events, warmup: int, extent=None) -> tuple[Events, int, dict]:
+    """What a generator derives, derived from a file's events the same way:
+
+    - kNN and top-k subscriptions route by the space's extent (an unbounded ball), an SKQ without a
+      rectangle gets the space (SSTD's SKQ has no region); a top-k subscription's op is OR;
+    - a continuous range or kNN insert with `tau` (its lifetime, seconds) is deleted at ts + tau,
+      ahead of the events of that time (as the CKQ generator's deletions: alive on [ts, ts + tau)),
+      unless the stream deletes it earlier or ends first (`lifetime_deletes` counts them);
+    - every CTQ's report events (datasets.workloads.snapshot.with_ctq_reports, `ctq_reports`).
+
+    Returns the events, the warm-up's new length (the events before the first measured one) and the counts."""
+    from datasets.workloads.snapshot import with_ctq_reports
+
+    info: dict = {}
+    cols = dict(events.cols)
+    q = events.kind != OBJECT
+    if extent is not None:
+        route = q & np.isin(events.family, [KNN, TOPK])
+        skq = q & (events.family == KNN) & (events.kind == SNAPSHOT) & np.isnan(events.xmin)
+        for c, v in zip(RECTANGLE, extent):
+            cols[c] = np.where(route & ((events.kind != SNAPSHOT) | skq), float(v), cols[c])
+    cols["op"] = np.where(q & (events.family == TOPK), OR, cols["op"]).astype(np.int8)
+    events = Events(cols, events.offsets, events.values)
+    # lifetimes of continuous range and kNN subscriptions
+    ins = np.flatnonzero((events.kind == INSERT) & np.isin(events.family, [RANGE, KNN]) & np.isfinite(events.tau))
+    n = len(events)
+    if len(ins):
+        end = events.ts[ins] + events.tau[ins]
+        dels = np.flatnonzero(events.kind == DELETE)
+        first_del = np.full(len(ins), np.inf)
+        if len(dels):  # the stream's own first deletion of each id after its insert
+            order = np.lexsort((events.ts[dels], events.id[dels]))
+            d_id, d_ts = events.id[dels][order], events.ts[dels][order]
+            at = np.searchsorted(d_id, events.id[ins])
+            hit = at < len(d_id)
+            hit[hit] &= d_id[at[hit]] == events.id[ins][hit]
+            first_del[hit] = d_ts[at[hit]]
+        keep = (end <= float(events.ts.max())) & (end < first_del)
+        src = ins[keep]
+        if len(src):
+            dl = events.take(src)
+            dl.cols["kind"] = np.full(len(src), DELETE, np.int8)
+            dl.cols["ts"] = end[keep]
+            merged = Events.concat([events, dl])
+            pos = np.r_[np.arange(n), np.full(len(src), -1)]
+            order = np.lexsort((pos, np.r_[np.ones(n, np.int8), np.zeros(len(src), np.int8)], merged.ts))
+            events = merged.take(order)
+            events.cols["seq"] = np.arange(len(events), dtype=np.int64)
+            warmup = int(np.flatnonzero(order == warmup)[0]) if warmup < n else len(events)
+        info["lifetime_deletes"] = int(len(src))
+    if ((events.kind == INSERT) & (events.family == TERMS)).any():
+        events, warmup = with_ctq_reports(events, warmup)
+        info["ctq_reports"] = int(((events.kind == SNAPSHOT) & (events.family == TERMS) & np.isfinite(events.step)).sum())
+    return events, warmup, info
+
+
+def with_topk_window(events: Events, cfg) -> tuple[Events, int]:
+    """The top-k generator's window columns (datasets/workloads/topk.py) on a file's stream: a
+    subscription's `win` is |W| = `workload.window` (count window), an object's `win` the seq at
+    which it leaves: that of the |W|-th object after it (window_by=count), or of the first object
+    at least `window_s` seconds younger (window_by=time, the file's own ts; a subscription's `tau`
+    is then T). Returns the events and |W| (time windows: the objects of the first T seconds)."""
+    cols = dict(events.cols)
+    n = len(events)
+    obj = np.flatnonzero(events.kind == OBJECT)
+    q = (events.kind != OBJECT) & (events.family == TOPK)
+    win = np.where(events.kind == OBJECT, np.nan, cols["win"])
+    if getattr(cfg, "window_by", "count") == "time":
+        T = float(cfg.window_s)
+        o_ts = events.ts[obj]
+        leave = np.searchsorted(o_ts, o_ts + T, side="left")
+        inside = leave < len(obj)
+        win[obj[inside]] = obj[leave[inside]].astype(np.float64)
+        cols["tau"] = np.where(q, T, cols["tau"])
+        W = int(np.searchsorted(o_ts, o_ts[0] + T, side="left")) if len(obj) else 0
+    else:
+        W = int(cfg.window)
+        win[obj[:max(len(obj) - W, 0)]] = obj[W:].astype(np.float64)
+    win[q] = float(W)
+    cols["win"] = win
+    assert len(win) == n
+    return Events(cols, events.offsets, events.values), W
 
 
 def read_events(path, family_code: int, objects: pa.Table | None = None, vocab_size: int | None = None,
@@ -136,15 +239,16 @@ def read_events(path, family_code: int, objects: pa.Table | None = None, vocab_s
         if len(bad_op):
             err.fail("op", op[bad_op[0]], rows[bad_op[0]], "AND, OR, 0 or 1")
         cols["op"] = op.astype(np.int8)
-    for c in ("k",):
-        if c in table.column_names:
-            cols[c] = _ints(table, c, err, rows, missing=0).astype(NUMPY_DTYPES[c])
+    blank_k = np.ones(n, bool)  # no k given (a blank cell or no column): named so in a refusal
+    if "k" in table.column_names:
+        cols["k"] = _ints(table, "k", err, rows, missing=0).astype(NUMPY_DTYPES["k"])
+        blank_k = _column(table, "k").is_null().to_numpy(zero_copy_only=False)
     for c in ("alpha", "tau", "win", "step"):
         if c in table.column_names:
             cols[c] = _floats(table, c, err, rows).astype(NUMPY_DTYPES[c])
     offsets, values = _terms(table, err, rows, vocab_size)
     events = Events(cols, offsets, values)
-    _check_payload(events, is_obj, needs, err, rows)
+    _check_payload(events, is_obj, needs, family_code, err, rows, blank_k)
     return events
 
 
@@ -180,6 +284,8 @@ def _column(table: pa.Table, name: str) -> pa.Array:
 
 def _ints(table, name, err, rows=None, missing=None) -> np.ndarray:
     col = _column(table, name)
+    if pa.types.is_null(col.type):  # a CSV column left empty in every row
+        col = col.cast(pa.int64())
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
         col = _parse(col, pa.int64(), name, err, rows, "integers")
     if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
@@ -329,28 +435,135 @@ def _terms(table, err, rows, vocab_size) -> tuple[np.ndarray, np.ndarray]:
     return offsets, vals.astype(np.int32)
 
 
-def _check_payload(events: Events, is_obj, needs, err, rows) -> None:
-    """Objects need a finite point; inserts and snapshots of a family with `needs` those columns finite
-    (a delete takes its insert's payload when normalised)."""
+# One rule set per query type (family x kind), applied to every file row of that type whatever the
+# workload's family is (a mixed file holds several): the columns it must have, and what it must not
+# carry. What a generator derives is derived from the file the same way (build_file_workload): a
+# kNN or top-k subscription's routing rectangle (the space), an SKQ's rectangle when it has none,
+# each CTQ's report events, a delete at insert + tau for a continuous range or kNN insert, the
+# top-k window's expiries.
+TYPE_NAMES = {(RANGE, INSERT): "range insert (CRQ)", (RANGE, SNAPSHOT): "range snapshot (SRQ)",
+              (KNN, INSERT): "kNN insert (CKQ)", (KNN, SNAPSHOT): "kNN snapshot (SKQ)",
+              (TERMS, INSERT): "terms insert (CTQ)", (TERMS, SNAPSHOT): "terms snapshot (STQ)",
+              (TOPK, INSERT): "top-k insert"}
+# (family, kind) -> columns that must be finite
+TYPE_NEEDS = {(RANGE, INSERT): RECTANGLE, (RANGE, SNAPSHOT): (*RECTANGLE, "tau"),
+              (KNN, INSERT): ("x", "y"), (KNN, SNAPSHOT): ("x", "y", "tau"),
+              (TERMS, INSERT): (*RECTANGLE, "win", "step", "tau"), (TERMS, SNAPSHOT): (*RECTANGLE, "tau"),
+              (TOPK, INSERT): ("x", "y", "alpha")}
+
+
+def _check_payload(events: Events, is_obj, needs, family_code, err, rows, blank_k) -> None:
+    """Objects need a finite point; each query type its TYPE_NEEDS and rules (k >= 1, a keyword for
+    kNN and top-k subscriptions, none for terms queries, tau > 0, a CTQ's step within its window,
+    alpha in (0, 1)); `needs`: more columns finite for inserts and snapshots of `family_code`. A
+    delete takes its insert's payload when normalised, so it needs only its id."""
     for c in ("x", "y"):
         bad = np.flatnonzero(is_obj & ~np.isfinite(events.cols[c]))
         if len(bad):
             err.fail(c, events.cols[c][bad[0]], rows[bad[0]], "a finite coordinate for every object")
+    n_terms = np.diff(events.offsets)
     queries = np.isin(events.kind, [INSERT, SNAPSHOT])
     for c in needs:
-        bad = np.flatnonzero(queries & ~np.isfinite(events.cols[c]))
+        bad = np.flatnonzero(queries & (events.family == family_code) & ~np.isfinite(events.cols[c]))
         if len(bad):
             err.fail(c, events.cols[c][bad[0]], rows[bad[0]], "a finite value for every insert and snapshot")
-    if set(RECTANGLE) <= set(needs):
-        flipped = np.flatnonzero(queries & ((events.xmin > events.xmax) | (events.ymin > events.ymax)))
-        if len(flipped):
-            err.fail("xmin/xmax, ymin/ymax", (float(events.xmin[flipped[0]]), float(events.xmax[flipped[0]])),
-                     rows[flipped[0]], "min <= max")
+
+    def first(mask):
+        at = np.flatnonzero(mask)
+        return int(at[0]) if len(at) else None
+
+    for fam in np.unique(events.family[queries]):
+        for kind in (INSERT, SNAPSHOT):
+            mine = queries & (events.family == fam) & (events.kind == kind)
+            if not mine.any():
+                continue
+            what = TYPE_NAMES.get((int(fam), kind))
+            if what is None:
+                i = first(mine)
+                name = FAMILY_NAMES.get(int(fam), str(int(fam)))
+                allowed = "insert or delete (top-k subscriptions have no snapshot form)" if fam == TOPK else \
+                    "a query family the harness knows: " + ", ".join(FAMILY_IDS)
+                err.fail("kind" if fam == TOPK else "family", KIND_NAMES.get(kind, kind) if fam == TOPK else name,
+                         rows[i], allowed)
+            for c in TYPE_NEEDS[(int(fam), kind)]:
+                i = first(mine & ~np.isfinite(events.cols[c]))
+                if i is not None:
+                    err.fail(c, events.cols[c][i], rows[i], f"a finite value for every {what}" + _HOW.get(c, ""))
+            if (int(fam), kind) in ((RANGE, INSERT), (RANGE, SNAPSHOT), (TERMS, INSERT), (TERMS, SNAPSHOT)):
+                i = first(mine & ((events.xmin > events.xmax) | (events.ymin > events.ymax)))
+                if i is not None:
+                    err.fail("xmin/xmax, ymin/ymax", (float(events.xmin[i]), float(events.xmax[i]),
+                                                      float(events.ymin[i]), float(events.ymax[i])), rows[i], "min <= max")
+            if fam in (KNN, TERMS, TOPK):
+                i = first(mine & (events.k < 1))
+                if i is not None:
+                    err.fail("k", None if blank_k[i] else events.k[i], rows[i], f"an integer >= 1 for every {what}")
+            if fam in (KNN, TOPK) and kind == INSERT:
+                i = first(mine & (n_terms == 0))
+                if i is not None:
+                    err.fail("terms", [], rows[i], f"at least one keyword for every {what}")
+            if fam == TERMS:
+                i = first(mine & (n_terms > 0))
+                if i is not None:
+                    err.fail("terms", events.values[events.offsets[i]:events.offsets[i + 1]].tolist(),
+                             rows[i], f"none: a {what} counts every term of the objects in its region (SSTD)")
+            i = first(mine & np.isfinite(events.tau) & ~(events.tau > 0))
+            if i is not None:
+                err.fail("tau", events.tau[i], rows[i], "a number of seconds > 0 (a look-back or a lifetime)")
+            if fam == TERMS and kind == INSERT:
+                for c in ("win", "step"):
+                    i = first(mine & ~(events.cols[c] > 0))
+                    if i is not None:
+                        err.fail(c, events.cols[c][i], rows[i], f"a number of seconds > 0 for every {what}")
+                i = first(mine & (events.step > events.win))
+                if i is not None:
+                    err.fail("step", events.step[i], rows[i], f"at most the CTQ's window win={float(events.win[i])!r}")
+            if fam == TERMS and kind == SNAPSHOT:
+                i = first(mine & np.isfinite(events.step))
+                if i is not None:
+                    err.fail("step", events.step[i], rows[i], "empty on a terms snapshot (STQ): a CTQ's reports are "
+                             "derived from its insert (win, step, tau), not written in the file")
+            if fam not in (TERMS,):
+                for c in ("win", "step"):
+                    i = first(mine & np.isfinite(events.cols[c]))
+                    if i is not None:
+                        err.fail(c, events.cols[c][i], rows[i], f"empty for a {what} (only a CTQ insert has one)")
+            if fam == TOPK:
+                i = first(mine & ~((events.alpha > 0) & (events.alpha < 1)))
+                if i is not None:
+                    err.fail("alpha", events.alpha[i], rows[i], "a number strictly between 0 and 1 for every top-k insert")
+                i = first(mine & np.isfinite(events.tau))
+                if i is not None:
+                    err.fail("tau", events.tau[i], rows[i], "empty for a top-k insert: its window is workload.window "
+                             "(or window_by=time, window_s); a delete ends a subscription")
+            if fam == KNN and kind == SNAPSHOT:
+                rect = np.isfinite(events.xmin) & np.isfinite(events.ymin) & np.isfinite(events.xmax) \
+                    & np.isfinite(events.ymax)
+                if is_obj.any():
+                    x0, y0 = float(events.x[is_obj].min()), float(events.y[is_obj].min())
+                    x1, y1 = float(events.x[is_obj].max()), float(events.y[is_obj].max())
+                    i = first(mine & rect & ((events.xmin > x0) | (events.ymin > y0) | (events.xmax < x1)
+                                             | (events.ymax < y1)))
+                    if i is not None:
+                        err.fail("xmin/ymin/xmax/ymax", tuple(float(events.cols[c][i]) for c in RECTANGLE), rows[i],
+                                 f"a rectangle covering every object of the file {(x0, y0, x1, y1)}, or none (the "
+                                 "space, as the generator gives an SKQ)")
+
+
+_HOW = {"tau": " (seconds: a snapshot's look-back, a CTQ's lifetime)", "win": " (seconds: the CTQ's window T)",
+        "step": " (seconds: the CTQ's step between reports)", "alpha": " (Score = alpha SSim + (1 - alpha) TSim)",
+        "x": " (the query's point: x, y in km or lon, lat)", "y": " (the query's point: x, y in km or lon, lat)"}
+
+
+# how a file becomes a stream: 2 = issue 42 (type rules per row, CTQ reports under any family,
+# lifetimes from tau, the top-k window). A cached stream read the older way is read again.
+READING = 2
 
 
 def file_identity(path) -> dict:
-    """What a cache key needs to notice a changed event file: its resolved path, size and mtime."""
+    """What a cache key needs to notice a changed event file (its resolved path, size and mtime) or a
+    changed reading of it (READING)."""
     p = Path(path).resolve()
     st = p.stat()
-    return {"path": str(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    return {"path": str(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "reading": READING}
 

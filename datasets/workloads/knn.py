@@ -278,21 +278,9 @@ def pick_terms(rng, s_off: np.ndarray, s_val: np.ndarray, counts: np.ndarray) ->
 
 def build_knn_file_workload(objects: pa.Table | None, term_df: np.ndarray | None, extent, cfg) -> Workload:
     """A user's event file of kNN subscriptions (`workload.source=file`, datasets/workloads/events_file.py):
-    an insert needs its point (x, y or lon, lat), k >= 1 and at least one keyword; its routing
-    rectangle is the space's extent (an unbounded ball), whatever the file says."""
+    an insert needs its point (x, y or lon, lat), k >= 1 and at least one keyword (refused naming
+    the row otherwise); its routing rectangle is the space's extent (an unbounded ball), whatever
+    the file says; `tau` on an insert is its lifetime (a delete at ts + tau)."""
     from datasets.workloads.events_file import build_file_workload
 
-    wl = build_file_workload(objects, term_df, cfg, KNN, needs=("x", "y"))
-    ev = wl.events
-    ins = np.flatnonzero((ev.kind == INSERT) & (ev.family == KNN))
-    for bad, column, allowed in ((ev.k[ins] < 1, "k", "an integer >= 1 for every kNN insert"),
-                                 (np.diff(ev.offsets)[ins] == 0, "terms", "at least one keyword for every kNN insert")):
-        if bad.any():
-            i = ins[np.flatnonzero(bad)[0]]
-            value = int(ev.k[i]) if column == "k" else []
-            raise ValueError(f"workload file {cfg.path}: column {column!r} = {value!r} for query id {int(ev.id[i])} "
-                             f"(event {int(ev.seq[i])} in stream order); allowed: {allowed}")
-    q = (ev.kind != OBJECT) & (ev.family == KNN)
-    for c, v in zip(("xmin", "ymin", "xmax", "ymax"), extent):
-        ev.cols[c] = np.where(q, float(v), ev.cols[c])
-    return wl
+    return build_file_workload(objects, term_df, cfg, KNN, extent=extent)

@@ -46,12 +46,20 @@ def validate_topk_workload(cfg) -> None:
     if cfg.measured_messages < 0:
         bad("measured_messages", cfg.measured_messages, "an integer >= 0")
     check_k_and_keywords(cfg)
+    validate_topk_window(cfg)
     for field in ("alpha_low", "alpha_high"):
         a = getattr(cfg, field)
         if not isinstance(a, (int, float)) or isinstance(a, bool) or not 0.0 < float(a) < 1.0:
             bad(field, a, "a number strictly between 0 and 1 (alpha = 0 or 1 divides by zero in Skype's bounds)")
     if cfg.alpha_high < cfg.alpha_low:
         bad("alpha_high", cfg.alpha_high, f"a number >= alpha_low ({cfg.alpha_low})")
+
+
+def validate_topk_window(cfg) -> None:
+    """The window's settings (an event file's top-k subscriptions read them too)."""
+    bad = invalid
+    if not isinstance(cfg.window, int) or isinstance(cfg.window, bool) or cfg.window < 1:
+        bad("window", cfg.window, "an integer >= 1 (|W|, messages)")
     by = getattr(cfg, "window_by", "count")
     if by not in ("count", "time"):
         bad("window_by", by, "count (the last |W| messages) or time (the last window_s seconds)")

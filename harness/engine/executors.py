@@ -65,12 +65,12 @@ class SparkExecutor:
         kept, run while this run holds the lockstep's baton."""
         return run_second_round(self.lockstep.spark, Lane(self.setup, None, self.state), requests)
 
-    def keep_pairs_of(self, epoch: int, keys) -> None:
-        """The distinct result pairs the driver merged for the epoch (a second round's), beside the
-        merge stage's files when the run keeps pairs (`keep_pairs`)."""
-        if self.keep_pairs and self.pairs_path and len(keys):
-            store.write_table(store.join(self.pairs_path, f"epoch={epoch}", "part-second-round.parquet"),
-                              pa.table({"key": keys}))
+    def keep_pairs_of(self, epoch: int, rows: pa.Table) -> None:
+        """The results the driver merged for the epoch (a second round's), in plain form
+        (harness/families/result_rows.py), beside the merge stage's files when the run keeps pairs
+        (`keep_pairs`)."""
+        if self.keep_pairs and self.pairs_path and rows.num_rows:
+            store.write_table(store.join(self.pairs_path, f"epoch={epoch}", "part-second-round.parquet"), rows)
 
     def migrate(self, epoch, router, old_router) -> MigrationResult:
         moved = store.join(self.state_root, f"epoch={epoch}-migrated")
@@ -140,7 +140,7 @@ class InProcessExecutor:
         return [(code, w, *answer_second_round(self.setup, code, self.states[w].get(code, StateBundle()), ev))
                 for code, by_worker in sorted(requests.items()) for w, ev in sorted(by_worker.items())]
 
-    def keep_pairs_of(self, epoch: int, keys) -> None:
+    def keep_pairs_of(self, epoch: int, rows) -> None:
         """In process no pairs are written: the digest is the result."""
 
     def migrate(self, epoch, router, old_router) -> MigrationResult:

@@ -42,8 +42,9 @@ class Executor(Protocol):
         """The epoch's second round over its kept state: per (family, worker) block of `requests`,
         (code, worker, result blobs, work, busy seconds) (harness/engine/rounds.py)."""
 
-    def keep_pairs_of(self, epoch: int, keys) -> None:
-        """Write result pairs the driver merged (a second round's) where the run keeps its pairs."""
+    def keep_pairs_of(self, epoch: int, rows) -> None:
+        """Write the results the driver merged (a second round's, a RESULT_SCHEMA table:
+        harness/families/result_rows.py) where the run keeps its pairs."""
 
 
 @dataclass

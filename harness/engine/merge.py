@@ -24,6 +24,8 @@ class BucketResult:
     feedback: pa.Table | None
     state: pa.Table | None
     busy_s: list[float]  # the merger's CPU time in each repetition
+    rows: pa.Table | None = None  # the plain rows of hashed keys (MergeOutput.rows)
+    exits: pa.Table | None = None  # top-k exits (MergeOutput.exits)
 
 
 def merge_bucket(merger_cls: type[Merger], state: pa.Table | None, blobs: list[bytes],
@@ -40,11 +42,19 @@ def merge_bucket(merger_cls: type[Merger], state: pa.Table | None, blobs: list[b
         new_state = merger.export_state() if merger_cls.stateful else None
         busy.append(time.process_time() - t0)
         if r == 0:
-            first = BucketResult(out.keys, out.feedback, new_state, busy)
+            first = BucketResult(out.keys, out.feedback, new_state, busy, out.rows, out.exits)
         elif not np.array_equal(out.keys, first.keys):
             raise RuntimeError(f"merge: repetition {r + 1} gave {len(out.keys)} keys, the first {len(first.keys)} "
                                "(or other ones): the run is not deterministic")
     return first
+
+
+def plain_rows(merger_cls: type[Merger], code: int, res: BucketResult) -> pa.Table:
+    """The bucket's results in plain form (harness/families/result_rows.py): its merger's rows, or
+    the pairs its keys pack."""
+    from harness.families import result_rows
+
+    return res.rows if res.rows is not None else result_rows.pair_rows(code, res.keys)
 
 
 def query_rows(ev: Events, codes: set[int]) -> np.ndarray:

@@ -43,7 +43,7 @@ from harness.engine.blocks import (BLOCK_SCHEMA, DISPATCH, FEEDBACK, FOLLOWUP, M
 from harness.engine.faults import maybe_kill_executor
 from harness.engine.local_pairs import SOLE, LocalCount, sole_copies, with_sole
 from harness.engine.memory import task_peak_bytes
-from harness.engine.merge import merge_bucket, query_rows
+from harness.engine.merge import merge_bucket, plain_rows, query_rows
 from harness.engine.rounds import answer_second_round
 from harness.engine.setup import FamilySetup
 from harness.engine.worker import held, routing_view, stored_queries
@@ -271,7 +271,7 @@ def merge_batches(batches, lanes: list[Lane]):
 def _merge_lane(spec: Lane, lane: int, blobs: dict[tuple[int, int], list[bytes]],
                 queries: dict[tuple[int, int], list[pa.Table]]):
     setup = spec.setup
-    kept, count, hashed, busy = [], 0, 0, np.zeros(spec.repeat)
+    kept, exits, count, hashed, busy = [], [], 0, 0, np.zeros(spec.repeat)
     for (code, bucket), parts in sorted(blobs.items()):
         q = queries.get((code, bucket))
         q_ev = Events.from_arrow(pa.concat_tables(q)) if q else None
@@ -285,15 +285,19 @@ def _merge_lane(spec: Lane, lane: int, blobs: dict[tuple[int, int], list[bytes]]
         count += len(res.keys)
         hashed += key_hash_sum(res.keys)
         if spec.pairs_dir is not None and len(res.keys):
-            kept.append(res.keys)
+            kept.append(plain_rows(setup.mergers[code], code, res))
+        if spec.pairs_dir is not None and res.exits is not None and res.exits.num_rows:
+            exits.append(res.exits)
         if res.feedback is not None and res.feedback.num_rows:
             yield out_row(FEEDBACK, -1, bucket, to_ipc(res.feedback), family=code, lane=lane)
-    if kept:
+    if kept or exits:  # the results in plain form (harness/families/result_rows.py), their keys beside
         from pyspark import TaskContext
 
         pid = TaskContext.get().partitionId()
-        store.write_table(store.join(spec.pairs_dir, f"part-{pid:05d}.parquet"),
-                          pa.table({"key": np.concatenate(kept)}))
+        if kept:
+            store.write_table(store.join(spec.pairs_dir, f"part-{pid:05d}.parquet"), pa.concat_tables(kept))
+        if exits:
+            store.write_table(store.join(spec.pairs_dir, f"exits-{pid:05d}.parquet"), pa.concat_tables(exits))
     yield out_row(MERGED, -1, lane=lane, info={"count": count, "hash": hashed % (1 << 64), "busy_s": busy.tolist()})
 
 

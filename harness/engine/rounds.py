@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from harness.core.events import Events, key_hash_sum
-from harness.engine.merge import merge_bucket
+from harness.engine.merge import merge_bucket, plain_rows
 from harness.engine.worker import routing_view
 from harness.families.base import StateBundle
 
@@ -97,10 +97,13 @@ def finish_epoch(executor, epoch: int, events: Events, setup, router, reps: list
     service: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for code in requests:
         blobs = [blob for c, _, bs, _, _ in answered if c == code for blob in bs]
-        keys = merge_bucket(setup.mergers[code], None, blobs, queries[code], 1).keys
+        res = merge_bucket(setup.mergers[code], None, blobs, queries[code], 1)
+        keys = res.keys
         count, hashed = count + len(keys), (hashed + key_hash_sum(keys)) % (1 << 64)
-        kept.append(keys)
-    executor.keep_pairs_of(epoch, np.concatenate(kept) if kept else np.zeros(0, np.int64))
+        if len(keys):
+            kept.append(plain_rows(setup.mergers[code], code, res))
+    if kept:
+        executor.keep_pairs_of(epoch, pa.concat_tables(kept))
     for code, w, _, work, busy_s in answered:  # each block's CPU time apportioned by its work
         seq = requests[code][w].seq
         busy[w] = busy.get(w, 0.0) + busy_s

@@ -207,6 +207,10 @@ class WorkerIndex(ABC):
 class MergeOutput:
     keys: np.ndarray  # distinct final result keys of the bucket's epoch (int64; the run's digest hashes them)
     feedback: pa.Table | None = None  # (qid, value) rows the router receives before the next epoch
+    # the plain rows the keys were computed from (harness/families/result_rows.py), for a family
+    # whose keys are hashes (top-k, terms): what keep_pairs writes; None: decoded from the keys
+    rows: pa.Table | None = None
+    exits: pa.Table | None = None  # top-k: entries that left the global top-k (result_rows.EXIT_SCHEMA)
 
 
 class Merger(ABC):

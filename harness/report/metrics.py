@@ -309,6 +309,8 @@ _METRICS = [
              _COUNT) for r in BAD_ROW_REASONS),
     Metric("swapped_lat_lon_rows", "rows fitting swapped", "rows", "rows skipped for their latitude whose lon and lat, "
            "swapped, would be valid (many of them: the columns may be swapped)", None, _COUNT),
+    Metric("rescued_rows", "rows rescued", "rows", "CSV rows whose text held the delimiter, read whole because the "
+           "text column took the rest of the line (dataset.text_rest_of_line)", None, _COUNT),
     Metric("dataset_objects", "dataset objects", "objects", "objects of the prepared dataset", None, _COUNT),
     Metric("workload_objects", "workload objects", "events", "object events of the workload, warm-up included",
            None, _COUNT),
@@ -322,6 +324,12 @@ _METRICS = [
            None, "{:.2f}"),
     *(Metric(k, k.replace("_", " "), "events", f"stream anomaly normalised when the workload was loaded: {d}", None,
              _COUNT) for k, d in ANOMALIES.items()),
+    Metric("ctq_reports", "CTQ reports", "events", "report events derived from the CTQs' registrations (one per "
+           "step while a CTQ lives)", None, _COUNT),
+    Metric("lifetime_deletes", "lifetime deletes", "events", "deletions an event file's range or kNN inserts got from "
+           "their tau (at ts + tau; docs/workloads.md)", None, _COUNT),
+    Metric("window", "top-k window", "messages", "|W|: messages of the top-k window (a time window: those of its "
+           "first T seconds)", None, _COUNT),
     # where the harness's own time went: descriptive, not the strategy's figure
     *(Metric(f"{k}_span_s", f"{k} stage span", "s", f"wall-clock span of the {k} stage's tasks", None, "{:.3f}")
       for k in ("dispatch", "workers", "merge")),
@@ -357,6 +365,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in _METRICS}
 TIMESTAMP_METRICS = ("timestamps", "update_time_ms_per_ts", "update_spread_ms_per_ts", "knn_update_ms_per_ts",
                      "ins_ms_per_ts", "del_ms_per_ts", "update_time_growth")
 INPUT_METRICS = ("input_rows", "bad_rows", *(f"bad_rows_{r}" for r in BAD_ROW_REASONS), "swapped_lat_lon_rows",
+                 "rescued_rows", "ctq_reports", "lifetime_deletes",
                  "dataset_objects",
                  "workload_objects", "objects_reused", "object_reuse_factor", "dataset_keywords_per_object",
                  "query_keywords_mean", *ANOMALIES)

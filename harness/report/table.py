@@ -107,6 +107,8 @@ def input_line(row: dict) -> str:
                if k.startswith("bad_rows_") and v]
     parts = [f"{skipped:,} of {int(row.get('input_rows') or 0):,} rows skipped"
              + (f" ({', '.join(reasons)})" if reasons else "")]
+    if row.get("rescued_rows"):  # dataset.text_rest_of_line
+        parts.append(f"{int(row['rescued_rows']):,} rows rescued (their text held the delimiter)")
     factor = row.get("object_reuse_factor")
     if row.get("objects_reused"):
         parts.append(f"workload reuses each object {factor:.2f} times ({int(row['objects_reused']):,} object events "

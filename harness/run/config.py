@@ -326,8 +326,11 @@ def spark_master(cfg) -> str:
 
 
 def validate(cfg) -> list[RunSpec]:
-    """Check every value that would fail later; returns the strategy runs of the job."""
+    """Check every value that would fail later; returns the strategy runs of the job (`strategy=all`:
+    those it can run; the others are in SKIPPED with their reasons, and on stderr)."""
     from strategies import registry
+
+    SKIPPED.clear()
 
     if not isinstance(cfg.workers, int) or cfg.workers < 1:
         raise _bad("workers", cfg.workers, "an integer >= 1")
@@ -407,27 +410,55 @@ def validate(cfg) -> list[RunSpec]:
         raise
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    check_threshold_epochs(cfg, runs)
+    runs = check_threshold_epochs(cfg, runs)
     return adjustable_runs(cfg, runs)
 
 
-def check_threshold_epochs(cfg, runs: list[RunSpec]) -> None:
+SKIPPED: list[str] = []  # the last validate()'s runs left out of strategy=all, each with its reason
+
+
+def check_threshold_epochs(cfg, runs: list[RunSpec]) -> list[RunSpec]:
     """A top-k run routed by thresholds needs epochs shorter than its count window: a threshold is
     the k-th score among messages that stay through the next epoch, and with an epoch of |W|
-    messages or more none does (every threshold 0: the prefix is every keyword)."""
+    messages or more none does (every threshold 0: the prefix is every keyword). A named strategy
+    is refused; `strategy=all` runs the others and says, one line each, which it skipped and why
+    (`skipped`). Returns the runs to make."""
     from strategies import registry
 
     wl = cfg.workload
     if wl.family != "topk" or getattr(wl, "window_by", "count") != "count" or cfg.epochs.by != "count":
-        return
+        return runs
     users = [r.label for r in runs if registry.get(r.name).routes_by_thresholds]
-    epoch = int(cfg.epochs.size) or int(wl.measured_messages)  # 0: the measured stream is one epoch
-    if users and epoch >= int(wl.window):
-        field, value = ("epochs.size", int(cfg.epochs.size)) if cfg.epochs.size else ("workload.measured_messages",
-                                                                                   wl.measured_messages)
+    measured = int(wl.measured_messages)
+    if getattr(wl, "source", "generator") == "file":  # the file's events after its warm-up (objects or not)
+        from datasets.workloads.events_file import measured_events
+
+        measured = measured_events(wl)
+    epoch = int(cfg.epochs.size) or measured  # 0: the measured stream is one epoch
+    if not users or epoch < int(wl.window):
+        return runs
+    field, value = (("epochs.size", int(cfg.epochs.size)) if cfg.epochs.size else
+                    ("workload.measured_messages", wl.measured_messages) if getattr(wl, "source", "generator") != "file"
+                    else ("epochs.size", 0))
+    reason = (f"{field}={value!r}: an epoch of the top-k window (workload.window={wl.window} messages) or more, and it "
+              f"routes by thresholds that hold for a whole epoch; allowed: epochs.size below {wl.window} (a quarter of "
+              "it or less lets them prune)")
+    kept = [r for r in runs if r.label not in users]
+    if cfg.strategy.name != "all" or not kept:
         raise _bad(field, value, f"an epoch shorter than the top-k window (workload.window={wl.window} messages) for "
                                  f"{', '.join(users)}, which route by thresholds that hold for a whole epoch: set "
                                  f"epochs.size below {wl.window} (a quarter of it or less lets them prune)")
+    for label in users:
+        skipped(f"{label}: {reason}")
+    return kept
+
+
+def skipped(line: str) -> None:
+    """A run `strategy=all` leaves out: one line on stderr, kept in SKIPPED for the caller."""
+    import sys
+
+    SKIPPED.append(line)
+    print(f"skipped {line}", file=sys.stderr)
 
 
 def validate_families(cfg) -> None:
@@ -486,6 +517,10 @@ def adjustable_runs(cfg, runs: list[RunSpec]) -> list[RunSpec]:
     if cfg.strategy.name != "all" and len(able) < len(runs):
         bad = [r.label for r in runs if r not in able]
         raise ConfigError(f"adjust={cfg.adjust.name} cannot adjust {', '.join(bad)}")
+    for r in runs:
+        if r not in able:
+            skipped(f"{r.label}: adjust={cfg.adjust.name} cannot adjust it (it adjusts "
+                    f"{', '.join(x.label for x in able)})")
     return able
 
 

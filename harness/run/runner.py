@@ -40,6 +40,7 @@ from harness.report.table import idle_workers
 from harness.run import fits
 from harness.run import processes as processes_mod
 from harness.run.config import RunSpec, network_profile, spark_master, validate
+from harness.run.stream_record import stream_identity
 from harness.run.progress import Progress
 from harness.run.watchdog import ExecutorWatchdog, LostExecutors
 from strategies import registry
@@ -136,7 +137,8 @@ def input_metrics(ds, meta: dict | None) -> dict:
     """What a run row says about its input: rows read and skipped per reason (the prepared dataset's
     bad_rows), objects the workload reused and stream anomalies normalised (the workload's info)."""
     out = {"input_rows": ds.n_input_rows, "bad_rows": sum(ds.bad_rows.values()),
-           **{f"bad_rows_{k}": v for k, v in ds.bad_rows.items()}, "swapped_lat_lon_rows": ds.swapped_lat_lon_rows}
+           **{f"bad_rows_{k}": v for k, v in ds.bad_rows.items()}, "swapped_lat_lon_rows": ds.swapped_lat_lon_rows,
+           "rescued_rows": ds.rescued_rows}
     if meta:
         out.update(meta.get("info") or {})
     return out
@@ -554,7 +556,7 @@ def run_experiment(cfg) -> list[dict]:
         if isinstance(exc, ValueError):
             raise DataPreparationError(str(exc), rows) from exc
         raise
-    inputs = input_metrics(ds, meta)
+    inputs = {**input_metrics(ds, meta), **stream_identity(folder)}  # the cached stream it read (issue 42)
     timings["data_s"] = time.perf_counter() - t0
     events_path = publish_events(cfg, folder)
     progress.step("oracle")

@@ -50,8 +50,8 @@ def test_a_knn_event_file_runs_exact_and_routes_by_the_extent(tmp_path):
     assert res.exact and res.digest != "0:0000000000000000"
 
 
-@pytest.mark.parametrize("column,value,message", [("k", 0, "'k' = 0 for query id 3"),
-                                                  ("terms", [], "'terms' = [] for query id 3")])
+@pytest.mark.parametrize("column,value,message", [("k", 0, "column 'k' has 0, row 4"),
+                                                  ("terms", [], "column 'terms' has [], row 4")])
 def test_bad_k_or_no_keywords_is_an_error_naming_them(tmp_path, column, value, message):
     rows = _rows()
     i = 3

@@ -61,7 +61,7 @@ def test_workload_counts_the_objects_it_reuses():
 
 def test_input_metrics_and_footer_carry_skips_reuse_and_anomalies():
     ds = SimpleNamespace(n_input_rows=1000, bad_rows={"empty_text": 0, "latitude_out_of_range": 622},
-                         swapped_lat_lon_rows=0)
+                         swapped_lat_lon_rows=0, rescued_rows=41)
     meta = {"info": {"workload_objects": 2500, "dataset_objects": 1000, "objects_reused": 1500,
                      "object_reuse_factor": 2.5, "orphan_deletes": 3, "duplicate_inserts": 0}}
     row = input_metrics(ds, meta)
@@ -73,6 +73,7 @@ def test_input_metrics_and_footer_carry_skips_reuse_and_anomalies():
     line = input_line(row)
     assert line.startswith("input: 622 of 1,000 rows skipped (latitude_out_of_range 622)")
     assert "workload reuses each object 2.50 times" in line and "orphan_deletes 3" in line
+    assert "; 41 rows rescued (their text held the delimiter)" in line
     assert "duplicate_inserts" not in line
     assert "no object reused" in input_line(input_metrics(ds, {"info": {"objects_reused": 0,
                                                                          "object_reuse_factor": 0.5}}))

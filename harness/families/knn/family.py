@@ -120,7 +120,7 @@ class KnnFamily(Family):
 
     @staticmethod
     def validate_workload(cfg) -> None:
-        validate_file_workload(cfg)
+        validate_file_workload(cfg, KNN)
         if getattr(cfg, "source", "generator") == "generator":
             if cfg.protocol in ("skq", "mix"):
                 validate_snapshot_workload(cfg, ("skq", "mix"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from datasets.workloads.snapshot import build_snapshot_workload, validate_snapshot_workload
-from datasets.workloads.events_file import RECTANGLE, build_file_workload, validate_file_workload
+from datasets.workloads.events_file import build_file_workload, validate_file_workload
 from datasets.workloads.range import build_workload, validate_range_workload
 from harness.core.events import RANGE
 from harness.families.base import Family
@@ -40,12 +40,12 @@ class RangeFamily(Family):
         if getattr(cfg, "source", "generator") == "generator" and cfg.protocol in ("srq", "mix"):
             return build_snapshot_workload(objects, term_df, extent, cfg, seed)
         if getattr(cfg, "source", "generator") == "file":
-            return build_file_workload(objects, term_df, cfg, RANGE, needs=RECTANGLE)
+            return build_file_workload(objects, term_df, cfg, RANGE, extent=extent)
         return build_workload(objects, term_df, extent, cfg, seed)
 
     @staticmethod
     def validate_workload(cfg) -> None:
-        validate_file_workload(cfg)
+        validate_file_workload(cfg, RANGE)
         if getattr(cfg, "source", "generator") == "generator":
             if cfg.protocol in ("srq", "mix"):
                 validate_snapshot_workload(cfg, ("srq", "mix"))

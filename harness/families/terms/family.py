@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from datasets.workloads.events_file import RECTANGLE, build_file_workload, validate_file_workload
-from datasets.workloads.snapshot import build_snapshot_workload, validate_snapshot_workload, with_ctq_reports
+from datasets.workloads.events_file import build_file_workload, validate_file_workload
+from datasets.workloads.snapshot import build_snapshot_workload, validate_snapshot_workload
 from harness.core.events import INSERT, TERMS, Events
 from harness.families.base import Family, IndexContext
 from harness.families.terms.index import TermsIndex
@@ -67,14 +67,12 @@ class TermsFamily(Family):
         """SSTD's STQ / CTQ generator (protocol stq / ctq), or a user's event file
         (`workload.source=file`), whose CTQs get their report events."""
         if getattr(cfg, "source", "generator") == "file":
-            wl = build_file_workload(objects, term_df, cfg, TERMS, needs=RECTANGLE)
-            wl.events, wl.warmup = with_ctq_reports(wl.events, wl.warmup)
-            return wl
+            return build_file_workload(objects, term_df, cfg, TERMS, extent=extent)
         return build_snapshot_workload(objects, term_df, extent, cfg, seed)
 
     @staticmethod
     def validate_workload(cfg) -> None:
-        validate_file_workload(cfg)
+        validate_file_workload(cfg, TERMS)
         if getattr(cfg, "source", "generator") == "generator":
             validate_snapshot_workload(cfg, ("stq", "ctq", "mix"))
 

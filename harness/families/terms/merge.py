@@ -9,7 +9,8 @@ from typing import Iterator
 
 import numpy as np
 
-from harness.core.events import SNAPSHOT, Events, small_ints, sorted_runs, term_keys
+from harness.core.events import SNAPSHOT, TERMS, Events, small_ints, sorted_runs
+from harness.families import result_rows
 from harness.families.base import Merger, MergeOutput, qid_buckets
 
 
@@ -76,4 +77,5 @@ class TermsMerger(Merger):
             return np.maximum(asks.k[at].astype(np.int64), 1)
 
         qid, report, term, total = top_terms(qid, report, term, total, k_of)
-        return MergeOutput(term_keys(qid, report, term, total))
+        found = result_rows.rows(TERMS, qid, term, report=report, count=total)
+        return MergeOutput(found.column("key").to_numpy(), rows=found)

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from datasets.workloads.topk import build_topk_workload, validate_topk_workload
+from datasets.workloads.events_file import build_file_workload, validate_file_workload
+from datasets.workloads.topk import build_topk_workload, validate_topk_window, validate_topk_workload
 from harness.core.events import TOPK, Events
 from harness.families.base import Family, IndexContext
 from harness.families.topk.index import TopkIndex
@@ -65,13 +66,14 @@ class TopkFamily(Family):
 
     @staticmethod
     def build_workload(objects, term_df, extent, cfg, seed: int):
-        if getattr(cfg, "source", "generator") == "file":
-            raise ValueError("workload.source=file is not supported for the top-k family yet; allowed: generator "
-                             "(workload=topk_q)")
+        if getattr(cfg, "source", "generator") == "file":  # a user's event file: its window from the config
+            return build_file_workload(objects, term_df, cfg, TOPK, extent=extent)
         return build_topk_workload(objects, term_df, extent, cfg, seed)
 
     @staticmethod
     def validate_workload(cfg) -> None:
         if getattr(cfg, "source", "generator") == "file":
-            raise ValueError("workload.source=file is not supported for the top-k family yet; allowed: generator")
+            validate_topk_window(cfg)
+            validate_file_workload(cfg, TOPK)
+            return
         validate_topk_workload(cfg)

@@ -19,9 +19,9 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from harness.core.events import DELETE, INSERT, Events, small_ints, sorted_runs
+from harness.core.events import DELETE, INSERT, TOPK, Events, small_ints, sorted_runs
+from harness.families import result_rows
 from harness.families.base import NEVER, Merger, MergeOutput, qid_buckets
-from harness.families.topk.keys import entry_keys
 from harness.families.topk.skyband import better
 
 STATE_SCHEMA = pa.schema([("qid", pa.int64()), ("k", pa.int64()), ("del_seq", pa.int64()), ("mseq", pa.int64()),
@@ -45,7 +45,8 @@ def unpack(blob: bytes) -> tuple[np.ndarray, np.ndarray]:
 def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq, r_oid, r_score, r_delta, k, dele):
     """Per query slot q: its union (state rows s_off[q]:s_off[q+1], best first) and its changes
     (rows r_off[q]:r_off[q+1], sorted by trigger). Returns the new union as (offsets, mseq, oid,
-    score, count, top) and the entries as (slot, oid, trigger)."""
+    score, count, top), the entries as (slot, oid, trigger, score) and the exits (a member of the
+    global top-k that left it: slot, oid, trigger)."""
     n_q = len(k)
     cap_u = len(s_mseq) + len(r_mseq)
     u_off = np.zeros(n_q + 1, np.int64)
@@ -58,7 +59,13 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
     e_slot = np.empty(e_cap, np.int64)
     e_oid = np.empty(e_cap, np.int64)
     e_trig = np.empty(e_cap, np.int64)
+    e_score = np.empty(e_cap, np.float64)
     n_e = 0
+    x_cap = 64
+    x_slot = np.empty(x_cap, np.int64)
+    x_oid = np.empty(x_cap, np.int64)
+    x_trig = np.empty(x_cap, np.int64)
+    n_x = 0
     n_u = 0
     for q in range(n_q):
         base = n_u
@@ -92,8 +99,18 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
             w = base  # drop what no replica holds, then the first k are the global top-k
             rank = 0
             for u in range(base, n_u):
-                if u_count[u] <= 0:
-                    continue
+                if u_count[u] <= 0 or (rank >= k[q] and u_top[u]):
+                    if u_top[u]:  # it leaves the global top-k at this seq
+                        if n_x == x_cap:
+                            x_cap *= 2
+                            x_slot = np.concatenate((x_slot, np.empty(x_cap - n_x, np.int64)))
+                            x_oid = np.concatenate((x_oid, np.empty(x_cap - n_x, np.int64)))
+                            x_trig = np.concatenate((x_trig, np.empty(x_cap - n_x, np.int64)))
+                        x_slot[n_x], x_oid[n_x], x_trig[n_x] = q, u_oid[u], trig
+                        n_x += 1
+                        u_top[u] = False
+                    if u_count[u] <= 0:
+                        continue
                 if w != u:
                     u_mseq[w], u_oid[w], u_score[w] = u_mseq[u], u_oid[u], u_score[u]
                     u_count[w], u_top[w] = u_count[u], u_top[u]
@@ -104,7 +121,8 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
                             e_slot = np.concatenate((e_slot, np.empty(e_cap - n_e, np.int64)))
                             e_oid = np.concatenate((e_oid, np.empty(e_cap - n_e, np.int64)))
                             e_trig = np.concatenate((e_trig, np.empty(e_cap - n_e, np.int64)))
-                        e_slot[n_e], e_oid[n_e], e_trig[n_e] = q, u_oid[w], trig
+                            e_score = np.concatenate((e_score, np.empty(e_cap - n_e, np.float64)))
+                        e_slot[n_e], e_oid[n_e], e_trig[n_e], e_score[n_e] = q, u_oid[w], trig, u_score[w]
                         n_e += 1
                     u_top[w] = True
                 else:
@@ -114,7 +132,7 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
             n_u = w
         u_off[q + 1] = n_u
     return (u_off, u_mseq[:n_u], u_oid[:n_u], u_score[:n_u], u_count[:n_u], u_top[:n_u], e_slot[:n_e], e_oid[:n_e],
-            e_trig[:n_e])
+            e_trig[:n_e], e_score[:n_e], x_slot[:n_x], x_oid[:n_x], x_trig[:n_x])
 
 
 def thresholds(ints: np.ndarray, score: np.ndarray) -> pa.Table | None:
@@ -168,7 +186,7 @@ class TopkMerger(Merger):
         mem = st.column("mseq").to_numpy() != HEADER
         s_q = np.searchsorted(qid, st.column("qid").to_numpy()[mem])  # state rows: by query, best first
         s_off = np.searchsorted(s_q, np.arange(len(qid) + 1))
-        u_off, u_mseq, u_oid, u_score, u_count, u_top, e_slot, e_oid, e_trig = replay(
+        u_off, u_mseq, u_oid, u_score, u_count, u_top, e_slot, e_oid, e_trig, e_score, x_slot, x_oid, x_trig = replay(
             s_off, st.column("mseq").to_numpy()[mem], st.column("oid").to_numpy()[mem],
             st.column("score").to_numpy()[mem], st.column("count").to_numpy()[mem],
             st.column("top").to_numpy(zero_copy_only=False)[mem],
@@ -185,7 +203,9 @@ class TopkMerger(Merger):
             "top": np.r_[np.zeros(n, np.bool_), u_top[keep]]}, schema=STATE_SCHEMA)
         if feedback is not None:
             feedback = feedback.filter(pa.array(np.isin(feedback.column("qid").to_numpy(), qid[live])))
-        return MergeOutput(entry_keys(qid[e_slot], e_oid, e_trig), feedback)
+        entries = result_rows.rows(TOPK, qid[e_slot], e_oid, seq=e_trig, score=e_score)
+        return MergeOutput(entries.column("key").to_numpy(), feedback, rows=entries,
+                           exits=result_rows.exits(TOPK, qid[x_slot], x_oid, x_trig))
 
     def _queries(self, queries: Events | None):
         """Every known query of the bucket, sorted by id: k and deletion seq, the epoch's applied."""
