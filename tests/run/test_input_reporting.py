@@ -21,7 +21,7 @@ from datasets.workloads.range import build_workload
 from harness.core.events import OBJECT, Events
 from harness.report import metrics, results
 from harness.report.results import PROJECT_ROOT, RUN_KEYS, RUNS_TABLE_COLUMNS
-from harness.report.table import comparison_table, input_line, print_comparison
+from harness.report.table import comparison_table, status_lines, input_line, print_comparison
 from harness.run.config import ConfigError, register_configs, validate
 from harness.run.runner import DataPreparationError, input_metrics, load_or_build_workload, run_experiment
 from tests.helpers import random_objects
@@ -82,12 +82,14 @@ def test_input_metrics_and_footer_carry_skips_reuse_and_anomalies():
 def test_workers_used_column_only_when_some_are_idle():
     ok = {"strategy": "grid", "status": "ok", "workers": 1000, "partitions_actual": 1000.0}
     headers = [c.header for c in comparison_table([ok]).columns]
-    assert "workers used" not in headers
-    idle = comparison_table([ok, {**ok, "strategy": "kdtree", "partitions_actual": 454.0},
-                             {"strategy": "hash", "status": "error", "error": "boom", "workers": 1000}])
-    column = next(c for c in idle.columns if c.header == "workers used")
-    assert list(column.cells) == ["1000", "454/1000", "1000"]
+    assert "used" not in headers
+    rows = [ok, {**ok, "strategy": "kdtree", "partitions_actual": 454.0},
+            {"strategy": "hash", "status": "error", "error": "boom\n  at line 3", "workers": 1000}]
+    idle = comparison_table(rows)
+    column = next(c for c in idle.columns if c.header == "used")
+    assert list(column.cells) == ["1000", "454/1000"]  # a failed run is a line under the table
     assert len({len(list(c.cells)) for c in idle.columns}) == 1
+    assert "failed: hash: boom at line 3" in status_lines(rows)
 
 
 def test_reuse_and_idle_workers_reach_row_files_mlflow_and_table(spark, tmp_path, capsys):
