@@ -45,12 +45,13 @@ SCALES = {
 
 
 # The gate: figure -> (baseline, minimum paired ratio) at the small scale (`make bench-check`).
-# Each minimum sits well below the paired ratios measured on this 2-core VM while other work ran
-# (the lowest of three small-scale runs, divided by at least 1.5 and rounded down; the figures and
-# the runs are in docs/decisions.md, issue 41), so that noise does not fail CI while a real
-# regression (a fast path losing most of its lead over the fair baseline) does.
+# How each minimum was set: the lowest paired ratio of four small-scale runs on this 2-core VM
+# while other work ran, divided by 1.5 and rounded down; where the issue's own ratio target sits
+# below that, the issue's target (gi2, stream, knn, srq, skq). The runs' figures are in
+# docs/decisions.md (issue 41). A miss then means the fast path lost at least a third of its lead over the
+# fair baseline, beyond the noise seen, not a noisy round.
 GATES = {
-    "route_objects/grid_vs_numpy": ("route_objects/numpy_grid", 0.75),
+    "route_objects/grid_vs_numpy": ("route_objects/numpy_grid", 0.7),
     "gi2@100k/match": ("gi2@100k/strtree_numpy", 20.0),
     "stream@100k/gi2": ("stream@100k/strtree_numpy", 20.0),
     "knn@100k/index_vs_scan": ("knn@100k/inverted_scan", 20.0),
