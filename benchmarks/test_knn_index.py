@@ -180,6 +180,7 @@ SCAN_OBJECTS = {"full": 2_000, "small": 2_000}  # objects both sides run in each
 PAIRED_ROUNDS = 3
 
 
+@pytest.mark.gate
 def test_knn_index_against_a_scan(knn_state, scale, record):
     """The index and the inverted-list scan, each round from the same restored state (a fresh index
     restored, untimed; the scan's copy of its start table, timed as part of its run), on the same

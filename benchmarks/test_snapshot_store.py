@@ -101,6 +101,7 @@ def _sorted_rows(rows) -> np.ndarray:
     return rows[np.lexsort(rows.T[::-1])]
 
 
+@pytest.mark.gate
 @pytest.mark.parametrize("kind,area,target", [("srq", 1e-4, 50), ("skq", None, 20), ("stq", 1e-2, 10)])
 def test_snapshot_answers_against_a_scan(scale, record, kind, area, target):
     """The store and the scan answer the same N_Q queries back to back in each of ROUNDS rounds
