@@ -45,13 +45,14 @@ SCALES = {
 
 
 # The gate: figure -> (baseline, minimum paired ratio) at the small scale (`make bench-check`).
-# How each minimum was set: the lowest paired ratio of four small-scale runs on this 2-core VM
-# while other work ran, divided by 1.5 and rounded down; where the issue's own ratio target sits
+# How each minimum was set: the lowest paired ratio of the small-scale runs on this 2-core VM while
+# other work ran (four; three for the two routers, after their timing stopped including the
+# conversion of their output for the comparison), divided by 1.5 and rounded down; where the issue's own ratio target sits
 # below that, the issue's target (gi2, stream, knn, srq, skq). The runs' figures are in
 # docs/decisions.md (issue 41). A miss then means the fast path lost at least a third of its lead over the
 # fair baseline, beyond the noise seen, not a noisy round.
 GATES = {
-    "route_objects/grid_vs_numpy": ("route_objects/numpy_grid", 0.7),
+    "route_objects/grid_vs_numpy": ("route_objects/numpy_grid", 0.9),
     "gi2@100k/match": ("gi2@100k/strtree_numpy", 20.0),
     "stream@100k/gi2": ("stream@100k/strtree_numpy", 20.0),
     "knn@100k/index_vs_scan": ("knn@100k/inverted_scan", 20.0),
@@ -59,7 +60,7 @@ GATES = {
     "skq@201k/store": ("skq@201k/scan", 20.0),
     "stq@201k/store": ("stq@201k/scan", 6.0),
     "topk@20k/index_vs_brute": ("topk@20k/brute_force", 1.1),
-    "topk_route/dskype_prefix": ("topk_route/numpy", 0.9),
+    "topk_route/dskype_prefix": ("topk_route/numpy", 5.0),
 }
 
 
