@@ -13,7 +13,7 @@ WORKERS ?= 2
 CORES ?= 1
 MEMORY ?= 2g
 
-.PHONY: venv run test test-cluster sweep experiment reproduce report site record plots bench mlflow-ui clean cluster-up cluster-status cluster-down
+.PHONY: venv run test test-cluster sweep experiment reproduce report site record plots bench bench-check mlflow-ui clean cluster-up cluster-status cluster-down
 
 venv: $(STAMP)
 
@@ -77,6 +77,9 @@ plots: $(STAMP)  ## PNG plots from results/runs.parquet into results/plots/
 
 bench: $(STAMP)  ## pytest-benchmark figures, each with its ratio to a baseline measured in the same run
 	$(PY) -m pytest benchmarks -q -p no:cacheprovider --benchmark-columns=min,mean,ops --benchmark-sort=name $(ARGS)
+
+bench-check: $(STAMP)  ## the gate: the small-scale benchmarks marked gate, each fast path's ratio to its fair baseline paired in the same run asserted (benchmarks/conftest.py GATES; about 2-3 min)
+	STPS_BENCH_SCALE=small $(PY) -m pytest benchmarks -q -p no:cacheprovider -m gate --bench-gate --benchmark-disable $(ARGS)
 
 mlflow-ui: $(STAMP)  ## the MLflow UI on 127.0.0.1 over results/
 	mkdir -p results

@@ -1,8 +1,16 @@
-"""Shared benchmark fixtures: scale, synthetic data, and the figures table printed at the end.
+"""Shared benchmark fixtures: scale, synthetic data, the gate, and the figures table printed at the end.
 
 Every figure is stored with `record(name, value, unit, baseline=..., target=...)`; the summary
 prints each figure with its ratio to the baseline figure(s) measured in the same session.
-Targets are reported (met / MISSED), never asserted.
+The issue targets are reported (met / MISSED) in the table.
+
+The gate (`--bench-gate` or STPS_BENCH_GATE=1; `make bench-check`): each figure named in GATES
+must reach its minimum ratio to a baseline *paired in the same run* (both sides timed back to back
+in each round on the same input, the median of the per-round ratios); a miss fails the test that
+recorded it, with the figure, the target and the command that reproduces it. Never an absolute
+time or rate: this shared VM's speed drifts by up to 1.5x, and a paired ratio cancels most of it.
+STPS_BENCH_GATE_FACTOR (default 1) multiplies every gate target: the gate's own test sets it
+impossibly high to show the gate failing.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -22,16 +31,36 @@ from bench_data import sts_q1_queries, synthetic_objects  # noqa: E402
 SCALES = {
     # objects: data set size / routed objects; route_queries: STS-Q1 queries routed;
     # gi2_queries: active queries for the matching figure; gi2_objects: objects matched;
-    # strtree_objects: subset for the shapely baseline; stream_*: worker sub-stream figure;
+    # stream_*: worker sub-stream figure;
     # naive_prefix: events run through the pure-Python index; fit_sizes: warm-up queries.
     "full": dict(objects=1_000_000, route_queries=20_000, loop_objects=50_000,
-                 gi2_queries=(100_000, 1_000_000), gi2_objects={100_000: 200_000, 1_000_000: 50_000}, strtree_objects={100_000: 10_000, 1_000_000: 2_000},
+                 gi2_queries=(100_000, 1_000_000), gi2_objects={100_000: 200_000, 1_000_000: 50_000},
                  stream_live=1_000_000, stream_updates=20_000, naive_prefix=2_000,
                  fit_sizes=(10_000, 40_000)),
     "small": dict(objects=200_000, route_queries=20_000, loop_objects=20_000,
-                  gi2_queries=(100_000,), gi2_objects={100_000: 50_000}, strtree_objects={100_000: 5_000},
+                  gi2_queries=(100_000,), gi2_objects={100_000: 50_000},
                   stream_live=100_000, stream_updates=5_000, naive_prefix=1_000,
                   fit_sizes=(5_000, 20_000)),
+}
+
+
+# The gate: figure -> (baseline, minimum paired ratio) at the small scale (`make bench-check`).
+# How each minimum was set: the lowest paired ratio of the small-scale runs on this 2-core VM while
+# other work ran (four; three for the two routers, after their timing stopped including the
+# conversion of their output for the comparison), divided by 1.5 and rounded down; where the issue's own ratio target sits
+# below that, the issue's target (gi2, stream, knn, srq, skq). The runs' figures are in
+# docs/decisions.md (issue 41). A miss then means the fast path lost at least a third of its lead over the
+# fair baseline, beyond the noise seen, not a noisy round.
+GATES = {
+    "route_objects/grid_vs_numpy": ("route_objects/numpy_grid", 0.9),
+    "gi2@100k/match": ("gi2@100k/strtree_numpy", 20.0),
+    "stream@100k/gi2": ("stream@100k/strtree_numpy", 20.0),
+    "knn@100k/index_vs_scan": ("knn@100k/inverted_scan", 20.0),
+    "srq@201k/store": ("srq@201k/scan", 50.0),
+    "skq@201k/store": ("skq@201k/scan", 20.0),
+    "stq@201k/store": ("stq@201k/scan", 6.0),
+    "topk@20k/index_vs_brute": ("topk@20k/brute_force", 1.1),
+    "topk_route/dskype_prefix": ("topk_route/numpy", 5.0),
 }
 
 
@@ -39,6 +68,8 @@ def pytest_addoption(parser):
     parser.addoption("--bench-scale", default=None, choices=sorted(SCALES),
                      help="benchmark size: full (default; 1M objects/queries) or small (quick check); "
                           "also STPS_BENCH_SCALE")
+    parser.addoption("--bench-gate", action="store_true", default=False,
+                     help="assert the GATES targets (paired ratios measured in the same run); also STPS_BENCH_GATE=1")
 
 
 def _scale_name(config) -> str:
@@ -77,21 +108,84 @@ def figures() -> dict:
     return _FIGURES
 
 
+def gating(config) -> bool:
+    return bool(config.getoption("--bench-gate")) or os.environ.get("STPS_BENCH_GATE", "") not in ("", "0")
+
+
+def gate_factor() -> float:
+    return float(os.environ.get("STPS_BENCH_GATE_FACTOR", "1"))
+
+
+def reproduce_command(config) -> str:
+    """The command that reruns the current benchmark test under the gate."""
+    current = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0] or "benchmarks"
+    return (f"STPS_BENCH_SCALE={_scale_name(config)} .venv/bin/python -m pytest '{current}' --bench-gate "
+            f"-p no:cacheprovider")
+
+
+def check_gate(config, fig: "Figure") -> None:
+    """Under the gate, fail unless fig's ratio to its GATES baseline, paired in the same run, reaches
+    the GATES minimum (times STPS_BENCH_GATE_FACTOR)."""
+    if not gating(config) or fig.name not in GATES:
+        return
+    base, minimum = GATES[fig.name]
+    target = minimum * gate_factor()
+    assert base in fig.paired, f"gate {fig.name}: no ratio to {base} paired in the same rounds was recorded"
+    got = fig.paired[base]
+    assert got >= target, (f"bench gate missed: {fig.name} x{got:.2f} vs {base} (paired in the same rounds), "
+                           f"target >= x{target:g}; reproduce: {reproduce_command(config)}")
+
+
 @pytest.fixture(scope="session")
-def record(figures):
+def record(figures, pytestconfig):
     def _record(name, value, unit, baseline=None, target=None, target_on="value", note="", target_max=None,
                 paired=None):
         """`paired`: the ratio to a baseline measured in the same rounds as this figure (the median
         of the per-round ratios, each round timing both back to back), used instead of the ratio
         of the two figures, so that both sides share the machine's state of the moment (this VM's
         speed drifts by up to 1.5x over tens of seconds, and a best round of either side can fall
-        in a fast moment the other missed)."""
+        in a fast moment the other missed). Under the gate, a figure named in GATES is checked here."""
         if isinstance(baseline, str):
             baseline = (baseline,)
         figures[name] = Figure(name, float(value), unit, tuple(baseline or ()), target, target_on,
                                target_max, note, len(figures), dict(paired or {}))
+        check_gate(pytestconfig, figures[name])
         return figures[name]
     return _record
+
+
+def paired_rounds(fast, base, rounds: int, same=None):
+    """Time `fast` and `base` back to back in each of `rounds` rounds on the same input. Each is a
+    callable returning (seconds, output): the seconds it reports (process CPU time; an index may
+    report its own busy time, leaving its state restore out as the baseline's build is left out).
+    `same(fast_output, base_output)` asserts the two agree, every round. Returns (fast seconds per
+    round, base seconds per round, median of the per-round ratios base / fast = the fast side's
+    speed-up), plus the last outputs."""
+    fs, bs, fo, bo = [], [], None, None
+    for _ in range(rounds):
+        f_s, f_out = fast()
+        b_s, b_out = base()
+        if same is not None:
+            same(f_out, b_out)
+        if fo is not None and same is not None:
+            same(f_out, bo)  # and every round agrees with the one before
+        fs.append(f_s)
+        bs.append(b_s)
+        fo, bo = f_out, b_out
+    fs, bs = np.array(fs), np.array(bs)
+    return fs, bs, float(np.median(bs / np.maximum(fs, 1e-12))), fo, bo
+
+
+def timed(fn, reps: int = 1):
+    """fn as a paired_rounds side: (process CPU seconds per call, averaged over `reps` calls in a
+    row, and the last call's output). reps > 1 for calls of a millisecond or so, too short for one
+    reading of the process clock to time."""
+    def run():
+        t0 = time.process_time()
+        for _ in range(reps):
+            out = fn()
+        return (time.process_time() - t0) / reps, out
+    return run
 
 
 def cpu_timer(fn, rounds: int = 3):

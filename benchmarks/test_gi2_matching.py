@@ -2,41 +2,29 @@
 
 GI2 is restored with the queries (insert events whose seqs precede the objects'), then
 `process` runs a batch of objects only. Baseline, what a user would write: a shapely STRtree over
-the query rectangles queried with the object points, then a vectorised numpy keyword check for
-the AND/OR semantics; it runs on a subset of the objects and must return the same pairs as GI2.
+the query rectangles bulk-queried with the object points, then a vectorised numpy keyword check
+for the AND/OR semantics (baselines.py); it runs on the same objects as GI2, back to back in each
+of the same rounds (the ratio is the median of the per-round ratios), and must return the same
+pairs in every round.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-import shapely
 
 from bench_data import object_events
-from conftest import cpu_timer
-from harness.core.events import AND, csr_take, pair_keys, sorted_unique, unpack_keys
+from baselines import query_tree, strtree_match
+from conftest import cpu_timer, paired_rounds, timed
+from harness.core.events import sorted_unique
 from harness.families.base import IndexContext, StateBundle
 from harness.families.range.gi2 import GI2Index
 
 SIZES = {"100k": 100_000, "1M": 1_000_000}
+ROUNDS = 3  # paired rounds
 
 
-def strtree_match(tree, q_ev, o_ev, vocab):
-    """(qid, oid) keys of the objects matching the tree's queries: spatial filter by the STRtree,
-    keyword check by sorted-key membership (AND: every query term in the object, OR: one)."""
-    pts = shapely.points(o_ev.x, o_ev.y)
-    o_idx, q_idx = tree.query(pts, predicate="intersects")
-    q_off, q_val = csr_take(q_ev.offsets, q_ev.values, q_idx)
-    nt = np.diff(q_off)
-    pair = np.repeat(np.arange(len(q_idx)), nt)
-    lookup = o_idx[pair].astype(np.int64) * vocab + q_val
-    o_keys = np.repeat(np.arange(len(o_ev), dtype=np.int64), np.diff(o_ev.offsets)) * vocab + o_ev.values
-    at = np.minimum(np.searchsorted(o_keys, lookup), len(o_keys) - 1)
-    hits = np.bincount(pair, weights=(o_keys[at] == lookup), minlength=len(q_idx))
-    ok = np.where(q_ev.op[q_idx] == AND, hits == nt, hits >= 1)
-    return pair_keys(q_ev.id[q_idx[ok]], o_ev.id[o_idx[ok]])
-
-
+@pytest.mark.gate
 @pytest.mark.parametrize("label", list(SIZES))
 def test_gi2_matching(benchmark, label, dataset, query_pool, scale, record):
     n_q = SIZES[label]
@@ -51,34 +39,34 @@ def test_gi2_matching(benchmark, label, dataset, query_pool, scale, record):
     index = GI2Index(IndexContext(tuple(extent), vocab))
     restore_s = index.restore(StateBundle(queries=queries))
     index.process(objects.take(np.arange(10)))  # numba warm-up
+    # the baseline's tree is set-up (like GI2's restore), not timed
+    tree_s, tree = cpu_timer(lambda: query_tree(queries), rounds=1)
     outs = []
 
-    def run():
+    def gi2_side():
         out = index.process(objects)
         outs.append(out)
-        return out
+        return out.busy_s, sorted_unique(out.results)
 
-    benchmark.pedantic(run, rounds=3, iterations=1)
-    busy = min(o.busy_s for o in outs)
+    def same(gi2_keys, base_keys):
+        assert len(gi2_keys) > 0 and np.array_equal(gi2_keys, base_keys), "GI2 and STRtree+numpy disagree"
+
+    benchmark.pedantic(lambda: index.process(objects), rounds=1, iterations=1)
+    # both sides on the same objects, back to back in each round, their pairs equal in every round
+    fs, bs, ratio, gi2_keys, _ = paired_rounds(gi2_side, timed(lambda: strtree_match(tree, queries, objects, vocab)),
+                                               ROUNDS, same)
     out = outs[-1]
+    assert len(out.results) == len(gi2_keys), "GI2 reported a pair twice"
+    busy = fs.min()
     cand = out.counters["candidates"]
 
-    # baseline on a subset; tree construction is set-up (like GI2's restore), not timed
-    n_sub = min(scale["strtree_objects"][n_q], n_o)
-    sub = objects.take(np.arange(n_sub))
-    tree_s, tree = cpu_timer(lambda: shapely.STRtree(shapely.box(queries.xmin, queries.ymin,
-                                                                 queries.xmax, queries.ymax)), rounds=1)
-    base_s, base_keys = cpu_timer(lambda: strtree_match(tree, queries, sub, vocab), rounds=2)
-
-    gi2_keys = sorted_unique(out.results)
-    _, oids = unpack_keys(gi2_keys)
-    assert len(out.results) == len(gi2_keys), "GI2 reported a pair twice"
-    assert np.array_equal(gi2_keys[oids < n_sub], sorted_unique(base_keys)), "GI2 and STRtree+numpy disagree"
-
     base = f"gi2@{label}/strtree_numpy"
-    record(base, n_sub / base_s, "objects/s/core", note=f"{n_sub} objects; tree build {tree_s:.2f}s untimed")
+    record(base, n_o / bs.min(), "objects/s/core", note=f"{n_o} objects; tree build {tree_s:.2f}s untimed")
     record(f"gi2@{label}/match", n_o / busy, "objects/s/core", baseline=base, target=20, target_on=base,
-           note=f"{n_o} objects vs {n_q} queries, {len(gi2_keys) / n_o:.1f} results/object")
+           paired={base: ratio},
+           note=f"{n_o} objects vs {n_q} queries, {len(gi2_keys) / n_o:.1f} results/object, equal to the "
+                f"baseline's in each of {ROUNDS} paired rounds (per-round ratios "
+                + ", ".join(f"{b / f:.1f}" for f, b in zip(fs, bs)) + ")")
     record(f"gi2@{label}/candidate_checks", cand / busy, "checks/s/core",
            note=f"{cand / n_o:.1f} candidates/object")
     record(f"gi2@{label}/restore", n_q / restore_s, "queries/s/core", note=f"{restore_s:.2f}s")

@@ -1,8 +1,10 @@
 """Figure 1: routing throughput of every registered strategy (8 workers), per core.
 
 Objects: `route_objects` over the data set's objects (1M at full scale). Query rectangles:
-`route_queries` over the STS-Q1 insertions of a 20k-query workload. Baseline: a plain Python loop
-doing the grid router's work (cell from x, y, then `cell_worker[cell]`) on a subset of objects.
+`route_queries` over the STS-Q1 insertions of a 20k-query workload. Baseline: the grid router's
+work vectorised in numpy (cell from x, y, clamped, then `cell_worker[cell]`) on every object, paired
+with the grid in the same rounds (`route_objects/grid_vs_numpy`); a plain Python loop doing the
+same on a subset stays as a second reference.
 Stream: the measured part of an STS-Q1 workload (PS2Stream's mix of objects, inserts and deletes)
 routed as the pipeline routes it (`route_stream`), events/s; every strategy is compared with the
 grid timed right after it in each of the same rounds, by the median of the per-round ratios
@@ -17,7 +19,8 @@ import numpy as np
 import pytest
 
 from bench_data import object_events
-from conftest import cpu_timer
+from baselines import numpy_grid_route
+from conftest import cpu_timer, paired_rounds, timed
 from datasets.workloads.config import WorkloadConfig
 from datasets.workloads.range import build_workload
 from harness.core.events import INSERT, OBJECT
@@ -27,6 +30,8 @@ from strategies.base import FitContext, route_stream
 N_WORKERS = 8
 OBJ_TARGETS = {"grid": 20e6, "kdtree": 20e6}  # the issue's targets; text_* strategies: 3M/s
 QUERY_TARGET = 3e6
+ROUNDS = 5  # paired rounds of the grid against numpy
+REPS = 10  # calls per side and round (one call over 200k objects is about a millisecond)
 
 
 def object_target(name: str):
@@ -82,6 +87,32 @@ def test_route_objects_python_loop_baseline(benchmark, routing_setup, scale, rec
     record("route_objects/python_loop_grid", n / secs, "objects/s/core", note=f"{n} objects")
 
 
+@pytest.mark.gate
+def test_route_objects_grid_against_numpy(routing_setup, record):
+    """The grid router against the same routing vectorised in numpy (baselines.numpy_grid_route:
+    clamped cells, then cell_worker), every object, back to back in each of ROUNDS rounds; the
+    workers must be equal in every round."""
+    routers, objects, _, _ = routing_setup
+    grid = routers["grid"]
+    rows = np.arange(len(objects), dtype=np.int64)
+    grid.route_objects(objects, rows[:100])  # numba warm-up
+
+    def same(fast_out, b):  # the router's (rows, workers) put in row order here, outside the timing
+        r, w = fast_out
+        a = np.empty(len(rows), np.int64)
+        a[r] = w  # one worker per object
+        assert len(r) == len(rows) and np.array_equal(a, b), "the grid router and its numpy version disagree"
+
+    fs, bs, ratio, _, _ = paired_rounds(
+        timed(lambda: grid.route_objects(objects, rows), REPS),
+        timed(lambda: numpy_grid_route(grid.grid, grid.cell_worker, objects.x, objects.y), REPS), ROUNDS, same)
+    base = "route_objects/numpy_grid"
+    record(base, len(rows) / bs.min(), "objects/s/core", note=f"{len(rows)} objects, numpy floor/clip/take")
+    record("route_objects/grid_vs_numpy", len(rows) / fs.min(), "objects/s/core", baseline=base,
+           paired={base: ratio}, note=f"the grid router in the same {ROUNDS} rounds, workers equal; per-round "
+                                      "ratios " + ", ".join(f"{b / f:.2f}" for f, b in zip(fs, bs)))
+
+
 @pytest.mark.parametrize("name", registry.names())
 def test_route_objects(benchmark, routing_setup, record, name):
     routers, objects, _, _ = routing_setup
@@ -95,7 +126,8 @@ def test_route_objects(benchmark, routing_setup, record, name):
     assert len(r) == len(w) and (len(w) == 0 or (w.min() >= 0 and w.max() < N_WORKERS))
     if not registry.get(name).filters_objects:
         assert np.array_equal(np.unique(r), rows)  # every object reaches at least one worker
-    base = ["route_objects/python_loop_grid"] + (["route_objects/grid"] if name != "grid" else [])
+    base = ["route_objects/numpy_grid"] + (["route_objects/grid"] if name != "grid" else []) + [
+        "route_objects/python_loop_grid"]
     record(f"route_objects/{name}", len(rows) / secs, "objects/s/core", baseline=base,
            target=object_target(name), note=f"{len(rows)} objects, {len(r) / len(rows):.2f} pairs/object")
 

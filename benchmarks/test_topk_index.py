@@ -19,7 +19,8 @@ the one-message epoch, the index):
   scorer's own set-up is untimed too), vectorised numpy sharing
   no code with the index: per message, every subscription sharing a keyword is scored and compared
   with its current k-th score (a (subscriptions, k) table of scores, no refills);
-- the share of busy time spent on expiries (buffer upkeep) and re-evaluations (target <= 20%): the
+- the share of busy time spent on expiries (buffer upkeep) and re-evaluations (reported; the <= 20%
+  target is on test_topk_reevaluation_share, at a size where re-evaluations happen): the
   busy time of the same batch with its expiries left out (the epoch's end set to its start, so no
   message leaves a buffer and none is re-evaluated), subtracted from the index's.
 """
@@ -146,6 +147,7 @@ def counts(out) -> dict:
     return {k: v for k, v in out.counters.items() if not k.endswith("_s")}
 
 
+@pytest.mark.gate
 def test_topk_index_throughput(benchmark, topk_state, scale, record):
     context, state, measured, (lo, hi), warm_s, warm_counters = topk_state
     n_q, n_msg = len(state.queries), len(measured)
@@ -217,9 +219,68 @@ def test_topk_index_throughput(benchmark, topk_state, scale, record):
     shares = 1.0 - calm_busy / busy  # of the worker's busy time, as the issue states it
     share_of_work = float(np.median((busy - calm_busy) / np.maximum(busy - np.array(setups), 1e-9)))
     pair_share = (c["candidates"] - c["arrival_pairs"]) / max(c["candidates"], 1)
-    record(f"{tag}/reevaluation_share", float(np.median(shares)), "share of worker busy", target_max=0.20,
-           note=f"busy time minus that of the batch without expiries, over the busy time (set-up included, as in "
+    record(f"{tag}/reevaluation_share", float(np.median(shares)), "share of worker busy",
+           note=f"no target here: at this window the batch re-evaluates little or nothing (the target is on "
+                f"test_topk_reevaluation_share's figure, where the window turns over); busy time minus that of "
+                f"the batch without expiries, over the busy time (set-up included, as in "
                 f"expiry_share), median of paired rounds {', '.join(f'{x:.2f}' for x in shares)}; over the busy time "
                 f"less the set-up: {share_of_work:.2f}: "
                 f"{c['reevaluations']} re-evaluations ({pair_share:.1%} of pairs scored), {n_msg} expiries; "
                 f"the arrivals' own buffer upkeep (dominance counters) is inside the arrival loop, not split")
+
+
+# Where re-evaluations happen: the window turns over within the batch (as many messages as the
+# window holds), so top-k members expire and subscriptions whose buffers run short are re-evaluated.
+# At the throughput figure's sizes (|W| = 1M with 20,000 messages) almost none are, and a share of
+# expiries and re-evaluations measured there cannot fail (issue 41).
+REEVAL = {"full": dict(subs=20_000, window=20_000, messages=20_000),
+          "small": dict(subs=5_000, window=2_000, messages=2_000)}
+REEVAL_ROUNDS = 5
+
+
+def test_topk_reevaluation_share(scale, record):
+    """The share of the index's busy time spent on expiries and re-evaluations (target <= 20%), at a
+    size where the batch expires the whole window: the busy time of the batch with its expiries left
+    out (epoch end = start: nothing leaves a buffer, nothing is re-evaluated), subtracted from the
+    index's, paired in each round, the median of the rounds. The re-evaluations must occur (else the
+    figure could not fail) and the entries must be equal in every round."""
+    size = REEVAL[scale["name"]]
+    table, df, extent = synthetic_objects(size["window"] + size["messages"], seed=15)
+    cfg = WorkloadConfig(name="topk_q", family="topk", queries=size["subs"], window=size["window"],
+                         measured_messages=size["messages"], k_min=K, k_max=K, keywords_min=1, keywords_max=5)
+    wl = build_topk_workload(table, df, extent, cfg, 8)
+    ev = wl.events
+    context = TopkFamily.stream_context(IndexContext(tuple(extent), len(df)), ev)
+    warm = TopkIndex(context)
+    warm.begin_epoch(0, wl.warmup)
+    warm.process(ev.take(np.arange(wl.warmup)))
+    state = warm.export_state()
+    measured = ev.take(np.arange(wl.warmup, len(ev)))
+    lo, hi = wl.warmup, len(ev)
+
+    def index_run(end):
+        index = TopkIndex(context)
+        index.restore(state)
+        index.begin_epoch(lo, end)
+        out = index.process(measured)
+        return out.busy_s, out
+
+    index_run(hi)  # warm-up
+    outs, shares = [], []
+    for _ in range(REEVAL_ROUNDS):
+        calm_s, calm = index_run(lo)
+        busy_s, out = index_run(hi)
+        outs.append(out)
+        shares.append(1.0 - calm_s / busy_s)
+        assert calm.counters["reevaluations"] == 0
+    first = entries_of(outs[0])
+    for out in outs[1:]:
+        assert np.array_equal(entries_of(out), first) and counts(out) == counts(outs[0])
+    c = outs[0].counters
+    assert c["reevaluations"] > 0 and c["expiries"] >= len(measured), "no re-evaluation: the share could not fail"
+    pair_share = (c["candidates"] - c["arrival_pairs"]) / max(c["candidates"], 1)
+    record(f"topk@{size['subs'] // 1000}k_W{size['window'] // 1000}k/reevaluation_share", float(np.median(shares)),
+           "share of worker busy", target_max=0.20,
+           note=f"{size['subs']} subscriptions, |W| = {size['window']}, {len(measured)} messages (the window turns "
+                f"over): {c['reevaluations']} re-evaluations ({pair_share:.1%} of pairs scored), {c['expiries']} "
+                f"expiries; paired rounds {', '.join(f'{x:.2f}' for x in shares)}")

@@ -16,6 +16,7 @@ import yaml
 
 from harness.core.events import AND, DELETE, INSERT, OBJECT, OR, Events
 from harness.engine.migration import live_queries, validate_plan
+from harness.engine.simulate import simulate
 from strategies.adjust_base import UNIT_COLUMNS, EpochStats, get_adjuster
 from strategies.base import FitContext, route_stream
 from strategies.routers.cellmap import CellMapRouter
@@ -415,7 +416,6 @@ def drift():
 
 
 def run(drift, strategy, adjust, sp, **ap):
-    simulate = pytest.importorskip("harness.engine.simulate").simulate
     ev, ctx = drift
     return simulate(ev, 1200, strategy, 4, epoch_events=300, adjust=adjust, adjust_params=ap, strategy_params=sp,
                     context=ctx)

@@ -18,6 +18,7 @@ from harness.core.events import AND, DELETE, INSERT, OBJECT, OR, Events
 from harness.engine.migration import validate_plan
 from harness.engine.monitor import unit_stats as monitor_unit_stats
 from harness.engine.monitor import units_frame
+from harness.engine.simulate import simulate
 from strategies import registry
 from strategies.adjust_base import UNIT_COLUMNS, EpochStats, get_adjuster
 from strategies.base import FitContext, route_stream
@@ -420,7 +421,6 @@ def drifting_stream(seed=0, warm=1200, measured=2400, vocab=30, hot=(22.0, 71.0)
 
 @pytest.fixture(scope="module")
 def drift_runs():
-    simulate = pytest.importorskip("harness.engine.simulate").simulate
     ev = drifting_stream()
     ctx = FitContext((0.0, 0.0, 100.0, 100.0), np.bincount(ev.values).astype(np.float64), 0)
     runs = {}

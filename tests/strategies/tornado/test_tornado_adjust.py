@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from harness.core.events import AND, DELETE, INSERT, OBJECT, OR, Events
+from harness.engine.simulate import simulate
 from strategies.adjust_base import UNIT_COLUMNS, EpochStats, get_adjuster
 from strategies.tornado.agrid import AGridStrategy
 from strategies.tornado.agrid_build import kd_partition
@@ -350,7 +351,6 @@ def drift_stream(seed=0, n=3500, warmup=1000, scale=0.5, extent=100.0, vocab=8) 
 
 @pytest.mark.parametrize("summaries", [True, False])
 def test_drift_triggers_adjustment_lowers_imbalance_and_keeps_results_exact(summaries):
-    simulate = pytest.importorskip("harness.engine.simulate").simulate
     ev = drift_stream()
     ctx = FitContext((0.0, 0.0, 100.0, 100.0), np.bincount(ev.values).astype(np.float64), 0)
 
