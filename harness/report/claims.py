@@ -372,10 +372,9 @@ def _mark(ok: bool | None) -> str:
 class _Reader:
     """One claim's rows on one basis: each (variant, cell)'s value of the claim's metric."""
 
-    def __init__(self, rows: pd.DataFrame, metric: str, basis: str | None):
-        self.rows, self.metric, self.basis = rows, metric, basis
+    def __init__(self, metric: str, basis: str | None):
+        self.metric, self.basis = metric, basis
         self.column = BASIS_COLUMNS.get(metric, {}).get(basis, metric)
-        self.notes: list[str] = []
 
     def get(self, g: pd.DataFrame, variant: str, rate: float | None = None) -> Value | None:
         hit = g[g["variant"] == variant]
@@ -602,7 +601,7 @@ def evaluate(claim: dict, table: pd.DataFrame, basis: str | None = "compute") ->
     rows = _relabel(rows, chk)
     kind = chk["kind"]
     higher = higher_is_better(claim) if kind in ("better", "ratio_at_least", "scales", "gap_grows") else True
-    reader = _Reader(rows, metric, basis)
+    reader = _Reader(metric, basis)
     if len(rows) and reader.column not in rows and not (metric == "latency_mean_ms" and LATENCY_CURVE in rows):
         return Verdict(claim, "not measured", [f"no column {reader.column!r} in the preset's runs"], basis, excluded,
                        runs=list(rows.get("run_id", [])))

@@ -23,7 +23,6 @@ from pathlib import Path
 
 from harness.report import claims as claims_mod
 from harness.report import claims_report, results, site
-from harness.report.claims import BASES, VERDICTS
 
 PAPERS = {"ps2stream": ("ps2stream_",), "sstd": ("sstd_",), "tornado": ("tornado_",), "dkmsks": ("dkmsks_",),
           "skype": ("skype_", "dskype_"), "scale": ("scale_",)}
@@ -130,16 +129,10 @@ def write_summary(root: Path, papers: list[str], done: list[tuple], wall_s: floa
              f"Wall time {_clock(wall_s)} on {os.cpu_count()} cores, code version {results.code_version()}.", "",
              "| preset | status | time | new runs |", "|---|---|---:|---:|"]
     lines += [f"| {p} | {'ok' if c == 0 else f'failed ({c})'} | {_clock(s)} | {n} |" for p, c, s, n in done]
-    if (root / "runs.parquet").exists():
-        table = results.read_runs_table(root)
-        verdicts = claims_mod.evaluate_all(table)
-        lines += ["", "| paper | basis | " + " | ".join(VERDICTS) + " |", "|---|---|" + "---:|" * len(VERDICTS)]
-        for paper in papers:
-            group = [r for r in verdicts if r.claim.get("paper") == CLAIM_PAPER.get(paper, paper)
-                     and r.claim.get("scope", "paper") == "paper"]
-            for basis in BASES:
-                counts = claims_mod.tally(group, basis) if group else dict.fromkeys(VERDICTS, 0)
-                lines.append(f"| {paper} | {basis} | " + " | ".join(str(counts[k]) for k in VERDICTS) + " |")
+    if (root / "runs.parquet").exists():  # the chosen papers' claims, tallied as the reports tally them
+        names = {CLAIM_PAPER.get(p, p) for p in papers}
+        verdicts = [r for r in claims_mod.evaluate_all(results.read_runs_table(root)) if r.claim.get("paper") in names]
+        lines += [""] + claims_report.tally_table(verdicts)
     path = root / "reproduce" / "summary.md"
     path.write_text("\n".join(lines) + "\n")
     return path
