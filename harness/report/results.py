@@ -61,17 +61,27 @@ RUN_KEYS = ("run_id", "status", "error", "traceback", "mlflow_error", "strategy"
 EPOCH_KEYS = ("epoch", "operation")  # likewise for a row of the per-epoch series (epochs.parquet)
 
 
+RUN_CODE = ("harness", "strategies", "datasets", "conf", "pyproject.toml", "requirements.txt")
+
+
 @functools.cache
 def code_version() -> str:
-    """The commit the harness runs (`git describe --always --dirty`: "-dirty" when the tree has
-    uncommitted changes), or "unknown" outside a git checkout: a claim reads only the runs of its
-    preset's newest code version (harness/report/claims.py)."""
+    """The newest commit that changed the code a run executes (`RUN_CODE`: the packages, the
+    configuration and the pinned requirements), "-dirty" appended when any of it has uncommitted
+    changes, or "unknown" outside a git checkout. A claim reads only the runs of its preset's
+    newest code version (harness/report/claims.py) and `resume=true` skips only runs made at this
+    one, so a commit to the docs or the tests keeps every measurement current while a change to
+    the code retires it."""
+    def git(*args: str) -> str:
+        out = subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() if out.returncode == 0 else ""
+
     try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=PROJECT_ROOT,
-                             capture_output=True, text=True, timeout=10)
+        commit = git("log", "-1", "--format=%h", "--abbrev=12", "--", *RUN_CODE)
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", *RUN_CODE)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-    return out.stdout.strip() or "unknown"
+    return (commit + ("-dirty" if dirty else "")) if commit else "unknown"
 
 
 def results_root(configured: str | None = None) -> Path:

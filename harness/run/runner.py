@@ -241,13 +241,15 @@ LAST_RUNS = {"runs": 0}  # runs the last invocation made (the sweep's progress l
 
 
 def unfinished(cfg, runs: list[RunSpec], root: Path) -> list[RunSpec]:
-    """With resume=true, the runs without a successful row of the same configuration yet."""
+    """With resume=true, the runs without a successful row of the same configuration at this code
+    version yet (a row of older code is one no claim reads, so its run is made again)."""
     if not cfg.resume or not (root / "runs.parquet").exists():
         return runs
     table = results.read_runs_table(root)
-    if "config_key" not in table:
+    if "config_key" not in table or "code_version" not in table:
         return runs
-    done = set(table.loc[table["status"] == "ok", "config_key"].dropna())
+    current = (table["status"] == "ok") & (table["code_version"] == results.code_version())
+    done = set(table.loc[current, "config_key"].dropna())
     todo = [r for r in runs if config_key(_run_config(cfg, r)) not in done]
     skipped = len(runs) - len(todo)
     RESUME_SKIPPED["runs"] += skipped

@@ -287,6 +287,7 @@ def test_a_sweep_run_again_with_resume_runs_only_what_is_missing_or_failed(tmp_p
 
 def test_resume_reruns_failed_runs_and_ignores_display_settings(tmp_path):
     from harness.run.config import RunSpec
+    from harness.report.results import code_version
     from harness.run.runner import _run_config, config_key, unfinished
 
     with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT_ROOT / "conf")):
@@ -297,9 +298,17 @@ def test_resume_reruns_failed_runs_and_ignores_display_settings(tmp_path):
     spec = RunSpec("grid", "grid", {})
     key = config_key(_run_config(cfg, spec))
     assert key == config_key(_run_config(shown, spec)) != config_key(_run_config(other, spec))
-    pd.DataFrame([{"run_id": "a", "status": "error", "config_key": key}]).to_parquet(tmp_path / "runs.parquet")
+    version = code_version()
+
+    def table(status, at_version):
+        row = {"run_id": "a", "status": status, "config_key": key, "code_version": at_version}
+        pd.DataFrame([row]).to_parquet(tmp_path / "runs.parquet")
+
+    table("error", version)
     assert unfinished(cfg, [spec], tmp_path) == [spec]  # failed: run again
-    pd.DataFrame([{"run_id": "a", "status": "ok", "config_key": key}]).to_parquet(tmp_path / "runs.parquet")
+    table("ok", "older-code")
+    assert unfinished(cfg, [spec], tmp_path) == [spec]  # made by other code: no claim reads it
+    table("ok", version)
     assert unfinished(cfg, [spec], tmp_path) == []
     cfg.resume = False
     assert unfinished(cfg, [spec], tmp_path) == [spec]
