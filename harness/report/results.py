@@ -61,7 +61,8 @@ RUN_KEYS = ("run_id", "status", "error", "traceback", "mlflow_error", "strategy"
 EPOCH_KEYS = ("epoch", "operation")  # likewise for a row of the per-epoch series (epochs.parquet)
 
 
-RUN_CODE = ("harness", "strategies", "datasets", "conf", "pyproject.toml", "requirements.txt")
+RUN_CODE = ("harness", "strategies", "datasets", "conf", "pyproject.toml", "requirements.txt",
+            ":(exclude)conf/claims.yaml")  # the claims are read at report time, never by a run
 
 
 @functools.cache
