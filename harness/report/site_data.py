@@ -212,16 +212,17 @@ def built() -> dict:
 
 
 def diagnoses(path: Path | None = None) -> dict[str, str]:
-    """The written diagnoses by claim id: docs/reproduction/diagnoses.md's `## <claim-id>` sections."""
+    """The written diagnoses by claim id: docs/reproduction/diagnoses.md's `## <claim-id>` sections
+    (a `# ` heading, e.g. a paper's, ends the section before it)."""
     path = DIAGNOSES if path is None else Path(path)
     if not path.exists():
         return {}
     out, current, lines = {}, None, []
     for line in path.read_text().splitlines():
-        if line.startswith("## "):
+        if line.startswith(("# ", "## ")):
             if current:
                 out[current] = "\n".join(lines).strip()
-            current, lines = (line[3:].split() or [""])[0], []
+            current, lines = ((line[3:].split() or [""])[0] if line.startswith("## ") else None), []
         elif current:
             lines.append(line)
     if current:

@@ -110,11 +110,12 @@ def test_strategy_pages_rank_within_preset_and_cell_and_say_why(tmp_path):
 def test_a_written_diagnosis_shows_under_its_claim(tmp_path):
     notes = tmp_path / "diagnoses.md"
     notes.write_text("# Diagnoses\n\n## ps2-grid-beats-text\n\nThe network model charges <grid>'s copies.\n\n"
-                     "## other\n\nnot this one\n")
+                     "# Next paper\n\nits introduction\n\n## other\n\nnot this one\n")
     _, out = _build(tmp_path, notes)
     page = (out / "paper-ps2stream.html").read_text()
     block = page.split('id="ps2-grid-beats-text"')[1].split('class="claim"')[0]
     assert "The network model charges &lt;grid&gt;&#x27;s copies." in block
+    assert "its introduction" not in block and "not this one" not in block  # a paper's heading ends it
     assert "no diagnosis written yet" in page.split('id="ps2-kdtree-beats-text"')[1]
 
 
