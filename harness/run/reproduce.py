@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from harness.report import claims as claims_mod
-from harness.report import claims_report, results, site
+from harness.report import claims_report, results, site, time_budget
 
 PAPERS = {"ps2stream": ("ps2stream_",), "sstd": ("sstd_",), "tornado": ("tornado_",), "dkmsks": ("dkmsks_",),
           "skype": ("skype_", "dskype_"), "scale": ("scale_",)}
@@ -130,9 +130,18 @@ def write_summary(root: Path, papers: list[str], done: list[tuple], wall_s: floa
              "| preset | status | time | new runs |", "|---|---|---:|---:|"]
     lines += [f"| {p} | {'ok' if c == 0 else f'failed ({c})'} | {_clock(s)} | {n} |" for p, c, s, n in done]
     if (root / "runs.parquet").exists():  # the chosen papers' claims, tallied as the reports tally them
+        table = results.read_runs_table(root)
         names = {CLAIM_PAPER.get(p, p) for p in papers}
-        verdicts = [r for r in claims_mod.evaluate_all(results.read_runs_table(root)) if r.claim.get("paper") in names]
+        verdicts = [r for r in claims_mod.evaluate_all(table) if r.claim.get("paper") in names]
         lines += [""] + claims_report.tally_table(verdicts)
+        measured = [(p, s) for p, c, s, n in done if c == 0 and n]
+        if measured:
+            lines += ["", "## Where the time went", "",
+                      "Seconds per cost of each preset that ran (resumed presets left out), from its runs' rows "
+                      "(harness/report/time_budget.py): the invocations' Spark start, data preparation and oracle, "
+                      "the strategies' fit, the measured work (every repetition), the rest of each run's driver time, "
+                      "and the preset process beyond its runs (Python, Hydra and JVM start, figures, reports).", "",
+                      *time_budget.budget_table(table, measured, results.code_version())]
     path = root / "reproduce" / "summary.md"
     path.write_text("\n".join(lines) + "\n")
     return path
