@@ -56,3 +56,27 @@ def budget_table(table: pd.DataFrame, presets: list[tuple[str, float]], version:
     lines.append("| **all** (share) | | " + " | ".join(f"**{totals[c]:.0f}** ({totals[c] / whole:.0%})"
                                                for c in COLUMNS) + " |")
     return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m harness.report.time_budget [--results DIR]`: the table for the presets of the last
+    `make reproduce` (results/reproduce/durations.json holds each preset's process seconds)."""
+    import argparse
+    import json
+
+    from harness.report import results
+
+    parser = argparse.ArgumentParser(prog="python -m harness.report.time_budget", description=main.__doc__)
+    parser.add_argument("--results", default=None, help="the results folder (default: results/ or $STPS_RESULTS)")
+    root = results.results_root(parser.parse_args(argv).results)
+    durations = root / "reproduce" / "durations.json"
+    if not durations.exists():
+        raise SystemExit(f"{durations} does not exist: run make reproduce first")
+    table = results.read_runs_table(root)
+    version = table["code_version"].dropna().iloc[-1] if "code_version" in table and len(table) else None
+    print("\n".join(budget_table(table, list(json.loads(durations.read_text()).items()), version)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
