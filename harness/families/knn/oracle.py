@@ -7,7 +7,8 @@ object enters A(s) iff fewer than k earlier passing objects have d2 <= its own. 
 strict entry rule restated: A before o holds the k smallest earlier objects by (d2, seq), and
 d2(o) < d2 of its k-th member exactly when fewer than k earlier objects are within d2(o).
 It keeps the k smallest distances so far in a sorted array, so a subscription costs
-O(objects x k); compiled with numba so that runs of tens of thousands of subscriptions finish.
+O(objects x k); compiled with numba, the subscriptions in one chunk per core (`in_chunks`), so
+that runs of tens of thousands of subscriptions finish.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import numpy as np
 from numba import njit
 
 from harness.core.events import AND, DELETE, INSERT, KNN, OBJECT, Events
+from harness.families.chunks import in_chunks
 from harness.families.snapshot_oracle import snapshot_knn_keys
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _entries(q_rows, q_end, kind, seq, ids, x, y, op, k, offsets, values, n_terms_max):
     """(query id, object id) of every entry, query by query."""
     objs = np.flatnonzero(kind == OBJECT)
@@ -90,6 +92,12 @@ def knn_oracle(stream: Events) -> np.ndarray:
         stream = stream.take(seq_order)
         return knn_oracle(stream)
     top = int(stream.values.max()) if len(stream.values) else 0
-    q, o = _entries(ins, end, stream.kind, stream.seq, stream.id, stream.x, stream.y, stream.op,
-                    stream.k.astype(np.int64), stream.offsets, stream.values, top)
-    return np.unique(np.r_[(q << np.int64(32)) | o, snapshots])
+    k = stream.k.astype(np.int64)
+
+    def entries(part: np.ndarray) -> np.ndarray:
+        q, o = _entries(ins[part], end[part], stream.kind, stream.seq, stream.id, stream.x, stream.y, stream.op,
+                        k, stream.offsets, stream.values, top)
+        return (q << np.int64(32)) | o
+
+    n_objects = int((stream.kind == OBJECT).sum())
+    return np.unique(np.concatenate([*in_chunks(entries, len(ins), work=len(ins) * n_objects // 2), snapshots]))

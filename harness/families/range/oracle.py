@@ -8,14 +8,13 @@ WorkerIndex interface, so tests can run it per worker like any index.
 
 from __future__ import annotations
 
-import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
 
 from harness.core.events import AND, DELETE, INSERT, OBJECT, RANGE, Events, sorted_unique
+from harness.families.chunks import in_chunks
 from harness.families.snapshot_oracle import snapshot_range_keys
 from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
 
@@ -74,10 +73,8 @@ def oracle_keys(stream: Events) -> np.ndarray:
     queries = stream.take(q_rows)
     ins, dele = queries.seq.copy(), deletion_seqs(queries.id, stream)[0]
     # the brute force is embarrassingly parallel over objects: one chunk per core (numba drops the GIL)
-    n_chunks = max(1, min(os.cpu_count() or 1, len(objects) // 2000))
-    chunks = [objects.take(c) for c in np.array_split(np.arange(len(objects)), n_chunks)]
-    with ThreadPoolExecutor(n_chunks) as pool:
-        parts = list(pool.map(lambda o: _match(o, queries, ins, dele)[0], chunks))
+    parts = in_chunks(lambda part: _match(objects.take(part), queries, ins, dele)[0], len(objects),
+                      work=len(objects) * len(queries))
     parts.append(snapshot_range_keys(stream, RANGE))  # SRQ
     return sorted_unique(np.concatenate(parts))
 
