@@ -18,6 +18,8 @@ from harness.core.events import (
     OBJECT,
     OR,
     RANGE,
+    SNAPSHOT,
+    TERMS,
     Events,
     unpack_keys,
 )
@@ -448,3 +450,26 @@ def test_ckq_routing_all_reaches_every_worker_and_survives_reassignment():
 def test_ckq_routing_must_be_all_or_ball():
     with pytest.raises(ValueError, match=r"strategy.params.ckq_routing='leaf' is invalid; allowed: all, ball"):
         QTTreeStrategy.make_params({"ckq_routing": "leaf"})
+
+
+@pytest.mark.parametrize("family, kind, split", [(RANGE, SNAPSHOT, TEXT), (RANGE, INSERT, TEXT),
+                                                 (TERMS, SNAPSHOT, SPATIAL), (TERMS, INSERT, SPATIAL)])
+def test_eq2_gives_textual_splits_no_benefit_for_top_k_terms_queries(family, kind, split):
+    """Why the QT-tree equals the Quadtree on STQ and CTQ (issue 40, SSTD Figs. 10 and 12(b)):
+    the paper's W_stq and W_ctq have no text factor, so on co-located objects that four keyword
+    groups separate, SRQs and CRQs (keyword-routed, Eq. 1's factor) make the root split
+    textually and cut its cost, while STQs and CTQs over the same objects and regions leave the
+    textual split no cheaper than the spatial one (a tie, which goes spatial)."""
+    rows = [("o", 50.0, 50.0, [g * 10 + i % 3]) for i, g in enumerate([0, 1, 2, 3] * 50)]
+    rows += [("q", i, (40, 40, 60, 60), [g * 10 + i % 3], AND) for i, g in enumerate([0, 1, 2, 3] * 10)]
+    ev = make_events(rows)
+    queries = ev.kind != OBJECT
+    ev.family[queries], ev.kind[queries] = family, kind
+    nodes = builder(QTTreeStrategy, ev, theta=4).nodes
+    assert nodes[0].kind == split
+    children = sum(c.cost for c in nodes[1:5])
+    if split == TEXT:
+        assert children < 0.3 * nodes[0].cost
+    else:
+        assert np.isclose(children, nodes[0].cost)
+
