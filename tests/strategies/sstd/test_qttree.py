@@ -473,3 +473,28 @@ def test_eq2_gives_textual_splits_no_benefit_for_top_k_terms_queries(family, kin
     else:
         assert np.isclose(children, nodes[0].cost)
 
+
+def test_skq_counts_in_the_cells_its_ball_reaches():
+    """p_skq is "the probability an SKQ accessing P", Pr(d(q, P) < d(q, q.R_k)) (SSTD Sec.
+    4.1.1), not 1 everywhere (issue 40: an SKQ arrives with the whole space as its rectangle, and
+    counted so, a spatial split never lowered W_skq and the QT-tree split textually only).
+    Objects at four far-apart sites carry one of four keyword groups each; each SKQ sits at a site
+    and asks for k = 3 of one group: its ball stays at its site, so the root splits spatially and a
+    quadrant's p_skq is its own site's share."""
+    sites = [(20.0, 20.0), (80.0, 20.0), (20.0, 80.0), (80.0, 80.0)]
+    rng = np.random.default_rng(7)
+    rows = [("o", sx + rng.normal(0, 1), sy + rng.normal(0, 1), [g * 10 + i % 3])
+            for i in range(240) for g, (sx, sy) in [(i % 4, sites[(i // 4) % 4])]]
+    rows += [("q", i, EXTENT, [g * 10], AND) for i, g in enumerate([0, 1, 2, 3] * 10)]
+    ev = make_events(rows)
+    queries = np.flatnonzero(ev.kind != OBJECT)
+    ev.family[queries], ev.kind[queries] = KNN, SNAPSHOT
+    ev.k[queries] = 3
+    ev.x[queries] = [sites[i % 4][0] for i in range(len(queries))]
+    ev.y[queries] = [sites[i % 4][1] for i in range(len(queries))]
+    stats = QueryStats(ev, EXTENT)
+    side = stats.rect[:, 2] - stats.rect[:, 0]
+    assert (side > 0).all() and (side < 30).all()  # balls at their sites, not the whole space
+    shares = [len(c.queries) / len(queries) for c in stats.children((0, 0, 0))]
+    assert shares == [0.25, 0.25, 0.25, 0.25]
+    assert builder(QTTreeStrategy, ev, theta=4).nodes[0].kind == SPATIAL
