@@ -134,6 +134,7 @@ def audit(cfg, ds, events, warmup, strategies: list[str], repeat: int = 3, oracl
         kinds = desc.get("split_kinds") or desc.get("splits") or {}
         out[label] = {
             "exact": exact,
+            "results": int(last.result_count),
             "splits": kinds,
             "object_copies_per_object": float(is_obj[rows].sum() / max(int(is_obj.sum()), 1)),
             "query_copies_per_query": float((~is_obj[rows]).sum() / max(int((~is_obj).sum()), 1)),
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     ds, events, warmup = load_stream(cfg, root)
     res = audit(cfg, ds, events, warmup, a.strategies, a.repeat, a.oracle)
     print(f"{a.preset} {' '.join(a.overrides)}: {len(events) - warmup} measured events, {cfg.workers} workers")
-    cols = ["exact", "object_copies_per_object", "query_copies_per_query", "objects_busiest_worker",
+    cols = ["exact", "results", "object_copies_per_object", "query_copies_per_query", "objects_busiest_worker",
             "queries_busiest_worker", "busy_max_ms", "busy_mean_ms", "busy_max_mean"]
     print("| strategy | " + " | ".join(cols) + " | splits |")
     print("|---" * (len(cols) + 2) + "|")
