@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=3600.0, help="a step's time limit in seconds")
     parser.add_argument("--budget", type=float, default=0.0, help="seconds for the whole sweep (0: no limit)")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides passed to every step")
-    args = parser.parse_args(argv)
+    args, rest = parser.parse_known_args(argv)
+    args.overrides = [*args.overrides, *rest]
     knob, steps = sweep_axis(args.preset)
     if args.steps:
         steps = sorted(int(float(s)) for s in args.steps.split(","))
