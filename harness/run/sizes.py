@@ -30,6 +30,7 @@ import numpy as np
 import yaml
 
 from harness.report import results
+from harness.report.sizes import read_steps, steps_file
 
 PRESETS_DIR = results.PROJECT_ROOT / "conf" / "experiment"
 
@@ -42,18 +43,6 @@ def sweep_axis(preset: str) -> tuple[str, list[int]]:
     if not knob or knob not in params:
         raise SystemExit(f"{preset}: a size sweep needs experiment.x and hydra.sweeper.params[{knob!r}]")
     return knob, sorted(int(float(v)) for v in str(params[knob]).split(","))
-
-
-def steps_file(root: Path, preset: str) -> Path:
-    return root / "sizes" / preset / "steps.jsonl"
-
-
-def read_steps(root: Path, preset: str) -> list[dict]:
-    """Every recorded attempt of the preset's steps, in the order they were made."""
-    path = steps_file(root, preset)
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def extrapolate_seconds(done: list[tuple[float, float]], size: float) -> float | None:
