@@ -79,6 +79,7 @@ def run_step(preset: str, knob: str, step: int, root: Path, extra: list[str], ti
     cmd = [sys.executable, "-m", "harness", f"experiment={preset}", f"{knob}={step}", "resume=true", "progress=false",
            f"results_dir={root}", *extra]
     log.parent.mkdir(parents=True, exist_ok=True)
+    version = results.code_version()  # the code the step starts with (cached: a commit during the step does not change it)
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     with log.open("w") as out:
@@ -118,7 +119,7 @@ def run_step(preset: str, knob: str, step: int, root: Path, extra: list[str], ti
             # children it waited for (Spark's JVM, the Python workers), not their sum
             "maxrss_bytes": int(usage.ru_maxrss) * 1024 if usage else None,
             "exit_code": code, "started_at": started.isoformat(timespec="seconds"),
-            "code_version": results.code_version(), "log": str(log)}
+            "code_version": version, "log": str(log)}
 
 
 def main(argv: list[str] | None = None) -> int:
