@@ -70,3 +70,17 @@ def test_only_papers_sizes_runs_the_sweeps():
     assert sorted(reproduce.presets_of(["sizes"])) == SWEEPS
     assert not [p for p in reproduce.presets_of(["scale"]) if p.startswith("size_")]
     assert reproduce.parse_papers("sizes") == ["sizes"]
+
+
+def test_reproduce_runs_a_sweep_step_by_step(tmp_path, monkeypatch):
+    seen = []
+
+    class Done:
+        returncode = 0
+
+    monkeypatch.setattr(reproduce.subprocess, "run", lambda cmd, **kw: seen.append(cmd) or Done())
+    reproduce.run_preset("size_tornado", tmp_path, ["mlflow.enabled=false"], tmp_path / "a.log")
+    reproduce.run_preset("tornado_routing", tmp_path, [], tmp_path / "b.log")
+    assert seen[0][1:5] == ["-m", "harness.run.sizes", "size_tornado", "--results"]
+    assert seen[0][-1] == "mlflow.enabled=false"
+    assert seen[1][1:4] == ["-m", "harness", "experiment=tornado_routing"]
