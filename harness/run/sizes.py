@@ -129,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", default=None, help="the results folder (default: results/ or $STPS_RESULTS)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="a step's time limit in seconds")
     parser.add_argument("--budget", type=float, default=0.0, help="seconds for the whole sweep (0: no limit)")
+    parser.add_argument("--estimate", action="store_true",
+                        help="start nothing: record each step as not run, with its wall time extrapolated from the "
+                             "steps that ran (when two or more did)")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides passed to every step")
     args, rest = parser.parse_known_args(argv)
     args.overrides = [*args.overrides, *rest]
@@ -143,6 +146,16 @@ def main(argv: list[str] | None = None) -> int:
         left = args.budget - (time.perf_counter() - t_start) if args.budget else float("inf")
         guess = extrapolate_seconds(done, step)
         limit = min(args.timeout or float("inf"), left)
+        if args.estimate:
+            reason = (f"not started: extrapolated {guess:.0f} s from the smaller steps (log-log fit of their wall "
+                      f"times)" if guess is not None else "not started: fewer than two steps ran, no estimate")
+            _record(root, args.preset, {"preset": args.preset, "knob": knob, "step": step, "status": "skipped",
+                                        "reason": reason, "extrapolated_s": None if guess is None else round(guess),
+                                        "wall_s": None, "maxrss_bytes": None,
+                                        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                        "code_version": results.code_version()})
+            print(f"{args.preset} {knob}={step}: {reason}", flush=True)
+            continue
         if guess is not None and guess > limit:
             row = {"preset": args.preset, "knob": knob, "step": step, "status": "skipped",
                    "reason": f"extrapolated {guess:.0f} s from the smaller steps (log-log fit of their wall "

@@ -168,3 +168,14 @@ def test_sizes_must_name_a_size_sweep():
         with pytest.raises(ValueError, match="sizes="):
             claims.load_claims_from([{**base, "sizes": bad}])
     assert claims.load_claims_from([{**base, "sizes": SWEEP}])[0]["sizes"] == SWEEP
+
+
+def test_an_estimate_records_the_step_as_not_run_with_its_extrapolated_time(tmp_path):
+    rec = sizes.steps_file(tmp_path, SWEEP)
+    rec.parent.mkdir(parents=True)
+    rec.write_text('{"step": 10000, "status": "ok", "wall_s": 10.0, "new_runs": 5}\n'
+                   '{"step": 100000, "status": "ok", "wall_s": 100.0, "new_runs": 5}\n')
+    assert run_sizes.main([SWEEP, "--steps", "1000000", "--results", str(tmp_path), "--estimate"]) == 0
+    last = sizes.read_steps(tmp_path, SWEEP)[-1]
+    assert last["status"] == "skipped" and last["extrapolated_s"] == 1000 and "not started" in last["reason"]
+    assert not (tmp_path / "runs.parquet").exists()  # nothing ran
