@@ -196,6 +196,7 @@ def write_overview(root: Path, table: pd.DataFrame) -> Path:
         group = [r for r in claim_results if r.claim.get("paper") == paper]
         if group:
             lines += [f"## {PAPER_TITLES[paper]}", ""] + claims_table(group, "plots/{preset}/report.md#{id}") + [""]
+    lines += sizes.overview(root, table)
     path = root / "report.md"
     path.write_text("\n".join(lines) + "\n")
     return path

@@ -520,3 +520,23 @@ def report_extra(root: Path, sweep: str, table: pd.DataFrame) -> list[str]:
         name = None
         print(f"size figure of {sweep} not drawn: {exc}")
     return section(table, sweep, attempts, figure=name)
+
+
+def overview(root: Path, table: pd.DataFrame) -> list[str]:
+    """The size sweeps in results/report.md: per sweep with a run or a recorded step, its steps,
+    the largest that ran and what stopped the next, linked to its report."""
+    names = sorted(set(sweeps()) & ({str(e) for e in table.get("experiment", pd.Series(dtype=object)).dropna()}
+                                    | {p for p in sweeps() if steps_file(root, p).exists()}))
+    if not names:
+        return []
+    lines = ["## Size sweeps toward the papers' sizes", "",
+             "| sweep | size | steps (status) | largest step that ran | the paper's size | next step |", "|---|---|---|---:|---:|---|"]
+    for name in names:
+        meta = sweeps()[name]
+        costs = step_costs(table, name, read_steps(root, name))
+        done = ", ".join(f"{_n(c['size'])} ({c['status']})" for _, c in costs.iterrows())
+        stop = costs[costs["status"] != "ok"]
+        nxt = f"{_n(stop.iloc[0]['size'])}: {claims_mod_cell(stop.iloc[0]['reason'])}" if len(stop) else "-"
+        lines.append(f"| [{name}](plots/{name}/report.md) | {meta.get('size', '')} | {done} | "
+                     f"{_n(largest_feasible(costs))} | {_n(meta.get('paper_size'))} | {nxt} |")
+    return lines + [""]

@@ -179,3 +179,14 @@ def test_an_estimate_records_the_step_as_not_run_with_its_extrapolated_time(tmp_
     last = sizes.read_steps(tmp_path, SWEEP)[-1]
     assert last["status"] == "skipped" and last["extrapolated_s"] == 1000 and "not started" in last["reason"]
     assert not (tmp_path / "runs.parquet").exists()  # nothing ran
+
+
+def test_the_overview_lists_each_sweep_with_its_largest_step_and_what_stopped_the_next(tmp_path):
+    rec = sizes.steps_file(tmp_path, SWEEP)
+    rec.parent.mkdir(parents=True)
+    rec.write_text('{"step": 20000, "status": "ok", "reason": "", "wall_s": 10.0}\n'
+                   '{"step": 1000000, "status": "failed", "reason": "over the step time limit (60 s): stopped", '
+                   '"wall_s": 60.0}\n')
+    text = "\n".join(sizes.overview(tmp_path, _sweep({20_000: (2.0, 1.0)})))
+    assert f"[{SWEEP}](plots/{SWEEP}/report.md)" in text
+    assert "20k (ok), 1M (failed) | 20k |" in text and "1M: over the step time limit" in text
