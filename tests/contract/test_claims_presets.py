@@ -240,12 +240,14 @@ PROFILE_OF = {"ps2stream_": "ps2stream", "sstd_": "sstd", "tornado_": "tornado",
 @pytest.mark.parametrize("preset", sorted(p.stem for p in PRESET_DIR.glob("*.yaml")))
 def test_each_papers_presets_use_its_network_profile(preset):
     """A paper's presets charge its own cluster (conf/network/<paper>.yaml); the harness's own
-    presets (grand_range, network_sensitivity, scale_*) keep the generic lan."""
+    presets (grand_range, network_sensitivity, scale_*) keep the generic lan; a paper's size sweep
+    (size_<paper>) is its paper's."""
     from harness.run.config import network_profile
 
     profile = network_profile(_composed(f"experiment={preset}"))
     profile.check()
-    want = next((v for k, v in PROFILE_OF.items() if preset.startswith(k)), "lan")
+    paper_preset = preset.removeprefix("size_") + "_"  # a size sweep charges its paper's cluster too
+    want = next((v for k, v in PROFILE_OF.items() if paper_preset.startswith(k)), "lan")
     assert profile.name == want and profile.headline == "network", (preset, profile.name)
     assert profile.bandwidth_bps > 0 and profile.result_bytes in (16, 24)
     if want == "ps2stream":  # no bandwidth stated: a sweep around the headline
