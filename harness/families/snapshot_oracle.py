@@ -1,4 +1,5 @@
-"""Brute-force answers of snapshot queries (SSTD's SRQ and SKQ): every query against every object.
+"""The rules every snapshot query's brute force shares (SSTD's SRQ and SKQ: each family's own in its
+folder's oracle.py): which objects a snapshot query sees, and its keyword predicate.
 
 Shares no code with the object store (harness/families/object_store.py): no grid, no postings, no
 binary search; objects are scanned in seq order and keywords checked by linear membership. An
@@ -11,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from harness.core.events import AND, OBJECT, SNAPSHOT, Events
+from harness.core.events import AND, Events
 
 
 @njit(cache=True)
-def _member(vals, lo, hi, t):
+def term_member(vals, lo, hi, t):
+    """Whether term t is among vals[lo:hi] (a linear scan)."""
     for i in range(lo, hi):
         if vals[i] == t:
             return True
@@ -23,11 +25,12 @@ def _member(vals, lo, hi, t):
 
 
 @njit(cache=True)
-def _passes(o, q, op, offsets, values):
+def keywords_pass(o, q, op, offsets, values):
+    """Whether object row o holds query row q's keywords (AND: all, OR: one; none: any object)."""
     need = offsets[q + 1] - offsets[q]
     hits = 0
     for j in range(offsets[q], offsets[q + 1]):
-        if _member(values, offsets[o], offsets[o + 1], values[j]):
+        if term_member(values, offsets[o], offsets[o + 1], values[j]):
             hits += 1
     if need == 0:
         return True
@@ -35,91 +38,12 @@ def _passes(o, q, op, offsets, values):
 
 
 @njit(cache=True)
-def _visible(o, q, seq, ts, tau):
+def visible(o, q, seq, ts, tau):
+    """Whether object row o arrived before snapshot query row q and within its look-back."""
     return seq[o] < seq[q] and ts[o] > ts[q] - tau[q]
 
 
-@njit(cache=True)
-def _range(queries, objs, seq, ts, tau, ids, x, y, xmin, ymin, xmax, ymax, op, offsets, values):
-    out_q = np.empty(64, np.int64)
-    out_o = np.empty(64, np.int64)
-    n = 0
-    for q in queries:
-        for o in objs:
-            if not _visible(o, q, seq, ts, tau):
-                continue
-            if x[o] < xmin[q] or x[o] > xmax[q] or y[o] < ymin[q] or y[o] > ymax[q]:
-                continue
-            if not _passes(o, q, op, offsets, values):
-                continue
-            if n == len(out_q):
-                out_q = np.concatenate((out_q, np.empty(n, np.int64)))
-                out_o = np.concatenate((out_o, np.empty(n, np.int64)))
-            out_q[n] = ids[q]
-            out_o[n] = ids[o]
-            n += 1
-    return out_q[:n], out_o[:n]
-
-
-@njit(cache=True)
-def _nearest(queries, objs, seq, ts, tau, ids, x, y, k, op, offsets, values):
-    out_q = np.empty(64, np.int64)
-    out_o = np.empty(64, np.int64)
-    n = 0
-    for q in queries:
-        kk = max(k[q], 1)
-        best = np.full(kk, np.inf)
-        who = np.zeros(kk, np.int64)
-        have = 0
-        for o in objs:  # seq order: an object later than an equally near one never passes it
-            if not _visible(o, q, seq, ts, tau) or not _passes(o, q, op, offsets, values):
-                continue
-            dx = x[o] - x[q]
-            dy = y[o] - y[q]
-            d2 = dx * dx + dy * dy
-            if have == kk and not d2 < best[kk - 1]:
-                continue
-            pos = have if have < kk else kk - 1
-            while pos > 0 and best[pos - 1] > d2:
-                best[pos] = best[pos - 1]
-                who[pos] = who[pos - 1]
-                pos -= 1
-            best[pos] = d2
-            who[pos] = o
-            if have < kk:
-                have += 1
-        for j in range(have):
-            if n == len(out_q):
-                out_q = np.concatenate((out_q, np.empty(n, np.int64)))
-                out_o = np.concatenate((out_o, np.empty(n, np.int64)))
-            out_q[n] = ids[q]
-            out_o[n] = ids[who[j]]
-            n += 1
-    return out_q[:n], out_o[:n]
-
-
-def _in_seq_order(stream: Events) -> Events:
+def in_seq_order(stream: Events) -> Events:
+    """The stream in seq order (itself when it already is)."""
     order = np.argsort(stream.seq, kind="stable")
     return stream if np.array_equal(order, np.arange(len(stream))) else stream.take(order)
-
-
-def snapshot_range_keys(stream: Events, family: int) -> np.ndarray:
-    """qid<<32 | oid of every object in each snapshot range query's answer."""
-    s = _in_seq_order(stream)
-    queries = np.flatnonzero((s.kind == SNAPSHOT) & (s.family == family))
-    if len(queries) == 0:
-        return np.zeros(0, np.int64)
-    q, o = _range(queries, np.flatnonzero(s.kind == OBJECT), s.seq, s.ts, s.tau, s.id, s.x, s.y, s.xmin, s.ymin,
-                  s.xmax, s.ymax, s.op, s.offsets, s.values)
-    return np.unique((q << np.int64(32)) | o)
-
-
-def snapshot_knn_keys(stream: Events, family: int) -> np.ndarray:
-    """qid<<32 | oid of each snapshot kNN query's k nearest qualifying objects by (d2, seq)."""
-    s = _in_seq_order(stream)
-    queries = np.flatnonzero((s.kind == SNAPSHOT) & (s.family == family))
-    if len(queries) == 0:
-        return np.zeros(0, np.int64)
-    q, o = _nearest(queries, np.flatnonzero(s.kind == OBJECT), s.seq, s.ts, s.tau, s.id, s.x, s.y,
-                    s.k.astype(np.int64), s.op, s.offsets, s.values)
-    return np.unique((q << np.int64(32)) | o)

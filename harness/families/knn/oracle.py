@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from harness.core.events import AND, DELETE, INSERT, KNN, OBJECT, Events
-from harness.families.snapshot_oracle import snapshot_knn_keys
+from harness.core.events import AND, DELETE, INSERT, KNN, OBJECT, SNAPSHOT, Events
+from harness.families.snapshot_oracle import in_seq_order, keywords_pass, visible
 
 
 @njit(cache=True)
@@ -93,3 +93,54 @@ def knn_oracle(stream: Events) -> np.ndarray:
     q, o = _entries(ins, end, stream.kind, stream.seq, stream.id, stream.x, stream.y, stream.op,
                     stream.k.astype(np.int64), stream.offsets, stream.values, top)
     return np.unique(np.r_[(q << np.int64(32)) | o, snapshots])
+
+
+# -- snapshot kNN queries (SSTD's SKQ): the k nearest visible objects with the keywords ------------------
+
+
+@njit(cache=True)
+def _nearest(queries, objs, seq, ts, tau, ids, x, y, k, op, offsets, values):
+    out_q = np.empty(64, np.int64)
+    out_o = np.empty(64, np.int64)
+    n = 0
+    for q in queries:
+        kk = max(k[q], 1)
+        best = np.full(kk, np.inf)
+        who = np.zeros(kk, np.int64)
+        have = 0
+        for o in objs:  # seq order: an object later than an equally near one never passes it
+            if not visible(o, q, seq, ts, tau) or not keywords_pass(o, q, op, offsets, values):
+                continue
+            dx = x[o] - x[q]
+            dy = y[o] - y[q]
+            d2 = dx * dx + dy * dy
+            if have == kk and not d2 < best[kk - 1]:
+                continue
+            pos = have if have < kk else kk - 1
+            while pos > 0 and best[pos - 1] > d2:
+                best[pos] = best[pos - 1]
+                who[pos] = who[pos - 1]
+                pos -= 1
+            best[pos] = d2
+            who[pos] = o
+            if have < kk:
+                have += 1
+        for j in range(have):
+            if n == len(out_q):
+                out_q = np.concatenate((out_q, np.empty(n, np.int64)))
+                out_o = np.concatenate((out_o, np.empty(n, np.int64)))
+            out_q[n] = ids[q]
+            out_o[n] = ids[who[j]]
+            n += 1
+    return out_q[:n], out_o[:n]
+
+
+def snapshot_knn_keys(stream: Events, family: int) -> np.ndarray:
+    """qid<<32 | oid of each snapshot kNN query's k nearest qualifying objects by (d2, seq)."""
+    s = in_seq_order(stream)
+    queries = np.flatnonzero((s.kind == SNAPSHOT) & (s.family == family))
+    if len(queries) == 0:
+        return np.zeros(0, np.int64)
+    q, o = _nearest(queries, np.flatnonzero(s.kind == OBJECT), s.seq, s.ts, s.tau, s.id, s.x, s.y,
+                    s.k.astype(np.int64), s.op, s.offsets, s.values)
+    return np.unique((q << np.int64(32)) | o)

@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import njit
 
-from harness.core.events import AND, DELETE, INSERT, OBJECT, RANGE, Events, sorted_unique
-from harness.families.snapshot_oracle import snapshot_range_keys
+from harness.core.events import AND, DELETE, INSERT, OBJECT, RANGE, SNAPSHOT, Events, sorted_unique
+from harness.families.snapshot_oracle import in_seq_order, keywords_pass, visible
 from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
 
 
@@ -119,3 +119,39 @@ class BruteForceRangeIndex(WorkerIndex):
 
     def size_bytes(self) -> int:
         return int(sum(a.nbytes for a in self.queries.cols.values()) + self.queries.values.nbytes)
+
+
+# -- snapshot range queries (SSTD's SRQ): every visible object in the rectangle with the keywords --------
+
+
+@njit(cache=True)
+def _range(queries, objs, seq, ts, tau, ids, x, y, xmin, ymin, xmax, ymax, op, offsets, values):
+    out_q = np.empty(64, np.int64)
+    out_o = np.empty(64, np.int64)
+    n = 0
+    for q in queries:
+        for o in objs:
+            if not visible(o, q, seq, ts, tau):
+                continue
+            if x[o] < xmin[q] or x[o] > xmax[q] or y[o] < ymin[q] or y[o] > ymax[q]:
+                continue
+            if not keywords_pass(o, q, op, offsets, values):
+                continue
+            if n == len(out_q):
+                out_q = np.concatenate((out_q, np.empty(n, np.int64)))
+                out_o = np.concatenate((out_o, np.empty(n, np.int64)))
+            out_q[n] = ids[q]
+            out_o[n] = ids[o]
+            n += 1
+    return out_q[:n], out_o[:n]
+
+
+def snapshot_range_keys(stream: Events, family: int) -> np.ndarray:
+    """qid<<32 | oid of every object in each snapshot range query's answer."""
+    s = in_seq_order(stream)
+    queries = np.flatnonzero((s.kind == SNAPSHOT) & (s.family == family))
+    if len(queries) == 0:
+        return np.zeros(0, np.int64)
+    q, o = _range(queries, np.flatnonzero(s.kind == OBJECT), s.seq, s.ts, s.tau, s.id, s.x, s.y, s.xmin, s.ymin,
+                  s.xmax, s.ymax, s.op, s.offsets, s.values)
+    return np.unique((q << np.int64(32)) | o)
