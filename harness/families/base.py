@@ -274,6 +274,20 @@ class Family(ParamsMixin):
     # tiles) -> (digest, checks), computed on Spark with an algorithm of its own (None: none)
     scale_oracle: ClassVar[Callable | None] = None
 
+    # Its workloads, as data that one dispatcher reads (harness/families/workload.py), so that no
+    # family repeats the `workload.source` / `workload.protocol` dispatch:
+    # - `generator(objects, term_df, extent, cfg, seed) -> Workload`: its own generator
+    #   (datasets/workloads/<name>.py); None: SSTD's snapshot generator builds all its workloads;
+    # - `check_generator(cfg)`: refuses settings its generator cannot use (ValueError);
+    # - `snapshot_protocols`: the `workload.protocol` values SSTD's snapshot generator
+    #   (datasets/workloads/snapshot.py) builds for it instead of its own generator;
+    # - `check_file(cfg)`: its own checks of a `workload.source=file` workload, before the event
+    #   file's (top-k: its window); the file itself is read by the generic reader with its code.
+    generator: ClassVar[Callable | None] = None
+    check_generator: ClassVar[Callable | None] = None
+    snapshot_protocols: ClassVar[tuple[str, ...]] = ()
+    check_file: ClassVar[Callable | None] = None
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__:
@@ -306,14 +320,21 @@ class Family(ParamsMixin):
     def oracle(stream: Events) -> np.ndarray:
         """Distinct final result keys of a whole stream, by brute force."""
 
-    @staticmethod
-    @abstractmethod
-    def build_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, seed: int):
-        """The workload's event stream (datasets.workloads.Workload) over a prepared dataset."""
+    @classmethod
+    def build_workload(cls, objects: pa.Table, term_df: np.ndarray, extent, cfg, seed: int):
+        """The workload's event stream (datasets.workloads.Workload) over a prepared dataset, from the
+        family's workload attributes (`generator`, `snapshot_protocols`, ...: harness/families/workload.py)."""
+        from harness.families.workload import build_workload
+
+        return build_workload(cls, objects, term_df, extent, cfg, seed)
 
     @classmethod
     def validate_workload(cls, cfg) -> None:
-        """Reject workload settings this family's generator cannot use (ValueError)."""
+        """Reject workload settings this family's workloads cannot use (ValueError), from the same
+        attributes."""
+        from harness.families.workload import validate_workload
+
+        validate_workload(cls, cfg)
 
     @classmethod
     def fit_view(cls, sample: Events, context: IndexContext) -> Events:

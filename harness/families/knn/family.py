@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from datasets.workloads.snapshot import build_snapshot_workload, validate_snapshot_workload
-from datasets.workloads.events_file import validate_file_workload
-from datasets.workloads.knn import build_knn_file_workload, build_knn_workload, validate_knn_workload
 import numpy as np
+
+from datasets.workloads.knn import build_knn_workload, validate_knn_workload
 
 from harness.core.events import INSERT, KNN, OBJECT, SNAPSHOT, Events
 from harness.families.base import Family, IndexContext
@@ -69,6 +68,10 @@ class KnnFamily(Family):
             raise ValueError(f"index.knn.layout={params.layout!r} is invalid; allowed: shared, paper")
 
     oracle = staticmethod(knn_oracle)
+    # the DkM-SKS / SSTD CKQ generator; SSTD's snapshot kNN queries (SKQ) with protocol skq or mix
+    generator = staticmethod(build_knn_workload)
+    check_generator = staticmethod(validate_knn_workload)
+    snapshot_protocols = ("skq", "mix")
 
     @classmethod
     def stream_context(cls, context: IndexContext, events: Events) -> IndexContext:
@@ -108,21 +111,3 @@ class KnnFamily(Family):
         rows, r = ins[ok], np.sqrt(r2[slot[ok]])
         bounded = np.isfinite(r)
         return narrowed_to_balls(sample, rows[bounded], r[bounded])
-
-    @staticmethod
-    def build_workload(objects, term_df, extent, cfg, seed: int):
-        """The DkM-SKS / SSTD generator, SSTD's snapshot kNN queries (protocol skq), or a user's event file (`workload.source=file`)."""
-        if getattr(cfg, "source", "generator") == "generator" and cfg.protocol in ("skq", "mix"):
-            return build_snapshot_workload(objects, term_df, extent, cfg, seed)
-        if getattr(cfg, "source", "generator") == "file":
-            return build_knn_file_workload(objects, term_df, extent, cfg)
-        return build_knn_workload(objects, term_df, extent, cfg, seed)
-
-    @staticmethod
-    def validate_workload(cfg) -> None:
-        validate_file_workload(cfg, KNN)
-        if getattr(cfg, "source", "generator") == "generator":
-            if cfg.protocol in ("skq", "mix"):
-                validate_snapshot_workload(cfg, ("skq", "mix"))
-            else:
-                validate_knn_workload(cfg)

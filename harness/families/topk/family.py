@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from datasets.workloads.events_file import build_file_workload, validate_file_workload
 from datasets.workloads.topk import build_topk_workload, validate_topk_window, validate_topk_workload
 from harness.core.events import TOPK, Events
 from harness.families.base import Family, IndexContext
@@ -58,22 +57,11 @@ class TopkFamily(Family):
             raise ValueError(f"index.topk.skyband_ratio={r!r} is invalid; allowed: a number in (0, 1]")
 
     oracle = staticmethod(topk_oracle)
+    generator = staticmethod(build_topk_workload)
+    check_generator = staticmethod(validate_topk_workload)
+    check_file = staticmethod(validate_topk_window)  # an event file's subscriptions take the window from the config
 
     @classmethod
     def stream_context(cls, context: IndexContext, events: Events) -> IndexContext:
         idf, max_dist = stream_weights(events)
         return replace(context, term_weight=idf, max_dist=max_dist)
-
-    @staticmethod
-    def build_workload(objects, term_df, extent, cfg, seed: int):
-        if getattr(cfg, "source", "generator") == "file":  # a user's event file: its window from the config
-            return build_file_workload(objects, term_df, cfg, TOPK, extent=extent)
-        return build_topk_workload(objects, term_df, extent, cfg, seed)
-
-    @staticmethod
-    def validate_workload(cfg) -> None:
-        if getattr(cfg, "source", "generator") == "file":
-            validate_topk_window(cfg)
-            validate_file_workload(cfg, TOPK)
-            return
-        validate_topk_workload(cfg)
