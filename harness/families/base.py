@@ -287,6 +287,20 @@ class Family(ParamsMixin):
     check_generator: ClassVar[Callable | None] = None
     snapshot_protocols: ClassVar[tuple[str, ...]] = ()
     check_file: ClassVar[Callable | None] = None
+    # Its own workload knobs: a dataclass whose fields only its generator reads; they join the flat
+    # `workload.*` schema beside the shared knobs (datasets/workloads/config.py), harness/families/
+    # workload.py: WorkloadConfig. None: its workloads read shared knobs alone.
+    WorkloadKnobs: ClassVar[type | None] = None
+    # shared knobs its generator reads that the others' do not: with its WorkloadKnobs' fields, the
+    # knobs its workloads are keyed by. A workload's cache key (harness/run/workload_cache.py)
+    # drops every knob some family declares unless the workload's own family declares it too.
+    workload_fields: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def workload_key(cls, key: dict) -> dict:
+        """Its own trim of one of its workloads' cache key (`key`: the plain workload config, other
+        families' knobs dropped): knobs this configuration leaves unused. Default: as it is."""
+        return key
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

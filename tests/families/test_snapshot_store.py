@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from datasets.workloads.config import WorkloadConfig
 from harness.core.events import AND, KNN, OBJECT, RANGE, SNAPSHOT, Events, pair_keys
 from harness.engine.simulate import simulate
 from harness.families import registry as families
@@ -18,6 +17,7 @@ from harness.families.knn.snapshot import answer_knn
 from harness.families.object_store import ObjectStore
 from harness.families.range.oracle import snapshot_range_keys
 from harness.families.range.snapshot import answer_range
+from harness.families.workload import WorkloadConfig
 from tests.helpers import random_objects
 from tests.streams import item_events, random_snapshot_stream
 

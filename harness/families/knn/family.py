@@ -13,6 +13,7 @@ routes it natively.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -24,6 +25,9 @@ from harness.families.knn.geometry import narrowed_to_balls
 from harness.families.knn.index import KnnIndex
 from harness.families.knn.merge import KnnMerger
 from harness.families.knn.oracle import knn_oracle
+
+# the shared knobs the kNN generator reads and the STS generator does not (datasets/workloads/config.py)
+QUERY_SHAPE = ("protocol", "k_min", "k_max", "op", "tau_hours", "hour_s")
 
 
 class KnnFamily(Family):
@@ -49,6 +53,20 @@ class KnnFamily(Family):
         # whole space) or two_phase (SSTD Sec. 6.2: the worker of the query's point first, whose
         # local k-th distance r bounds the answer; then every worker the square of side 2r reaches)
         skq_protocol: str = "fanout"
+
+    @dataclass
+    class WorkloadKnobs:
+        """The kNN generator's own knobs (datasets/workloads/knn.py): a time-stamped stream. It also
+        reads queries (the initial |S|, the live set), updates (derives timestamps), keywords_min/max
+        and the queries' shape (protocol, k_min/k_max, op, tau_hours, hour_s)."""
+
+        init_objects: Optional[int] = None  # |O_init|, objects after the initial subscriptions; None = queries (DkM: 1M)
+        timestamps: Optional[int] = None  # measured time-stamps; None = ceil(updates / (inserts_per_ts + deletes_per_ts))
+        objects_per_ts: int = 100  # objects per time-stamp (DkM: 1,000)
+        inserts_per_ts: int = 10  # dkm: subscription insertions per time-stamp (DkM: 100)
+        deletes_per_ts: int = 10  # dkm: deletions per time-stamp, uniform over the live ones (DkM: 100)
+
+    workload_fields = QUERY_SHAPE
 
     @classmethod
     def snapshot_rounds(cls, params: dict | None = None) -> int:
