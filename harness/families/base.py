@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from harness.core.events import DELETE, SNAPSHOT, Events, splitmix64
+from harness.core.metric import Metric
 from harness.core.params import ParamsMixin
 
 NEVER = np.iinfo(np.int64).max  # deletion seq of a subscription that is still live
@@ -295,6 +296,27 @@ class Family(ParamsMixin):
     # knobs its workloads are keyed by. A workload's cache key (harness/run/workload_cache.py)
     # drops every knob some family declares unless the workload's own family declares it too.
     workload_fields: ClassVar[tuple[str, ...]] = ()
+
+    # Its own figures of a run, which the report asks every registered family for
+    # (harness/report/summary.py), so that no figure of one family is computed in the report:
+    # - `counters`: per-worker counters its index reports (WorkerOutput.counters) that the worker
+    #   table sums over the measured epochs (harness/engine/monitor.py: worker_table);
+    # - `metrics`: the registry entries (name, unit, meaning, direction, format) of the figures
+    #   `summarise` returns (harness/report/metrics.py lists them with the shared ones);
+    # - `snapshot_type`: SSTD's name of its snapshot queries (srq, skq, stq): the report gives their
+    #   mean latency as `<snapshot_type>_latency_mean_ms`; None: no per-type figure.
+    counters: ClassVar[tuple[str, ...]] = ()
+    metrics: ClassVar[tuple[Metric, ...]] = ()
+    snapshot_type: ClassVar[str | None] = None
+
+    @classmethod
+    def summarise(cls, workers, final_stats: list[dict]) -> dict[str, float]:
+        """Its figures of a run (`metrics`), from the worker table (a pandas DataFrame, one row per
+        worker: the measured epochs' counters summed, its `counters` among them) and each worker's
+        statistics at the last measured epoch's end (`final_stats`). Every registered family is
+        asked for every run, so its figures are in every run row (0 or NaN without its work).
+        Default: none."""
+        return {}
 
     @classmethod
     def workload_key(cls, key: dict) -> dict:

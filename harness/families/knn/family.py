@@ -90,6 +90,7 @@ class KnnFamily(Family):
     generator = staticmethod(build_knn_workload)
     check_generator = staticmethod(validate_knn_workload)
     snapshot_protocols = ("skq", "mix")
+    snapshot_type = "skq"
 
     @classmethod
     def stream_context(cls, context: IndexContext, events: Events) -> IndexContext:

@@ -35,3 +35,4 @@ class RangeFamily(Family):
     generator = staticmethod(build_workload)
     check_generator = staticmethod(validate_range_workload)
     snapshot_protocols = ("srq", "mix")
+    snapshot_type = "srq"

@@ -39,6 +39,7 @@ class TermsFamily(Family):
     oracle = staticmethod(terms_oracle)
     # no generator of its own: SSTD's snapshot generator makes its STQs (protocol stq) and CTQs (ctq)
     snapshot_protocols = ("stq", "ctq", "mix")
+    snapshot_type = "stq"  # a CTQ's reports count as STQs
 
     @classmethod
     def stream_context(cls, context: IndexContext, events: Events) -> IndexContext:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from datasets.workloads.topk import build_topk_workload, validate_topk_window, validate_topk_workload
 from harness.core.events import TOPK, Events
 from harness.families.base import Family, IndexContext
+from harness.families.topk import figures
 from harness.families.topk.index import TopkIndex
 from harness.families.topk.merge import TopkMerger
 from harness.families.topk.oracle import topk_oracle
@@ -83,6 +84,9 @@ class TopkFamily(Family):
             raise ValueError(f"index.topk.skyband_ratio={r!r} is invalid; allowed: a number in (0, 1]")
 
     oracle = staticmethod(topk_oracle)
+    counters = figures.COUNTERS
+    metrics = figures.METRICS
+    summarise = staticmethod(figures.summarise)
     generator = staticmethod(build_topk_workload)
     check_generator = staticmethod(validate_topk_workload)
     check_file = staticmethod(validate_topk_window)  # an event file's subscriptions take the window from the config
