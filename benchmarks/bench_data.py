@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 
 from harness.core.events import INSERT, NUMERIC_FIELDS, NUMPY_DTYPES, OBJECT, OBJECT_SCHEMA, Events, list_to_csr
-from datasets.workloads.config import WorkloadConfig
 from datasets.workloads.range import build_workload
+from harness.families.workload import WorkloadConfig
 
 EXTENT = (0.0, 0.0, 4000.0, 2500.0)
 VOCAB = 20_000

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from conftest import cpu_timer
-from datasets.workloads.config import WorkloadConfig
 from datasets.workloads.range import build_workload
+from harness.families.workload import WorkloadConfig
 from strategies import registry
 from strategies.base import FitContext
 

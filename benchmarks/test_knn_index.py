@@ -23,12 +23,12 @@ import pytest
 
 from bench_data import synthetic_objects
 from conftest import cpu_timer, paired_rounds, timed
-from datasets.workloads.config import WorkloadConfig
 from datasets.workloads.knn import build_knn_workload
 from harness.core.events import AND, INSERT, OBJECT
 from harness.families.base import IndexContext
 from harness.families.knn.index import BOUND_ROW, KnnIndex
 from harness.families.knn.merge import KnnMerger
+from harness.families.workload import WorkloadConfig
 from strategies.dkmsks.balls import with_balls
 from strategies.dkmsks.counts import ObjectStats
 

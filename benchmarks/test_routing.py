@@ -21,9 +21,9 @@ import pytest
 from bench_data import object_events
 from baselines import numpy_grid_route
 from conftest import cpu_timer, paired_rounds, timed
-from datasets.workloads.config import WorkloadConfig
 from datasets.workloads.range import build_workload
 from harness.core.events import INSERT, OBJECT
+from harness.families.workload import WorkloadConfig
 from strategies import registry
 from strategies.base import FitContext, route_stream
 

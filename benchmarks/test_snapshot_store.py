@@ -20,11 +20,14 @@ import pytest
 
 from bench_data import synthetic_objects
 from conftest import cpu_timer, paired_rounds, timed
-from datasets.workloads.config import WorkloadConfig
 from datasets.workloads.snapshot import build_snapshot_workload
 from harness.core.events import AND, OBJECT, SNAPSHOT, pair_keys
-from harness.families.object_store import ObjectStore, answer_knn, answer_range, count_tables, terms_answers
+from harness.families.knn.snapshot import answer_knn
+from harness.families.object_store import ObjectStore
+from harness.families.range.snapshot import answer_range
+from harness.families.terms.snapshot import count_tables, terms_answers
 from harness.families.terms.index import copy_masks
+from harness.families.workload import WorkloadConfig
 
 STORE = {"full": 625_000, "small": 200_000}
 SLICE = 16384  # index.terms.slice_size's default

@@ -23,10 +23,11 @@ import pytest
 
 from bench_data import synthetic_objects
 from conftest import cpu_timer
-from datasets.workloads.config import WorkloadConfig
 from datasets.workloads.snapshot import build_snapshot_workload
 from harness.core.events import AND, OBJECT, SNAPSHOT
-from harness.families.object_store import ObjectStore, answer_range
+from harness.families.object_store import ObjectStore
+from harness.families.range.snapshot import answer_range
+from harness.families.workload import WorkloadConfig
 
 N_OBJECTS = 5_000_000
 N_WORKERS = 8

@@ -34,12 +34,12 @@ import pytest
 
 from bench_data import synthetic_objects
 from conftest import cpu_timer
-from datasets.workloads.config import WorkloadConfig
 from datasets.workloads.topk import build_topk_workload
 from harness.core.events import OBJECT
 from harness.families.base import IndexContext
 from harness.families.topk.family import TopkFamily
 from harness.families.topk.index import TopkIndex
+from harness.families.workload import WorkloadConfig
 
 SUBS = {"full": 156_000, "small": 20_000}
 WINDOW = {"full": 1_000_000, "small": 20_000}

@@ -23,11 +23,11 @@ import pytest
 from bench_data import synthetic_objects
 from baselines import numpy_prefix_routes
 from conftest import cpu_timer, paired_rounds, timed
-from datasets.workloads.config import WorkloadConfig
 from datasets.workloads.topk import build_topk_workload
 from harness.core.events import INSERT
 from harness.families.base import IndexContext
 from harness.families.topk.family import TopkFamily
+from harness.families.workload import WorkloadConfig
 from strategies import registry
 from strategies.base import FitContext
 

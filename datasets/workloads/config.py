@@ -1,7 +1,9 @@
-"""The workload config schema (Hydra) and the generated workload, shared by every family's generator.
+"""The workload knobs every family shares, and the generated workload.
 
 `family` picks the generator (harness.families.registry); the other fields are read by the
-generators that use them (each validates its own), so one schema serves every family.
+generators that use them (each validates its own). A knob that only one family's generator reads is
+that family's own, declared beside it (`Family.WorkloadKnobs`); the flat `workload.*` schema Hydra
+types is these shared knobs plus every family's (harness/families/workload.py: WorkloadConfig).
 """
 
 from __future__ import annotations
@@ -24,24 +26,22 @@ SOURCES = ("generator", "file")
 # the event-file knobs; with source=generator they are unused (a cache key may leave them out)
 FILE_FIELDS = ("source", "path", "warmup_fraction", "warmup_events")
 
-# the kNN generator's knobs (datasets/workloads/knn.py); other families' generators never read them
+# the kNN generator's protocols and keyword semantics (datasets/workloads/knn.py)
 KNN_PROTOCOLS = ("dkm", "ckq")
 KNN_OPS = ("or", "and")
-KNN_FIELDS = ("protocol", "init_objects", "timestamps", "objects_per_ts", "inserts_per_ts", "deletes_per_ts",
-              "k_min", "k_max", "op", "tau_hours", "hour_s")
 # snapshot queries (datasets/workloads/snapshot.py): protocol srq (family range) or skq (family knn);
 # it also reads queries, keywords_min/max, k_min/k_max, op, tau_hours, hour_s
 SNAPSHOT_PROTOCOLS = ("srq", "skq", "stq", "ctq", "mix")
 SNAPSHOT_FIELDS = ("types", "preload_objects", "sample_queries", "batch", "batch_every_s", "objects_per_s",
                    "area_fraction", "ctq_window_hours", "ctq_step_hours", "ctq_span_s")
-# the top-k generator's knobs (datasets/workloads/topk.py); it also reads queries, keywords_min/max,
-# k_min/k_max
-TOPK_FIELDS = ("window", "measured_messages", "alpha_low", "alpha_high", "window_by", "window_s")
-TIME_WINDOW_FIELDS = ("window_by", "window_s")  # left out of a count-window workload's cache key
 
 
 @dataclass
-class WorkloadConfig:
+class SharedWorkloadConfig:
+    """The knobs more than one generator reads, or that every workload's cache key has held (the
+    STS generator's: the first family's knobs were the whole schema). A family's own knobs are
+    its `WorkloadKnobs`."""
+
     name: str = "sts_q1"
     family: str = "range"
     profile: str = "q1"  # q1 | q2 | q3
@@ -78,26 +78,14 @@ class WorkloadConfig:
     path: Optional[str] = None  # source=file: the event file
     warmup_fraction: float = 0.2  # source=file: share of the file's events (seq order) that is the warm-up
     warmup_events: Optional[int] = None  # source=file: the warm-up as an event count (wins over the fraction)
-    # kNN subscriptions (family knn, datasets/workloads/knn.py): a time-stamped stream. Also read by
-    # it: queries (the initial |S|, the live set), updates (derives timestamps), keywords_min/max.
-    protocol: str = "dkm"  # dkm: DkM-SKS Sec. 5.1 (knn_q) | ckq: SSTD's CKQ with lifetimes (ckq_q)
-    init_objects: Optional[int] = None  # |O_init|, objects after the initial subscriptions; None = queries (DkM: 1M)
-    timestamps: Optional[int] = None  # measured time-stamps; None = ceil(updates / (inserts_per_ts + deletes_per_ts))
-    objects_per_ts: int = 100  # objects per time-stamp (DkM: 1,000)
-    inserts_per_ts: int = 10  # dkm: subscription insertions per time-stamp (DkM: 100)
-    deletes_per_ts: int = 10  # dkm: deletions per time-stamp, uniform over the live ones (DkM: 100)
+    # the queries' shape, read by the kNN, top-k and snapshot generators (datasets/workloads/knn.py,
+    # topk.py, snapshot.py); the kNN generator's own knobs are KnnFamily.WorkloadKnobs
+    protocol: str = "dkm"  # knn: dkm (DkM-SKS Sec. 5.1, knn_q) | ckq (SSTD's CKQ with lifetimes, ckq_q); snapshot protocols
     k_min: int = 1  # k uniform in [k_min, k_max] (DkM: [1, k_max]; SSTD: 10..40, default 10)
     k_max: int = 10  # DkM's default k_max
     op: str = "or"  # or (DkM: any keyword) | and (SSTD CKQ: every keyword)
     tau_hours: float = 72.0  # ckq: lifetime in paper hours (SSTD: 24-168, default 72)
     hour_s: Optional[float] = None  # ckq: event seconds (= time-stamps) per paper hour; None = timestamps / 744
-    # top-k subscriptions over a sliding window (family topk, datasets/workloads/topk.py)
-    window: int = 20_000  # |W|: the count-based window, messages (Skype: 1M)
-    window_by: str = "count"  # count: the last |W| messages; time: those of the last window_s seconds (Skype 6.3)
-    window_s: float = 10.0  # window_by=time: T, seconds of the dataset's own event time
-    measured_messages: int = 10_000  # objects after the window is full and the subscriptions registered
-    alpha_low: float = 0.01  # alpha uniform in [alpha_low, alpha_high], inside (0, 1)
-    alpha_high: float = 0.99
     # snapshot queries (protocol srq / skq / stq / ctq, or mix: `types` of SSTD's six at once;
     # datasets/workloads/snapshot.py; SSTD Sec. 7.1)
     types: list = field(default_factory=lambda: ["srq"])  # mix: srq, skq, stq, crq, ckq, ctq

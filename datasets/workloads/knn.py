@@ -275,12 +275,3 @@ def pick_terms(rng, s_off: np.ndarray, s_val: np.ndarray, counts: np.ndarray) ->
     np.cumsum(counts, out=q_off[1:])
     return q_off, (pair & np.int64(0xFFFFFFFF)).astype(np.int32)
 
-
-def build_knn_file_workload(objects: pa.Table | None, term_df: np.ndarray | None, extent, cfg) -> Workload:
-    """A user's event file of kNN subscriptions (`workload.source=file`, datasets/workloads/events_file.py):
-    an insert needs its point (x, y or lon, lat), k >= 1 and at least one keyword (refused naming
-    the row otherwise); its routing rectangle is the space's extent (an unbounded ball), whatever
-    the file says; `tau` on an insert is its lifetime (a delete at ts + tau)."""
-    from datasets.workloads.events_file import build_file_workload
-
-    return build_file_workload(objects, term_df, cfg, KNN, extent=extent)

@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from harness.core.events import DELETE, INSERT, OBJECT, Events, row_bytes
+from harness.families import registry as families
 from strategies.adjust_base import UNIT_COLUMNS
 
 def _owned_units(router, ev: Events, rows: np.ndarray, worker: int, owner: np.ndarray):
@@ -61,24 +62,34 @@ def unit_stats(router, worker: int, ev: Events, work: np.ndarray, busy_s: float,
     return pa.table({c: cols[c] for c in UNIT_COLUMNS})
 
 
+# the counters every worker reports (a family's own: `Family.counters`, in `counters()`)
 COUNTERS = ("events", "objects", "inserts", "deletes", "candidates", "results", "busy_s", "restore_s",
-            "index_bytes", "restored", "pause_s", "replicas_dropped", "reevaluations", "resent", "snapshots",
-            "snapshot_checks", "stored_objects", "stored_bytes", "expiries", "arrival_s", "expiry_s")
+            "index_bytes", "restored", "pause_s", "replicas_dropped", "resent", "snapshots",
+            "snapshot_checks", "stored_objects", "stored_bytes")
 LEVELS = ("index_bytes", "stored_objects", "stored_bytes")  # what a worker holds: the largest over the epochs, not a sum
+
+
+def counters() -> tuple[str, ...]:
+    """The worker table's counters: the shared ones, then every registered family's own."""
+    out = list(COUNTERS)
+    for name in families.names():
+        out += [c for c in families.get(name).counters if c not in out]
+    return tuple(out)
 
 
 def worker_table(epoch_stats: list[dict[int, dict]], n_workers: int) -> pd.DataFrame:
     """Per worker totals over the given (measured) epochs' worker statistics; workers that got
     nothing show zeros. `pause_s` is the time a migration stalled the worker before the epoch."""
+    names = counters()
     rows = []
     for w in range(n_workers):
         row = {"worker": w}
-        for c in COUNTERS:
+        for c in names:
             row[c] = 0.0
         load = 0.0
         for stats in epoch_stats:
             st = stats.get(w, {})
-            for c in COUNTERS:
+            for c in names:
                 if c in LEVELS:
                     row[c] = max(row[c], st.get(c, 0))
                 else:

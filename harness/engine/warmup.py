@@ -16,9 +16,9 @@ import sys
 import time
 
 from datasets.tiny import random_objects
-from datasets.workloads.config import WorkloadConfig
 from harness.engine.simulate import simulate
 from harness.families import registry as families
+from harness.families.workload import WorkloadConfig
 from strategies import registry
 
 # a family's generator settings where the shared ones do not make its tiny workload (terms: SSTD's

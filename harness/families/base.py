@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from harness.core.events import DELETE, SNAPSHOT, Events, splitmix64
+from harness.core.metric import Metric
 from harness.core.params import ParamsMixin
 
 NEVER = np.iinfo(np.int64).max  # deletion seq of a subscription that is still live
@@ -274,6 +275,55 @@ class Family(ParamsMixin):
     # tiles) -> (digest, checks), computed on Spark with an algorithm of its own (None: none)
     scale_oracle: ClassVar[Callable | None] = None
 
+    # Its workloads, as data that one dispatcher reads (harness/families/workload.py), so that no
+    # family repeats the `workload.source` / `workload.protocol` dispatch:
+    # - `generator(objects, term_df, extent, cfg, seed) -> Workload`: its own generator
+    #   (datasets/workloads/<name>.py); None: SSTD's snapshot generator builds all its workloads;
+    # - `check_generator(cfg)`: refuses settings its generator cannot use (ValueError);
+    # - `snapshot_protocols`: the `workload.protocol` values SSTD's snapshot generator
+    #   (datasets/workloads/snapshot.py) builds for it instead of its own generator;
+    # - `check_file(cfg)`: its own checks of a `workload.source=file` workload, before the event
+    #   file's (top-k: its window); the file itself is read by the generic reader with its code.
+    generator: ClassVar[Callable | None] = None
+    check_generator: ClassVar[Callable | None] = None
+    snapshot_protocols: ClassVar[tuple[str, ...]] = ()
+    check_file: ClassVar[Callable | None] = None
+    # Its own workload knobs: a dataclass whose fields only its generator reads; they join the flat
+    # `workload.*` schema beside the shared knobs (datasets/workloads/config.py), harness/families/
+    # workload.py: WorkloadConfig. None: its workloads read shared knobs alone.
+    WorkloadKnobs: ClassVar[type | None] = None
+    # shared knobs its generator reads that the others' do not: with its WorkloadKnobs' fields, the
+    # knobs its workloads are keyed by. A workload's cache key (harness/run/workload_cache.py)
+    # drops every knob some family declares unless the workload's own family declares it too.
+    workload_fields: ClassVar[tuple[str, ...]] = ()
+
+    # Its own figures of a run, which the report asks every registered family for
+    # (harness/report/summary.py), so that no figure of one family is computed in the report:
+    # - `counters`: per-worker counters its index reports (WorkerOutput.counters) that the worker
+    #   table sums over the measured epochs (harness/engine/monitor.py: worker_table);
+    # - `metrics`: the registry entries (name, unit, meaning, direction, format) of the figures
+    #   `summarise` returns (harness/report/metrics.py lists them with the shared ones);
+    # - `snapshot_type`: SSTD's name of its snapshot queries (srq, skq, stq): the report gives their
+    #   mean latency as `<snapshot_type>_latency_mean_ms`; None: no per-type figure.
+    counters: ClassVar[tuple[str, ...]] = ()
+    metrics: ClassVar[tuple[Metric, ...]] = ()
+    snapshot_type: ClassVar[str | None] = None
+
+    @classmethod
+    def summarise(cls, workers, final_stats: list[dict]) -> dict[str, float]:
+        """Its figures of a run (`metrics`), from the worker table (a pandas DataFrame, one row per
+        worker: the measured epochs' counters summed, its `counters` among them) and each worker's
+        statistics at the last measured epoch's end (`final_stats`). Every registered family is
+        asked for every run, so its figures are in every run row (0 or NaN without its work).
+        Default: none."""
+        return {}
+
+    @classmethod
+    def workload_key(cls, key: dict) -> dict:
+        """Its own trim of one of its workloads' cache key (`key`: the plain workload config, other
+        families' knobs dropped): knobs this configuration leaves unused. Default: as it is."""
+        return key
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__:
@@ -306,14 +356,21 @@ class Family(ParamsMixin):
     def oracle(stream: Events) -> np.ndarray:
         """Distinct final result keys of a whole stream, by brute force."""
 
-    @staticmethod
-    @abstractmethod
-    def build_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, seed: int):
-        """The workload's event stream (datasets.workloads.Workload) over a prepared dataset."""
+    @classmethod
+    def build_workload(cls, objects: pa.Table, term_df: np.ndarray, extent, cfg, seed: int):
+        """The workload's event stream (datasets.workloads.Workload) over a prepared dataset, from the
+        family's workload attributes (`generator`, `snapshot_protocols`, ...: harness/families/workload.py)."""
+        from harness.families.workload import build_workload
+
+        return build_workload(cls, objects, term_df, extent, cfg, seed)
 
     @classmethod
     def validate_workload(cls, cfg) -> None:
-        """Reject workload settings this family's generator cannot use (ValueError)."""
+        """Reject workload settings this family's workloads cannot use (ValueError), from the same
+        attributes."""
+        from harness.families.workload import validate_workload
+
+        validate_workload(cls, cfg)
 
     @classmethod
     def fit_view(cls, sample: Events, context: IndexContext) -> Events:

@@ -1,4 +1,5 @@
-"""The objects a worker keeps for snapshot queries (SSTD's SRQ and SKQ), and their answers.
+"""The objects a worker keeps for snapshot queries (SSTD's SRQ, SKQ and STQ), shared by every family
+that has them.
 
 A snapshot query (kind SNAPSHOT) asks once, at its own arrival, about the objects that arrived
 before it (seq < q.seq) within its look-back (ts > q.ts - q.tau). Its answer must come from the
@@ -14,6 +15,11 @@ searches: the slices' role without their boundary cases. Each grid cell's positi
 (cell, term) posting list are sorted by position, so that range narrows them by binary search
 too. The index is rebuilt when a call brings objects and a snapshot query needs it (an O(n log n)
 sort): cheap at the harness's store sizes; incremental slices are the next step if it shows.
+
+Each family answers its own snapshot queries from the store, in its folder
+(harness/families/<name>/snapshot.py: range's SRQ, kNN's SKQ, terms' STQ and CTQ reports), with the
+kernel helpers below (`cell_candidates`, `qualifies`); `with_snapshots` runs a slice of the stream
+through the store, the family's answer and its continuous index.
 """
 
 from __future__ import annotations
@@ -23,9 +29,9 @@ import time
 import numpy as np
 from numba import njit
 
-from harness.core.events import AND, OBJECT, SNAPSHOT, Events, csr_take, pair_keys
+from harness.core.events import AND, OBJECT, SNAPSHOT, Events, csr_take
 from harness.core.grid import UniformGrid
-from harness.core.kernels import axis_cell, lower_bound
+from harness.core.kernels import lower_bound
 from harness.families.base import WorkerOutput
 
 
@@ -157,14 +163,11 @@ def split_snapshots(ev: Events) -> tuple[np.ndarray, np.ndarray]:
     return np.flatnonzero(snap), np.flatnonzero(~snap)
 
 
-# -- kernels ------------------------------------------------------------------------------------
-
-
-DIRECT_POSTINGS = 2048  # an SKQ whose rarest keyword fewer stored objects hold checks them directly
+# -- kernel helpers the families' answers share ---------------------------------------------------
 
 
 @njit(cache=True, inline="always")
-def _common(a, a_lo, a_hi, b, b_lo, b_hi):
+def common_terms(a, a_lo, a_hi, b, b_lo, b_hi):
     """Terms two sorted distinct lists share."""
     n = 0
     i, j = a_lo, b_lo
@@ -181,7 +184,7 @@ def _common(a, a_lo, a_hi, b, b_lo, b_hi):
 
 
 @njit(cache=True)
-def _candidates(c, q, lo, hi, q_op, q_off, q_val, cell_ptr, cell_pos, ukeys, starts, post, vocab):
+def cell_candidates(c, q, lo, hi, q_op, q_off, q_val, cell_ptr, cell_pos, ukeys, starts, post, vocab):
     """The positions in [lo, hi) to scan in cell c for query q, sorted: the postings of its keyword
     with the fewest in c under AND, else every object of c. (array, first, end)."""
     arr, a, b = cell_pos, cell_ptr[c], cell_ptr[c + 1]
@@ -199,347 +202,13 @@ def _candidates(c, q, lo, hi, q_op, q_off, q_val, cell_ptr, cell_pos, ukeys, sta
 
 
 @njit(cache=True, inline="always")
-def _qualifies(p, q, q_op, q_off, q_val, o_off, o_val):
+def qualifies(p, q, q_op, q_off, q_val, o_off, o_val):
+    """Whether stored object p holds query q's keywords (AND: all of them, OR: one; none: any object)."""
     need = q_off[q + 1] - q_off[q]
     if need == 0:
         return True
-    hits = _common(q_val, q_off[q], q_off[q + 1], o_val, o_off[p], o_off[p + 1])
+    hits = common_terms(q_val, q_off[q], q_off[q + 1], o_val, o_off[p], o_off[p + 1])
     return hits == need if q_op[q] == AND else hits > 0
-
-
-@njit(cache=True)
-def range_answers(q_rows, q_lo, q_hi, q_id, xmin, ymin, xmax, ymax, q_op, q_off, q_val,
-                  o_id, o_x, o_y, o_off, o_val, cell_ptr, cell_pos, ukeys, starts, post,
-                  x0, y0, icw, ich, nx, ny, vocab, work):
-    """(qid, oid) of every stored object in each query's rectangle, keywords and bounds."""
-    out_q = np.empty(256, np.int64)
-    out_o = np.empty(256, np.int64)
-    n = 0
-    for i in range(len(q_rows)):
-        q = q_rows[i]
-        lo, hi = q_lo[i], q_hi[i]
-        checked = 0
-        if hi > lo:
-            ix0, ix1 = axis_cell(xmin[q], x0, icw, nx), axis_cell(xmax[q], x0, icw, nx)
-            iy0, iy1 = axis_cell(ymin[q], y0, ich, ny), axis_cell(ymax[q], y0, ich, ny)
-            for cy in range(iy0, iy1 + 1):
-                for cx in range(ix0, ix1 + 1):
-                    arr, a, b = _candidates(cy * nx + cx, q, lo, hi, q_op, q_off, q_val, cell_ptr, cell_pos, ukeys,
-                                            starts, post, vocab)
-                    for t in range(a, b):
-                        p = arr[t]
-                        checked += 1
-                        if o_x[p] < xmin[q] or o_x[p] > xmax[q] or o_y[p] < ymin[q] or o_y[p] > ymax[q]:
-                            continue
-                        if not _qualifies(p, q, q_op, q_off, q_val, o_off, o_val):
-                            continue
-                        if n == len(out_q):
-                            out_q = np.concatenate((out_q, np.empty(n, np.int64)))
-                            out_o = np.concatenate((out_o, np.empty(n, np.int64)))
-                        out_q[n] = q_id[q]
-                        out_o[n] = o_id[p]
-                        n += 1
-        work[i] = 1 + checked
-    return out_q[:n], out_o[:n]
-
-
-@njit(cache=True, inline="always")
-def _offer(p, o_x, o_y, o_seq, qx, qy, kk, best_d, best_p, have, limit):
-    """Object p into the k best by (d2, seq) so far, if d2 <= limit; returns the new count."""
-    dx = o_x[p] - qx
-    dy = o_y[p] - qy
-    d2 = dx * dx + dy * dy
-    if d2 > limit:
-        return have
-    if have == kk and not (d2 < best_d[kk - 1] or (d2 == best_d[kk - 1] and o_seq[p] < o_seq[best_p[kk - 1]])):
-        return have
-    pos = have if have < kk else kk - 1
-    while pos > 0 and (best_d[pos - 1] > d2 or (best_d[pos - 1] == d2 and o_seq[best_p[pos - 1]] > o_seq[p])):
-        best_d[pos] = best_d[pos - 1]
-        best_p[pos] = best_p[pos - 1]
-        pos -= 1
-    best_d[pos] = d2
-    best_p[pos] = p
-    return have + 1 if have < kk else have
-
-
-@njit(cache=True)
-def knn_answers(q_rows, q_lo, q_hi, q_id, q_x, q_y, q_k, q_r2, q_op, q_off, q_val,
-                o_id, o_seq, o_x, o_y, o_off, o_val, cell_ptr, cell_pos, ukeys, starts, post,
-                x0, y0, icw, ich, nx, ny, vocab, t_terms, t_starts, t_post, box, direct, work):
-    """Each query's k nearest qualifying stored objects by (d2, seq). Under AND, when the query's
-    rarest keyword is held by few stored objects of its bounds (at most `direct`), those are
-    checked directly; otherwise the search goes ring by ring around the query's cell, within the
-    cells the objects occupy (`box`): ring r lies outside the square of rings < r, so once that
-    square's inner distance exceeds the k-th d2 no unscanned object can rank (strictly: an older
-    object at the same distance would). `q_r2`: per query, the largest d2 an answer may have (inf:
-    none; SSTD's second SKQ phase). Rows (qid, oid, seq) and d2, query by query."""
-    total = 0
-    for i in range(len(q_rows)):
-        total += max(q_k[q_rows[i]], 1)
-    ids = np.empty((total, 3), np.int64)
-    dist = np.empty(total, np.float64)
-    n = 0
-    cw, ch = 1.0 / icw, 1.0 / ich
-    for i in range(len(q_rows)):
-        q = q_rows[i]
-        kk = max(q_k[q], 1)
-        lo, hi = q_lo[i], q_hi[i]
-        best_d = np.empty(kk, np.float64)
-        best_p = np.empty(kk, np.int64)
-        have = 0
-        checked = 0
-        qx, qy, limit = q_x[q], q_y[q], q_r2[q]
-        cx, cy = axis_cell(qx, x0, icw, nx), axis_cell(qy, y0, ich, ny)
-        last = max(max(cx - box[0], box[1] - cx), max(cy - box[2], box[3] - cy))
-        r = 0
-        if q_op[q] == AND and q_off[q + 1] > q_off[q] and hi > lo:  # the rarest keyword's holders
-            best_a, best_b = 0, -1
-            for j in range(q_off[q], q_off[q + 1]):
-                at = lower_bound(t_terms, 0, len(t_terms), q_val[j])
-                a, b = 0, 0
-                if at < len(t_terms) and t_terms[at] == q_val[j]:
-                    a = lower_bound(t_post, t_starts[at], t_starts[at + 1], lo)
-                    b = lower_bound(t_post, a, t_starts[at + 1], hi)
-                if best_b < 0 or b - a < best_b - best_a:
-                    best_a, best_b = a, b
-            if best_b - best_a <= direct:
-                for t in range(best_a, best_b):
-                    p = t_post[t]
-                    checked += 1
-                    if _qualifies(p, q, q_op, q_off, q_val, o_off, o_val):
-                        have = _offer(p, o_x, o_y, o_seq, qx, qy, kk, best_d, best_p, have, limit)
-                r = last + 1  # done
-        while hi > lo and r <= last:
-            if r > 0 and (have == kk or limit < np.inf):
-                inner = min(min(qx - (x0 + (cx - r + 1) * cw), (x0 + (cx + r) * cw) - qx),
-                            min(qy - (y0 + (cy - r + 1) * ch), (y0 + (cy + r) * ch) - qy))
-                inner *= 1.0 - 1e-9  # a margin for the boundaries' rounding: stopping later is safe
-                if inner > 0.0 and inner * inner > (min(best_d[kk - 1], limit) if have == kk else limit):
-                    break
-            for gy in range(max(cy - r, box[2]), min(cy + r, box[3]) + 1):
-                edge_row = gy == cy - r or gy == cy + r
-                for gx in range(max(cx - r, box[0]), min(cx + r, box[1]) + 1):
-                    if not edge_row and gx != cx - r and gx != cx + r:
-                        continue  # inside the ring: scanned before
-                    arr, a, b = _candidates(gy * nx + gx, q, lo, hi, q_op, q_off, q_val, cell_ptr, cell_pos, ukeys,
-                                            starts, post, vocab)
-                    for t in range(a, b):
-                        p = arr[t]
-                        checked += 1
-                        if _qualifies(p, q, q_op, q_off, q_val, o_off, o_val):
-                            have = _offer(p, o_x, o_y, o_seq, qx, qy, kk, best_d, best_p, have, limit)
-            r += 1
-        for j in range(have):
-            ids[n, 0] = q_id[q]
-            ids[n, 1] = o_id[best_p[j]]
-            ids[n, 2] = o_seq[best_p[j]]
-            dist[n] = best_d[j]
-            n += 1
-        work[i] = 1 + checked
-    return ids[:n], dist[:n]
-
-
-@njit(cache=True, inline="always")
-def _first_common_worker(q_mask, q, o_mask, p):
-    """The lowest worker id in both bit masks (-1: none)."""
-    for word in range(q_mask.shape[1]):
-        m = q_mask[q, word] & o_mask[p, word]
-        if m:
-            b = 0
-            while not (m >> np.uint64(b)) & np.uint64(1):
-                b += 1
-            return word * 64 + b
-    return -1
-
-
-@njit(cache=True, inline="always")
-def _one_bit(q_mask, i):
-    """Whether row i of the bit masks has exactly one bit set."""
-    seen = False
-    for word in range(q_mask.shape[1]):
-        m = q_mask[i, word]
-        if m:
-            if seen or (m & (m - np.uint64(1))):
-                return False
-            seen = True
-    return seen
-
-
-@njit(cache=True, inline="always")
-def _add_terms(p, o_off, o_val, count, touched, n_touched):
-    for j in range(o_off[p], o_off[p + 1]):
-        term = o_val[j]
-        if count[term] == 0:
-            touched[n_touched] = term
-            n_touched += 1
-        count[term] += 1
-    return n_touched
-
-
-@njit(cache=True)
-def _scan_terms(arr, indirect, a, b, i, q, xmin, ymin, xmax, ymax, q_mask, o_x, o_y, o_off, o_val, o_mask, worker,
-                check_rect, count, touched, n_touched):
-    """Objects a..b into the counts (at positions arr[a:b] when `indirect`, else a..b themselves: the
-    cell-major arrays of `ObjectStore.cell_major`): inside the rectangle (unless the cell is known
-    to be) and counted here (`_first_common_worker`). Returns (n_touched, checked)."""
-    for t in range(a, b):
-        p = arr[t] if indirect else t
-        if check_rect and (o_x[p] < xmin[q] or o_x[p] > xmax[q] or o_y[p] < ymin[q] or o_y[p] > ymax[q]):
-            continue
-        if _first_common_worker(q_mask, i, o_mask, p) != worker:
-            continue
-        n_touched = _add_terms(p, o_off, o_val, count, touched, n_touched)
-    return n_touched, b - a
-
-
-@njit(cache=True)
-def terms_answers(q_rows, q_lo, q_hi, xmin, ymin, xmax, ymax, q_k, q_mask, o_x, o_y, o_off, o_val, o_mask,
-                  cell_ptr, cell_pos, c_x, c_y, c_off, c_val, c_mask, x0, y0, icw, ich, nx, ny, vocab, worker, work,
-                  slice_size, tab_ptr, tab_term, tab_count, other_ptr, other_pos):
-    """Per query, the term counts of the stored objects in its rectangle and bounds that this worker
-    counts: of the workers holding a copy of an object, the lowest one the query reaches (so each
-    object counts once over the workers a query reaches). Rows (query index, term, count).
-
-    With count tables (`slice_size` > 0, `count_tables`): in a cell wholly inside the rectangle
-    (edge cells never are: they hold the points beyond the space), each whole slice of positions
-    within the query's bounds adds its table (the objects only this worker holds, counted for any
-    query that reaches it) and scans the cell's other objects of the slice; the bounds' partial
-    slices, and cells the rectangle cuts, are scanned object by object.
-
-    A query that reaches this worker alone (one bit in its mask) has every object counted here, so
-    only its top `q_k` terms by (count desc, term asc) can be in the answer: only those are emitted
-    (the merge ranks the same way), instead of every distinct term of the region."""
-    count = np.zeros(vocab, np.int64)
-    touched = np.empty(vocab, np.int64)
-    out_i = np.empty(256, np.int64)
-    out_t = np.empty(256, np.int64)
-    out_c = np.empty(256, np.int64)
-    n = 0
-    n_cells = nx * ny
-    cw, ch = 1.0 / icw, 1.0 / ich
-    for i in range(len(q_rows)):
-        q = q_rows[i]
-        lo, hi = q_lo[i], q_hi[i]
-        n_touched = 0
-        checked = 0
-        if hi > lo:
-            ix0, ix1 = axis_cell(xmin[q], x0, icw, nx), axis_cell(xmax[q], x0, icw, nx)
-            iy0, iy1 = axis_cell(ymin[q], y0, ich, ny), axis_cell(ymax[q], y0, ich, ny)
-            s_lo = (lo + slice_size - 1) // slice_size if slice_size > 0 else 0
-            s_hi = hi // slice_size if slice_size > 0 else 0
-            for cy in range(iy0, iy1 + 1):
-                for cx in range(ix0, ix1 + 1):
-                    c = cy * nx + cx
-                    margin = 1e-9 * (cw + ch)
-                    whole = (slice_size > 0 and s_lo < s_hi and 0 < cx < nx - 1 and 0 < cy < ny - 1
-                             and xmin[q] <= x0 + cx * cw - margin and x0 + (cx + 1) * cw + margin <= xmax[q]
-                             and ymin[q] <= y0 + cy * ch - margin and y0 + (cy + 1) * ch + margin <= ymax[q])
-                    a = lower_bound(cell_pos, cell_ptr[c], cell_ptr[c + 1], lo)
-                    b = lower_bound(cell_pos, a, cell_ptr[c + 1], hi)
-                    if not whole:
-                        n_touched, k = _scan_terms(cell_pos, False, a, b, i, q, xmin, ymin, xmax, ymax, q_mask, c_x,
-                                                   c_y, c_off, c_val, c_mask, worker, True, count, touched, n_touched)
-                        checked += k
-                        continue
-                    # the partial slices at both ends, object by object
-                    m = lower_bound(cell_pos, a, b, s_lo * slice_size)
-                    n_touched, k = _scan_terms(cell_pos, False, a, m, i, q, xmin, ymin, xmax, ymax, q_mask, c_x, c_y,
-                                               c_off, c_val, c_mask, worker, False, count, touched, n_touched)
-                    checked += k
-                    m = lower_bound(cell_pos, a, b, s_hi * slice_size)
-                    n_touched, k = _scan_terms(cell_pos, False, m, b, i, q, xmin, ymin, xmax, ymax, q_mask, c_x, c_y,
-                                               c_off, c_val, c_mask, worker, False, count, touched, n_touched)
-                    checked += k
-                    # the whole slices: the tables, then the objects other workers hold too
-                    for sl in range(s_lo, s_hi):
-                        g = sl * n_cells + c
-                        for j in range(tab_ptr[g], tab_ptr[g + 1]):
-                            term = tab_term[j]
-                            if count[term] == 0:
-                                touched[n_touched] = term
-                                n_touched += 1
-                            count[term] += tab_count[j]
-                        checked += tab_ptr[g + 1] - tab_ptr[g]
-                    a2 = lower_bound(other_pos, other_ptr[c], other_ptr[c + 1], s_lo * slice_size)
-                    b2 = lower_bound(other_pos, a2, other_ptr[c + 1], s_hi * slice_size)
-                    n_touched, k = _scan_terms(other_pos, True, a2, b2, i, q, xmin, ymin, xmax, ymax, q_mask, o_x, o_y,
-                                               o_off, o_val, o_mask, worker, False, count, touched, n_touched)
-                    checked += k
-        cut = np.iinfo(np.int64).max  # emit the terms whose rank key is <= cut
-        if q_k[q] > 0 and n_touched > q_k[q] and _one_bit(q_mask, i):
-            keys = np.empty(n_touched, np.int64)
-            for j in range(n_touched):
-                keys[j] = -count[touched[j]] * vocab + touched[j]  # (count desc, term asc)
-            cut = np.partition(keys, q_k[q] - 1)[q_k[q] - 1]
-        for j in range(n_touched):
-            term = touched[j]
-            if -count[term] * vocab + term > cut:
-                count[term] = 0
-                continue
-            if n == len(out_i):
-                out_i = np.concatenate((out_i, np.empty(n, np.int64)))
-                out_t = np.concatenate((out_t, np.empty(n, np.int64)))
-                out_c = np.concatenate((out_c, np.empty(n, np.int64)))
-            out_i[n] = i
-            out_t[n] = term
-            out_c[n] = count[term]
-            count[term] = 0
-            n += 1
-        work[i] = 1 + checked
-    return out_i[:n], out_t[:n], out_c[:n]
-
-
-def count_tables(store: ObjectStore, own: np.ndarray, slice_size: int) -> tuple[np.ndarray, ...]:
-    """Term counts per (slice of `slice_size` positions, cell) of the objects only this worker holds
-    (`own`: counted for any query that reaches it), as CSR (tab_ptr over slice * n_cells + cell,
-    tab_term, tab_count); and the other objects' positions by cell (other_ptr, other_pos), sorted.
-    SSTD keeps such tables per node of each time slice's R-tree (Sec. 6.1)."""
-    o = store.objects
-    n, n_cells, vocab = len(o), store.grid.n_cells, np.int64(store.vocab)
-    cell = store.cells()
-    n_slices = max(-(-n // slice_size), 1)
-    owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(o.offsets))
-    mine = own[owner]
-    key = ((owner[mine] // slice_size) * n_cells + cell[owner[mine]]) * vocab + o.values[mine].astype(np.int64)
-    uk, cnt = np.unique(key, return_counts=True)
-    tab_ptr = np.searchsorted(uk // vocab, np.arange(n_slices * n_cells + 1, dtype=np.int64)).astype(np.int64)
-    other = np.flatnonzero(~own)
-    other = other[np.argsort(cell[other], kind="stable")]
-    other_ptr = np.r_[0, np.cumsum(np.bincount(cell[other], minlength=n_cells))].astype(np.int64)
-    return tab_ptr, (uk % vocab).astype(np.int64), cnt.astype(np.int64), other_ptr, other.astype(np.int64)
-
-
-# -- the two families' use ----------------------------------------------------------------------
-
-
-def answer_range(store: ObjectStore, ev: Events, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """SRQ: result pair keys and the work of each snapshot row."""
-    work = np.ones(len(rows), np.int64)
-    if len(rows) == 0 or len(store.objects) == 0:
-        return np.zeros(0, np.int64), work
-    lo, hi = store.bounds(ev, rows)
-    o = store.objects
-    qid, oid = range_answers(rows, lo, hi, ev.id, ev.xmin, ev.ymin, ev.xmax, ev.ymax, ev.op, ev.offsets, ev.values,
-                             o.id, o.x, o.y, o.offsets, o.values, *store.index(), *store.grid.args, store.vocab,
-                             work)
-    return pair_keys(qid, oid), work
-
-
-def answer_knn(store: ObjectStore, ev: Events, rows: np.ndarray,
-               r2: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """SKQ: the local k nearest as (qid, oid, seq) rows and d2, and the work of each snapshot row;
-    `r2` (per event of `ev`): the largest d2 an answer may have (None: no bound)."""
-    work = np.ones(len(rows), np.int64)
-    if len(rows) == 0 or len(store.objects) == 0:
-        return np.zeros((0, 3), np.int64), np.zeros(0), work
-    lo, hi = store.bounds(ev, rows)
-    o = store.objects
-    r2 = np.full(len(ev), np.inf) if r2 is None else np.asarray(r2, np.float64)
-    ids, d2 = knn_answers(rows, lo, hi, ev.id, ev.x, ev.y, ev.k.astype(np.int64), r2, ev.op, ev.offsets, ev.values,
-                          o.id, o.seq, o.x, o.y, o.offsets, o.values, *store.index(), *store.grid.args, store.vocab,
-                          *store.by_term(), DIRECT_POSTINGS, work)
-    return ids, d2, work
 
 
 def with_snapshots(store: ObjectStore | None, ev: Events, continuous, answer, join) -> WorkerOutput:

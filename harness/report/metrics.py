@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from datasets.config import BAD_ROW_REASONS
+from harness.core.metric import BETTER, Metric  # noqa: F401 - the registry's readers import them from here
+from harness.families import registry as families
 from harness.report.network import RESOURCES
 
 
@@ -58,25 +60,8 @@ def run_metrics(epochs, workers: pd.DataFrame, n_dispatchers: int, n_input_objec
         "worker_index_bytes_max": float(workers["index_bytes"].max()),
         "partitions_actual": float((workers["events"] > 0).sum()),
         "replicas_dropped": float(workers["replicas_dropped"].sum()) if "replicas_dropped" in workers else 0.0,
-        "reevaluations": float(workers["reevaluations"].sum()) if "reevaluations" in workers else 0.0,
-        **_amp_emp(workers),
         "resent": float(workers["resent"].sum()) if "resent" in workers else 0.0,
     }
-
-
-def _amp_emp(workers: pd.DataFrame) -> dict[str, float]:
-    """Skype's AMP and EMP (Sec. 8.1): worker time per arriving and per expiring message copy, in
-    microseconds, from the top-k index's phase clocks summed over workers; and the expiry phase's
-    share of the workers' busy time (issue 14's re-evaluation budget). NaN without top-k work."""
-    out = {"amp_us": float("nan"), "emp_us": float("nan"), "expiry_share": float("nan")}
-    if "expiry_s" in workers and workers["arrival_s"].sum() + workers["expiry_s"].sum() > 0 \
-            and workers["busy_s"].sum() > 0:
-        out["expiry_share"] = float(workers["expiry_s"].sum() / workers["busy_s"].sum())
-    if "arrival_s" in workers and workers["arrival_s"].sum() > 0 and workers["objects"].sum() > 0:
-        out["amp_us"] = float(workers["arrival_s"].sum() / workers["objects"].sum() * 1e6)
-    if "expiries" in workers and workers["expiries"].sum() > 0:
-        out["emp_us"] = float(workers["expiry_s"].sum() / workers["expiries"].sum() * 1e6)
-    return out
 
 
 # ---------------------------------------------------------------- the registry
@@ -84,24 +69,21 @@ def _amp_emp(workers: pd.DataFrame) -> dict[str, float]:
 # formats from here, so no two of them can disagree on what a metric means or which way is better.
 
 
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    short: str  # what a reader calls it: "throughput", "L_max/L_min"
-    unit: str  # of the stored value; "" for ratios and shares
-    description: str
-    better: str | None  # "higher", "lower", or None for descriptive figures (counts, digests, setup times)
-    fmt: str = "{:,.2f}"  # display format, applied to value * scale
-    display_unit: str | None = None  # shown instead of `unit` (bytes as MB)
-    scale: float = 1.0  # stored value * scale = displayed value
-    log: bool = False  # plotted on a log axis (ratios that span orders of magnitude)
-
-    @property
-    def shown_unit(self) -> str:
-        return self.unit if self.display_unit is None else self.display_unit
+def family_metrics() -> dict[str, Metric]:
+    """The registry entries of every registered query family's own figures (`Family.metrics`), and
+    of its snapshot queries' mean latency when it names their type (`Family.snapshot_type`)."""
+    out: dict[str, Metric] = {}
+    for name in families.names():
+        fam = families.get(name)
+        out.update({m.name: m for m in fam.metrics})
+        t = fam.snapshot_type
+        if t is not None:
+            out[f"{t}_latency_mean_ms"] = Metric(
+                f"{t}_latency_mean_ms", f"{t.upper()} latency mean", "ms", f"mean latency of the {t.upper()}s alone "
+                "under the queue model (a mixed workload's per-type figure)", "lower")
+    return out
 
 
-BETTER = ("higher", "lower", None)
 # the counts datasets/workloads/anomalies.py reports (run_experiment carries whichever it returns)
 ANOMALIES = {"orphan_deletes": "deletions of a query id that is not live",
              "duplicate_inserts": "insertions of a query id that is already live",
@@ -210,13 +192,9 @@ _METRICS = [
     Metric("stored_replication", "replication ratio", "", "subscription copies the workers hold / live "
            "subscriptions, at the start of the measured part (DSkype Table 5: times a subscription is stored)",
            "lower", "{:.2f}"),
-    Metric("buffer_size_mean", "buffer size", "messages", "messages a top-k subscription's buffer holds, mean over "
-           "the subscription replicas at the end of the run (Skype Table 4)", None, "{:,.1f}"),
     # snapshot queries (SSTD's SRQ / SKQ; NaN-free only in workloads that have them)
     *(Metric(f"snapshot_latency_{k}_ms", f"snapshot latency {k}", "ms", f"{k} latency of the snapshot queries "
              "alone under the queue model (SSTD's measure)", "lower") for k in ("mean", "p50", "p95")),
-    *(Metric(f"{t}_latency_mean_ms", f"{t.upper()} latency mean", "ms", f"mean latency of the {t.upper()}s alone "
-             "under the queue model (a mixed workload's per-type figure)", "lower") for t in ("srq", "skq", "stq")),
     Metric("snapshot_queries", "snapshot queries", "queries", "snapshot queries in the measured part", None, _COUNT),
     Metric("snapshot_workers_mean", "workers per snapshot query", "workers", "workers a snapshot query reaches, "
            "mean (SSTD's partitions accessed)", "lower", "{:.2f}"),
@@ -229,16 +207,6 @@ _METRICS = [
            "most after any slice of an epoch, largest over the measured epochs", "lower", **_MB),
     Metric("stored_bytes_sum", "stored bytes", "bytes", "bytes all workers' object stores hold for snapshot "
            "queries (each worker's largest over the measured epochs, summed; copies counted)", "lower", **_MB),
-    Metric("reevaluations", "re-evaluations", "re-evaluations", "top-k lists recomputed against a worker's window "
-           "because a member expired (Skype Sec. 6)", "lower", _COUNT),
-    Metric("amp_us", "AMP", "us", "top-k: worker time per arriving message copy (Skype's AMP): finding the "
-           "subscriptions it may enter and entering their buffers; the index's phase clock, summed over workers "
-           "and divided by the copies", "lower", "{:,.1f}"),
-    Metric("emp_us", "EMP", "us", "top-k: worker time per expiring message copy (Skype's EMP): leaving the "
-           "buffers whose oldest member it is and re-evaluating those left with fewer than k", "lower", "{:,.1f}"),
-    Metric("expiry_share", "expiry share", "share", "top-k: the workers' time on expiries and the re-evaluations "
-           "they cause (EMP's phase: buffer upkeep as members leave, refills from the window), over their busy time "
-           "(issue 14's budget: at most 20%)", "lower", "{:.1%}"),
     Metric("resent", "subscriptions re-sent", "copies", "subscription copies sent to workers their route gained "
            "between epochs (DSkype's prefix reallocation)", "lower", _COUNT),
     Metric("messages_routed", "messages routed", "messages", "(event, worker) pairs the dispatchers sent", "lower",
@@ -361,6 +329,7 @@ _METRICS = [
     Metric("time_oracle_s", "oracle time", "s", "the invocation's oracle time (brute force or scale oracle)", None, "{:.1f}"),
 ]
 METRICS: dict[str, Metric] = {m.name: m for m in _METRICS}
+METRICS.update(family_metrics())  # the figures the families compute (Family.metrics)
 # what a run row says about its input (every run of an invocation shares them)
 TIMESTAMP_METRICS = ("timestamps", "update_time_ms_per_ts", "update_spread_ms_per_ts", "knn_update_ms_per_ts",
                      "ins_ms_per_ts", "del_ms_per_ts", "update_time_growth")
@@ -383,6 +352,9 @@ def metric(name: str) -> Metric:
     """The registered metric (or the per-epoch copy of one); an unknown name lists the known ones."""
     if name in METRICS:
         return METRICS[name]
+    late = family_metrics()  # a plugin family registered after this module was imported
+    if name in late:
+        return late[name]
     hit = _PER_EPOCH.fullmatch(name)
     if hit and hit.group(2) in METRICS:
         base = METRICS[hit.group(2)]

@@ -42,12 +42,11 @@ RUNS_TABLE_COLUMNS = [
     "result_count", "result_digest", "oracle_ok", "oracle_method", "partitions_actual", "epochs", "adjust", "adjustments",
     "migrated_queries", "migrated_bytes", "select_s", "select_cells_s", "migration_s", "latency_share_lt_100ms",
     "latency_share_100ms_1s", "latency_share_gt_1s", "observe_s", "merge_s", "feedback_rows", "family", "indexes", "run_dir",
-    "replicas_dropped", "stored_replication", "reevaluations", "resent", "buffer_size_mean", "amp_us", "emp_us",
-    "expiry_share",
+    "replicas_dropped", "stored_replication", "resent",
     "snapshot_latency_mean_ms", "snapshot_latency_p50_ms", "snapshot_latency_p95_ms", "snapshot_queries",
     "snapshot_workers_mean", "stored_objects_max", "stored_objects_sum", "stored_bytes_max",
-    "stored_bytes_sum", "srq_latency_mean_ms", "skq_latency_mean_ms",
-    "stq_latency_mean_ms",
+    "stored_bytes_sum",
+    *metrics_mod.family_metrics(),  # each query family's own figures (Family.metrics, snapshot_type)
     "driver_peak_rss_bytes", "executor_peak_rss_bytes", "results_local",
     "time_spark_start_s", "time_data_s", "time_oracle_s", "time_invocation_share_s", *metrics_mod.TIMESTAMP_METRICS, *metrics_mod.INPUT_METRICS,
 ]
@@ -127,7 +126,8 @@ def write_run_folder(run_dir: Path, config_yaml: str, row: dict, workers: pd.Dat
 def append_runs_table(root: Path, rows: list[dict]) -> Path:
     """Append rows to results/runs.parquet (read, concat, rewrite: once per invocation)."""
     path = root / "runs.parquet"
-    new = pd.DataFrame([{c: row.get(c) for c in RUNS_TABLE_COLUMNS} for row in rows])
+    columns = RUNS_TABLE_COLUMNS + [m for m in metrics_mod.family_metrics() if m not in RUNS_TABLE_COLUMNS]
+    new = pd.DataFrame([{c: row.get(c) for c in columns} for row in rows])  # (a plugin family's figures too)
     if path.exists():
         old = pd.read_parquet(path)
         new = pd.concat([old, new.astype(old.dtypes.to_dict(), errors="ignore")], ignore_index=True)

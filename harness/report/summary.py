@@ -10,8 +10,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from harness.core.events import DELETE, INSERT, KNN, OBJECT, RANGE, SNAPSHOT, TERMS, Events, row_bytes
+from harness.core.events import DELETE, INSERT, OBJECT, SNAPSHOT, Events, row_bytes
 from harness.engine.monitor import worker_table
+from harness.families import registry as families
 from harness.report import latency as latency_model
 from harness.report.metrics import run_metrics
 from harness.report.network import Copies, NetworkProfile, resources
@@ -59,13 +60,11 @@ def native_rate(ts: np.ndarray) -> float | None:
     return (len(ts) - 1) / float(ts[-1] - ts[0])
 
 
-SNAPSHOT_TYPES = {RANGE: "srq", KNN: "skq", TERMS: "stq"}  # SSTD's names (a CTQ's reports count as STQs)
-
-
 def snapshot_metrics(latency_s: np.ndarray, kinds: np.ndarray, copies: Copies, workers: pd.DataFrame,
                      family: np.ndarray | None = None) -> dict:
     """Snapshot queries' own figures (SSTD's measure is their latency): latency under the queue
-    model over the snapshot events alone, and per SSTD type (`family`: the events' family column),
+    model over the snapshot events alone, and per SSTD type (`family`: the events' family column;
+    a family's type: `Family.snapshot_type`),
     workers reached per query, objects the workers keep and their bytes. Empty for a workload without snapshot
     queries."""
     snap = kinds == SNAPSHOT
@@ -73,10 +72,12 @@ def snapshot_metrics(latency_s: np.ndarray, kinds: np.ndarray, copies: Copies, w
         return {}
     out = {f"snapshot_{k}": v for k, v in latency_model.summarise(latency_s[snap]).items()
            if k in ("latency_mean_ms", "latency_p50_ms", "latency_p95_ms")}
-    for code, name in SNAPSHOT_TYPES.items():
-        mine = snap & (family == code) if family is not None else np.zeros(len(snap), np.bool_)
+    for fam in (families.get(n) for n in families.names()):
+        if fam.snapshot_type is None:
+            continue
+        mine = snap & (family == fam.code) if family is not None else np.zeros(len(snap), np.bool_)
         if mine.any():
-            out[f"{name}_latency_mean_ms"] = float(latency_s[mine].mean() * 1000.0)
+            out[f"{fam.snapshot_type}_latency_mean_ms"] = float(latency_s[mine].mean() * 1000.0)
     out["snapshot_queries"] = float(snap.sum())
     out["snapshot_workers_mean"] = float(snap[copies.pos].sum() / snap.sum())
     out["stored_objects_max"] = float(workers["stored_objects"].max())
@@ -86,16 +87,14 @@ def snapshot_metrics(latency_s: np.ndarray, kinds: np.ndarray, copies: Copies, w
     return out
 
 
-def buffer_size_mean(measured) -> float:
-    """Messages a top-k subscription's buffer holds on average at the end of the run (Skype Table 4);
-    NaN for families without buffers."""
-    if not measured:
-        return float("nan")
-    stats = list(measured[-1].worker_stats.values())
-    if not any("buffered" in st for st in stats):
-        return float("nan")
-    held = sum(st.get("kept", 0) for st in stats)
-    return sum(st.get("buffered", 0) for st in stats) / held if held else float("nan")
+def family_figures(workers: pd.DataFrame, measured) -> dict:
+    """Every registered query family's own figures of the run (`Family.summarise`), from the worker
+    table and each worker's statistics at the last measured epoch's end."""
+    final = list(measured[-1].worker_stats.values()) if measured else []
+    out = {}
+    for name in families.names():
+        out.update(families.get(name).summarise(workers, final))
+    return out
 
 
 def _resources(profile: NetworkProfile, copies: Copies, workers: pd.DataFrame, n_dispatchers: int,
@@ -226,7 +225,7 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     metrics.update(timestamp_metrics(per_ts))
     metrics["latency_rate_eps"] = rate
     metrics["stored_replication"] = stored_replication(measured, events, warmup)
-    metrics["buffer_size_mean"] = buffer_size_mean(measured)
+    metrics.update(family_figures(workers, measured))
     metrics.update(snapshot_metrics(lat, events.kind[warmup:], copies, workers, events.family[warmup:]))
     for key in SERIES_TOTALS:
         metrics[key] = float(sum(r.get(key, 0.0) for r in series))

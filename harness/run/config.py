@@ -17,7 +17,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 
 from datasets.config import DatasetConfig, validate_dataset_config
-from datasets.workloads.config import WorkloadConfig
+from harness.families.workload import WorkloadConfig
 from harness.report.network import NetworkProfile
 
 

@@ -18,12 +18,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import yaml
 from omegaconf import OmegaConf
 
-from datasets.workloads.anomalies import normalise_workload
 from harness.core import store
 from harness.core.events import INSERT, OBJECT, SNAPSHOT, Events, format_digest
 from harness.engine.assembly import assemble_run, run_families
@@ -43,6 +40,7 @@ from harness.run.config import RunSpec, network_profile, spark_master, validate
 from harness.run.stream_record import stream_identity
 from harness.run.progress import Progress
 from harness.run.watchdog import ExecutorWatchdog, LostExecutors
+from harness.run.workload_cache import load_or_build_workload, publish_events
 from strategies import registry
 from strategies.base import FitContext
 
@@ -51,86 +49,6 @@ def _plain(cfg) -> dict:
     if is_dataclass(cfg):
         return asdict(cfg)
     return OmegaConf.to_container(cfg, resolve=True)
-
-
-def workload_key(workload_cfg) -> dict:
-    """The workload's cache identity: its config, without the drift knobs when there is no drift
-    and without the kNN knobs for another family (so workloads cached before these existed keep
-    their key)."""
-    from datasets.workloads.config import (DRIFT_FIELDS, FILE_FIELDS, KNN_FIELDS, SNAPSHOT_FIELDS,
-                                           SNAPSHOT_PROTOCOLS, TIME_WINDOW_FIELDS, TOPK_FIELDS)
-    from datasets.workloads.events_file import file_identity
-
-    plain = _plain(workload_cfg)
-    if plain.get("drift", "none") == "none":
-        plain = {k: v for k, v in plain.items() if k not in DRIFT_FIELDS}
-    family = plain.get("family", "range")
-    snapshots = plain.get("protocol") in SNAPSHOT_PROTOCOLS
-    if not snapshots:  # nor those cached before snapshot queries
-        plain = {k: v for k, v in plain.items() if k not in SNAPSHOT_FIELDS}
-    if family not in ("knn", "topk") and not snapshots:  # workloads cached before kNN existed keep their key
-        plain = {k: v for k, v in plain.items() if k not in KNN_FIELDS}
-    if family != "topk":  # nor those cached before top-k
-        plain = {k: v for k, v in plain.items() if k not in TOPK_FIELDS}
-    elif plain.get("window_by", "count") == "count":  # nor count windows cached before time windows
-        plain = {k: v for k, v in plain.items() if k not in TIME_WINDOW_FIELDS}
-    if plain.get("source", "generator") == "generator":
-        plain = {k: v for k, v in plain.items() if k not in FILE_FIELDS}
-    else:  # an edited event file is a new workload
-        plain["file"] = file_identity(plain["path"])
-    return plain
-
-
-def load_or_build_workload(ds, cfg, cache_root: Path):
-    """The workload's event stream as Parquet (for Spark) and in memory (for fitting and the oracle),
-    with its cache meta (warm-up, drift, `info`: objects reused and the stream anomalies normalised)."""
-    key = json.dumps({"dataset": ds.cache_path, "workload": workload_key(cfg.workload), "seed": cfg.seed},
-                     sort_keys=True)
-    folder = cache_root / "workloads" / f"{cfg.workload.name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
-    path = folder / "events.parquet"
-    meta_path = folder / "meta.json"
-    if path.exists() and meta_path.exists():
-        meta = json.loads(meta_path.read_text())
-        if "info" in meta:  # older caches lack the input facts: rebuild (same seed, same stream)
-            return mapped_events(folder), meta["warmup"], folder, meta
-    df = ds.vocab.column("df").to_numpy()
-    wl = families.get(cfg.workload.family).build_workload(ds.objects, df, ds.extent, cfg.workload, cfg.seed)
-    wl = normalise_workload(wl)  # one meaning for stream anomalies everywhere (datasets/workloads/anomalies.py)
-    ds.drop_objects()
-    folder.mkdir(parents=True, exist_ok=True)
-    batch = wl.events.to_arrow()
-    tmp = folder / "events.tmp.parquet"
-    pq.write_table(pa.Table.from_batches([batch]), tmp, row_group_size=65536)
-    tmp.replace(path)
-    _write_mappable(batch, folder)
-    meta = {"warmup": wl.warmup, "events": len(wl.events), "key": json.loads(key), "drift": wl.drift, "info": wl.info}
-    text = json.dumps(meta, default=str)
-    meta_path.write_text(text)
-    del wl, batch  # the run reads the stream through the map, as a cache hit does
-    return mapped_events(folder), meta["warmup"], folder, json.loads(text)
-
-
-MAPPED = "events.arrow"
-
-
-def _write_mappable(batch: pa.RecordBatch, folder: Path) -> None:
-    """The stream as one uncompressed Arrow IPC record batch beside the Parquet copy (which Spark
-    reads), so the driver can map it instead of reading it into its own memory."""
-    tmp = folder / f"{MAPPED}.tmp"
-    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as writer:
-        writer.write_batch(batch)
-    tmp.replace(folder / MAPPED)
-
-
-def mapped_events(folder: Path) -> Events:
-    """The cached stream with its columns memory-mapped from `events.arrow` (zero-copy, read-only):
-    the driver's epochs, routing upkeep and summary read the rows and columns they use, which the
-    page cache holds and can drop again, so the driver's own memory does not grow with the stream
-    (issue 16). A cache written before the mapped copy existed gets one from its Parquet file."""
-    if not (folder / MAPPED).exists():
-        _write_mappable(pq.read_table(folder / "events.parquet").combine_chunks().to_batches()[0], folder)
-    with pa.ipc.open_file(pa.memory_map(str(folder / MAPPED))) as reader:
-        return Events.from_arrow(reader.get_batch(0))
 
 
 def input_metrics(ds, meta: dict | None) -> dict:
@@ -266,18 +184,6 @@ def _mlflow_name(cfg, spec: RunSpec) -> str:
 def _run_location(cfg, run_dir: Path, run_id: str, part: str) -> str:
     """Where a run's executors keep `part` (state, pairs): under state_uri when set, else the run folder."""
     return store.join(cfg.state_uri, "runs", run_id, part) if cfg.state_uri else store.as_uri(run_dir / part)
-
-
-def publish_events(cfg, folder: Path) -> str:
-    """The events table where every executor can read it: the workload cache on this machine, or a
-    copy under state_uri (written once per workload, renamed into place); as Spark names it."""
-    local = folder / "events.parquet"
-    if not cfg.state_uri:
-        return str(local)
-    target = store.join(cfg.state_uri, "workloads", folder.name, "events.parquet")
-    if not store.exists(target):
-        store.put_file(local, target)
-    return store.spark_uri(target)
 
 
 def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, ds, events: Events, warmup: int,

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from datasets.workloads.config import WorkloadConfig
 from harness.core.events import SNAPSHOT
 from harness.engine.simulate import simulate
 from harness.families import registry as families
+from harness.families.workload import WorkloadConfig
 from strategies import registry
 from strategies.base import UnsupportedFamilyError
 from tests.helpers import random_objects

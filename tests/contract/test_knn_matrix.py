@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from datasets.workloads.config import WorkloadConfig
 from harness.engine.simulate import default_context, simulate
 from harness.families import registry as families
+from harness.families.workload import WorkloadConfig
 from strategies import registry
 from tests.engine.test_migration import RandomMoves
 from tests.helpers import random_objects

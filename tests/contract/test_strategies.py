@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from datasets.workloads.config import WorkloadConfig
 from datasets.workloads.range import build_workload
 from harness.core.events import DELETE, INSERT, OBJECT, sorted_unique, unpack_keys
 from harness.families.base import IndexContext, StateBundle
 from harness.families.range.gi2 import GI2Index
 from harness.families.range.oracle import oracle_keys
+from harness.families.workload import WorkloadConfig
 from strategies import registry
 from strategies.base import FitContext, route_stream
 from tests.helpers import random_objects

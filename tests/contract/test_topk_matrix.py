@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from datasets.workloads.config import WorkloadConfig
 from harness.engine.simulate import simulate
 from harness.families import registry as families
+from harness.families.workload import WorkloadConfig
 from harness.run.config import ConfigError, validate
 from strategies import registry
 from tests.run.test_config import composed

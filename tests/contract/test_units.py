@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from datasets.workloads.config import WorkloadConfig
 from datasets.workloads.range import build_workload
 from harness.core.events import OBJECT
+from harness.families.workload import WorkloadConfig
 from strategies import registry
 from strategies.base import FitContext, route_stream
 from tests.helpers import random_objects

@@ -10,11 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from datasets.workloads.anomalies import COUNTS, normalise, normalise_prefix
-from datasets.workloads.config import WorkloadConfig
 from datasets.workloads.events_file import build_file_workload, read_events
 from harness.core.events import AND, DELETE, INSERT, OBJECT, OR, RANGE, Events
 from harness.engine.simulate import simulate
 from harness.families import registry as families
+from harness.families.workload import WorkloadConfig
 from strategies import registry
 from tests.streams import item_events, random_stream
 

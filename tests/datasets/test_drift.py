@@ -10,9 +10,9 @@ from itertools import pairwise
 import numpy as np
 import pytest
 
-from datasets.workloads.config import WorkloadConfig
 from datasets.workloads.range import build_workload
 from harness.core.events import DELETE, INSERT, OBJECT, csr_take
+from harness.families.workload import WorkloadConfig
 from tests.helpers import random_objects
 
 DRIFTS = ("q3_switch", "hotspot_objects", "hotspot_queries", "scale")

@@ -10,10 +10,10 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 import pytest
 
-from datasets.workloads.config import WorkloadConfig
 from harness.core.events import DELETE, INSERT, KNN, OBJECT, RANGE, SNAPSHOT, TERMS, TOPK
 from harness.engine.simulate import simulate
 from harness.families import registry as families
+from harness.families.workload import WorkloadConfig
 from harness.report.results import PROJECT_ROOT
 
 EXAMPLES = PROJECT_ROOT / "examples" / "events"
@@ -154,7 +154,7 @@ def test_a_stream_cached_under_the_older_reading_is_not_reused():
     """The cache key of a file workload names how the file is read, so a stream cached before the
     issue-42 derivations (no CTQ reports under another family, tau ignored) is built again."""
     from datasets.workloads.events_file import READING
-    from harness.run.runner import workload_key
+    from harness.run.workload_cache import workload_key
 
     key = workload_key(_cfg(EXAMPLES / "all_types.csv"))
     assert key["file"]["reading"] == READING >= 2

@@ -9,10 +9,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from datasets.workloads.config import WorkloadConfig
 from harness.core.events import INSERT, KNN
 from harness.engine.simulate import simulate
 from harness.families import registry as families
+from harness.families.workload import WorkloadConfig
 
 EXTENT = (0.0, 0.0, 50.0, 50.0)
 

@@ -10,9 +10,9 @@ import pyarrow as pa
 import pytest
 
 from datasets.workloads.anomalies import PAYLOAD, normalise
-from datasets.workloads.config import WorkloadConfig
 from datasets.workloads.knn import build_knn_workload, lifetime_ts, n_timestamps, validate_knn_workload
 from harness.core.events import AND, DELETE, INSERT, KNN, OBJECT, OBJECT_SCHEMA, OR
+from harness.families.workload import WorkloadConfig
 from harness.report.timestamps import is_time_stamped
 from tests.helpers import random_objects
 

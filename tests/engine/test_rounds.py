@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from datasets.workloads.config import WorkloadConfig
 from harness.core.events import SNAPSHOT
 from harness.engine import executors, rounds
 from harness.engine.simulate import simulate
 from harness.families import registry as families
+from harness.families.workload import WorkloadConfig
 from harness.report.latency import event_latencies
 from harness.report.network import Copies
 from strategies import registry

@@ -9,9 +9,8 @@ import pytest
 
 from harness.core.events import AND, KNN, OBJECT, RANGE, SNAPSHOT, Events
 from harness.families import chunks
-from harness.families.knn.oracle import knn_oracle
-from harness.families.range.oracle import oracle_keys
-from harness.families.snapshot_oracle import snapshot_knn_keys, snapshot_range_keys
+from harness.families.knn.oracle import knn_oracle, snapshot_knn_keys
+from harness.families.range.oracle import oracle_keys, snapshot_range_keys
 from tests.streams import random_knn_stream, random_snapshot_stream, random_stream
 
 

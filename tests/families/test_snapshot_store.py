@@ -9,12 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from datasets.workloads.config import WorkloadConfig
 from harness.core.events import AND, KNN, OBJECT, RANGE, SNAPSHOT, Events, pair_keys
 from harness.engine.simulate import simulate
 from harness.families import registry as families
-from harness.families.object_store import ObjectStore, answer_knn, answer_range
-from harness.families.snapshot_oracle import snapshot_knn_keys, snapshot_range_keys
+from harness.families.knn.oracle import snapshot_knn_keys
+from harness.families.knn.snapshot import answer_knn
+from harness.families.object_store import ObjectStore
+from harness.families.range.oracle import snapshot_range_keys
+from harness.families.range.snapshot import answer_range
+from harness.families.workload import WorkloadConfig
 from tests.helpers import random_objects
 from tests.streams import item_events, random_snapshot_stream
 
@@ -77,14 +80,14 @@ def test_look_back_and_arrival_bounds():
 
 
 def test_equal_distances_the_older_object_wins(monkeypatch):
-    from harness.families import object_store
+    from harness.families.knn import snapshot
 
     items = [("o", 8, 5, [1]), ("o", 2, 5, [1]), ("o", 5, 8, [1]), ("q", (0, 0, 10, 10), [1], AND)]
     ev = item_events(items)
     ev.cols["x"][3], ev.cols["y"][3] = 5.0, 5.0
     ev = _snapshot(ev, [3], tau=1e9, family=KNN, k=2)
     for direct in (0, 2048):  # the ring search, and the keyword's holders checked directly
-        monkeypatch.setattr(object_store, "DIRECT_POSTINGS", direct)
+        monkeypatch.setattr(snapshot, "DIRECT_POSTINGS", direct)
         ids, d2, _ = answer_knn(_store(ev), ev, np.array([3]))
         assert ids[:, 1].tolist() == [0, 1] and d2.tolist() == [9.0, 9.0]
     assert sorted((snapshot_knn_keys(ev, KNN) & 0xFFFFFFFF).tolist()) == [0, 1]
@@ -113,9 +116,9 @@ def test_random_snapshot_streams_equal_the_oracle(seed, knn, mixed, workers, str
     """Snapshot queries with and without subscriptions of the same family beside them, over
     several epochs: the run's answers are the oracle's (kNN ones by the ring search, `direct` 0,
     or from the rarest keyword's holders)."""
-    from harness.families import object_store
+    from harness.families.knn import snapshot
 
-    object_store.DIRECT_POSTINGS = direct  # read at each call; hypothesis runs examples in turn
+    snapshot.DIRECT_POSTINGS = direct  # read at each call; hypothesis runs examples in turn
     ev = random_snapshot_stream(seed, KNN if knn else RANGE, with_subscriptions=mixed)
     warm = int(np.flatnonzero(ev.kind != OBJECT)[0]) if (ev.kind != OBJECT).any() else len(ev)
     if strategy == "kop" and not knn:
@@ -123,7 +126,7 @@ def test_random_snapshot_streams_equal_the_oracle(seed, knn, mixed, workers, str
     try:
         res = simulate(ev, max(warm, 1), strategy, workers, epoch_events=max(len(ev) // 4, 1))
     finally:
-        object_store.DIRECT_POSTINGS = 2048
+        snapshot.DIRECT_POSTINGS = 2048
     assert res.exact, (seed, knn, mixed, workers, strategy, direct)
 
 
@@ -189,7 +192,7 @@ def test_a_query_one_worker_counts_alone_sends_its_top_k_only(slice_size):
     """terms_answers: with one bit in the query's mask every object is counted here, so only the
     top k terms by (count desc, term asc) go to the merge; with two bits every counted term goes
     (another worker counts the rest). Counts from a plain tally of the objects in the rectangle."""
-    from harness.families.object_store import count_tables, terms_answers
+    from harness.families.terms.snapshot import count_tables, terms_answers
 
     rng = np.random.default_rng(5)
     items = [("o", float(x), float(y), sorted(set(rng.integers(0, 12, 4).tolist())))

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from datasets.workloads.config import WorkloadConfig
 from datasets.workloads.snapshot import with_ctq_reports
 from harness.core.events import INSERT, OBJECT, SNAPSHOT, TERMS, term_keys
 from harness.engine.simulate import simulate
@@ -19,6 +18,7 @@ from harness.families import registry as families
 from harness.families.terms.index import copy_masks
 from harness.families.terms.merge import top_terms
 from harness.families.terms.oracle import ctq_report_times, terms_oracle
+from harness.families.workload import WorkloadConfig
 from strategies import registry
 from tests.helpers import random_objects
 from tests.streams import random_terms_stream

@@ -10,11 +10,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from datasets.workloads.config import WorkloadConfig
 from harness.core.events import OBJECT, digest_of
 from harness.engine.simulate import simulate
 from harness.families import registry as families
 from harness.families.topk.oracle import topk_oracle
+from harness.families.workload import WorkloadConfig
 from strategies import registry
 from tests.helpers import random_objects
 

@@ -135,22 +135,6 @@ def test_best_follows_the_direction_and_mlflow_logs_registered_numbers():
     assert metrics.numeric(row) == {"throughput_eps": 3.0, "oracle_ok": 1.0, "epoch0_job_s": 0.5}
 
 
-def test_amp_and_emp_divide_the_phase_clocks_by_the_copies():
-    """AMP: arrival time over the message copies the workers got; EMP: expiry time over the copies
-    that expired; the expiry share: expiry time over busy time; NaN for runs without top-k work (no
-    phase time, no expiries)."""
-    from harness.report.metrics import _amp_emp
-
-    w = pd.DataFrame({"objects": [300.0, 100.0], "arrival_s": [0.003, 0.001], "expiries": [50.0, 150.0],
-                      "expiry_s": [0.002, 0.0], "busy_s": [0.006, 0.002]})
-    got = _amp_emp(w)
-    assert got["amp_us"] == pytest.approx(10.0) and got["emp_us"] == pytest.approx(10.0)
-    assert got["expiry_share"] == pytest.approx(0.25)  # 2 ms of expiries in 8 ms busy
-    none = _amp_emp(pd.DataFrame({"objects": [5.0], "arrival_s": [0.0], "expiries": [0.0], "expiry_s": [0.0],
-                                  "busy_s": [0.001]}))
-    assert np.isnan(none["amp_us"]) and np.isnan(none["emp_us"]) and np.isnan(none["expiry_share"])
-
-
 @pytest.mark.parametrize("xs, scale", [(["cskyband", "skyband", "kmax"], "linear"), ([1.0, 10.0, 1000.0], "log"),
                                        ([4.0, 8.0, 16.0], "linear")])
 def test_line_figures_take_names_and_decades_on_their_x(xs, scale):

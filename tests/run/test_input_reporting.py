@@ -16,14 +16,15 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from datasets import prepare_dataset
-from datasets.workloads.config import WorkloadConfig
 from datasets.workloads.range import build_workload
 from harness.core.events import OBJECT, Events
+from harness.families.workload import WorkloadConfig
 from harness.report import metrics, results
 from harness.report.results import PROJECT_ROOT, RUN_KEYS, RUNS_TABLE_COLUMNS
 from harness.report.table import comparison_table, status_lines, input_line, print_comparison
 from harness.run.config import ConfigError, register_configs, validate
-from harness.run.runner import DataPreparationError, input_metrics, load_or_build_workload, run_experiment
+from harness.run.runner import DataPreparationError, input_metrics, run_experiment
+from harness.run.workload_cache import load_or_build_workload
 from tests.helpers import random_objects
 
 register_configs()

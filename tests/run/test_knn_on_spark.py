@@ -18,7 +18,8 @@ from datasets import prepare_dataset
 from harness.engine.simulate import simulate
 from harness.report.results import PROJECT_ROOT
 from harness.run.config import register_configs
-from harness.run.runner import load_or_build_workload, run_experiment
+from harness.run.runner import run_experiment
+from harness.run.workload_cache import load_or_build_workload
 from strategies.base import FitContext
 
 register_configs()

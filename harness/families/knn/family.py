@@ -13,11 +13,11 @@ routes it natively.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
-from datasets.workloads.snapshot import build_snapshot_workload, validate_snapshot_workload
-from datasets.workloads.events_file import validate_file_workload
-from datasets.workloads.knn import build_knn_file_workload, build_knn_workload, validate_knn_workload
 import numpy as np
+
+from datasets.workloads.knn import build_knn_workload, validate_knn_workload
 
 from harness.core.events import INSERT, KNN, OBJECT, SNAPSHOT, Events
 from harness.families.base import Family, IndexContext
@@ -25,6 +25,9 @@ from harness.families.knn.geometry import narrowed_to_balls
 from harness.families.knn.index import KnnIndex
 from harness.families.knn.merge import KnnMerger
 from harness.families.knn.oracle import knn_oracle
+
+# the shared knobs the kNN generator reads and the STS generator does not (datasets/workloads/config.py)
+QUERY_SHAPE = ("protocol", "k_min", "k_max", "op", "tau_hours", "hour_s")
 
 
 class KnnFamily(Family):
@@ -51,6 +54,20 @@ class KnnFamily(Family):
         # local k-th distance r bounds the answer; then every worker the square of side 2r reaches)
         skq_protocol: str = "fanout"
 
+    @dataclass
+    class WorkloadKnobs:
+        """The kNN generator's own knobs (datasets/workloads/knn.py): a time-stamped stream. It also
+        reads queries (the initial |S|, the live set), updates (derives timestamps), keywords_min/max
+        and the queries' shape (protocol, k_min/k_max, op, tau_hours, hour_s)."""
+
+        init_objects: Optional[int] = None  # |O_init|, objects after the initial subscriptions; None = queries (DkM: 1M)
+        timestamps: Optional[int] = None  # measured time-stamps; None = ceil(updates / (inserts_per_ts + deletes_per_ts))
+        objects_per_ts: int = 100  # objects per time-stamp (DkM: 1,000)
+        inserts_per_ts: int = 10  # dkm: subscription insertions per time-stamp (DkM: 100)
+        deletes_per_ts: int = 10  # dkm: deletions per time-stamp, uniform over the live ones (DkM: 100)
+
+    workload_fields = QUERY_SHAPE
+
     @classmethod
     def snapshot_rounds(cls, params: dict | None = None) -> int:
         return 2 if cls.make_params(params).skq_protocol == "two_phase" else 1
@@ -69,6 +86,11 @@ class KnnFamily(Family):
             raise ValueError(f"index.knn.layout={params.layout!r} is invalid; allowed: shared, paper")
 
     oracle = staticmethod(knn_oracle)
+    # the DkM-SKS / SSTD CKQ generator; SSTD's snapshot kNN queries (SKQ) with protocol skq or mix
+    generator = staticmethod(build_knn_workload)
+    check_generator = staticmethod(validate_knn_workload)
+    snapshot_protocols = ("skq", "mix")
+    snapshot_type = "skq"
 
     @classmethod
     def stream_context(cls, context: IndexContext, events: Events) -> IndexContext:
@@ -108,21 +130,3 @@ class KnnFamily(Family):
         rows, r = ins[ok], np.sqrt(r2[slot[ok]])
         bounded = np.isfinite(r)
         return narrowed_to_balls(sample, rows[bounded], r[bounded])
-
-    @staticmethod
-    def build_workload(objects, term_df, extent, cfg, seed: int):
-        """The DkM-SKS / SSTD generator, SSTD's snapshot kNN queries (protocol skq), or a user's event file (`workload.source=file`)."""
-        if getattr(cfg, "source", "generator") == "generator" and cfg.protocol in ("skq", "mix"):
-            return build_snapshot_workload(objects, term_df, extent, cfg, seed)
-        if getattr(cfg, "source", "generator") == "file":
-            return build_knn_file_workload(objects, term_df, extent, cfg)
-        return build_knn_workload(objects, term_df, extent, cfg, seed)
-
-    @staticmethod
-    def validate_workload(cfg) -> None:
-        validate_file_workload(cfg, KNN)
-        if getattr(cfg, "source", "generator") == "generator":
-            if cfg.protocol in ("skq", "mix"):
-                validate_snapshot_workload(cfg, ("skq", "mix"))
-            else:
-                validate_knn_workload(cfg)

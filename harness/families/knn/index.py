@@ -36,7 +36,8 @@ from harness.core.events import AND, DELETE, INSERT, OBJECT, Events
 from harness.core.grid import UniformGrid
 from harness.core.kernels import axis_cell, lower_bound
 from harness.core.timing import CompileClock
-from harness.families.object_store import ObjectStore, answer_knn, with_snapshots
+from harness.families.knn.snapshot import answer_knn
+from harness.families.object_store import ObjectStore, with_snapshots
 from harness.families.base import IndexContext, StateBundle, WorkerIndex, WorkerOutput
 from harness.families.knn.geometry import ball_boxes
 from harness.families.knn.subsets import ball_squares, sop_subsets

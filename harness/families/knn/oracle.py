@@ -18,7 +18,7 @@ from numba import njit
 
 from harness.core.events import AND, DELETE, INSERT, KNN, OBJECT, Events
 from harness.families.chunks import in_chunks
-from harness.families.snapshot_oracle import snapshot_knn_keys
+from harness.families.snapshot_oracle import answer_snapshots, keywords_pass, visible
 
 
 @njit(cache=True, nogil=True)
@@ -101,3 +101,50 @@ def knn_oracle(stream: Events) -> np.ndarray:
 
     n_objects = int((stream.kind == OBJECT).sum())
     return np.unique(np.concatenate([*in_chunks(entries, len(ins), work=len(ins) * n_objects // 2), snapshots]))
+
+
+# -- snapshot kNN queries (SSTD's SKQ): the k nearest visible objects with the keywords ------------------
+
+
+@njit(cache=True, nogil=True)
+def _nearest(queries, first, last, objs, seq, ts, tau, ids, x, y, k, op, offsets, values):
+    out_q = np.empty(64, np.int64)
+    out_o = np.empty(64, np.int64)
+    n = 0
+    for i in range(len(queries)):
+        q = queries[i]
+        kk = max(k[q], 1)
+        best = np.full(kk, np.inf)
+        who = np.zeros(kk, np.int64)
+        have = 0
+        for p in range(first[i], last[i]):  # seq order: a later object never passes an equally near one
+            o = objs[p]
+            if not visible(o, q, seq, ts, tau) or not keywords_pass(o, q, op, offsets, values):
+                continue
+            dx = x[o] - x[q]
+            dy = y[o] - y[q]
+            d2 = dx * dx + dy * dy
+            if have == kk and not d2 < best[kk - 1]:
+                continue
+            pos = have if have < kk else kk - 1
+            while pos > 0 and best[pos - 1] > d2:
+                best[pos] = best[pos - 1]
+                who[pos] = who[pos - 1]
+                pos -= 1
+            best[pos] = d2
+            who[pos] = o
+            if have < kk:
+                have += 1
+        for j in range(have):
+            if n == len(out_q):
+                out_q = np.concatenate((out_q, np.empty(n, np.int64)))
+                out_o = np.concatenate((out_o, np.empty(n, np.int64)))
+            out_q[n] = ids[q]
+            out_o[n] = ids[who[j]]
+            n += 1
+    return out_q[:n], out_o[:n]
+
+
+def snapshot_knn_keys(stream: Events, family: int) -> np.ndarray:
+    """qid<<32 | oid of each snapshot kNN query's k nearest qualifying objects by (d2, seq)."""
+    return answer_snapshots(_nearest, stream, family, lambda s: (s.k.astype(np.int64), s.op, s.offsets, s.values))

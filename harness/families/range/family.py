@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from datasets.workloads.snapshot import build_snapshot_workload, validate_snapshot_workload
-from datasets.workloads.events_file import build_file_workload, validate_file_workload
 from datasets.workloads.range import build_workload, validate_range_workload
 from harness.core.events import RANGE
 from harness.families.base import Family
@@ -33,21 +31,8 @@ class RangeFamily(Family):
 
     oracle = staticmethod(oracle_keys)
     scale_oracle = staticmethod(tiled_oracle_digest)
-
-    @staticmethod
-    def build_workload(objects, term_df, extent, cfg, seed: int):
-        """The STS generator, SSTD's snapshot range queries (protocol srq), or a user's event file (`workload.source=file`)."""
-        if getattr(cfg, "source", "generator") == "generator" and cfg.protocol in ("srq", "mix"):
-            return build_snapshot_workload(objects, term_df, extent, cfg, seed)
-        if getattr(cfg, "source", "generator") == "file":
-            return build_file_workload(objects, term_df, cfg, RANGE, extent=extent)
-        return build_workload(objects, term_df, extent, cfg, seed)
-
-    @staticmethod
-    def validate_workload(cfg) -> None:
-        validate_file_workload(cfg, RANGE)
-        if getattr(cfg, "source", "generator") == "generator":
-            if cfg.protocol in ("srq", "mix"):
-                validate_snapshot_workload(cfg, ("srq", "mix"))
-            else:
-                validate_range_workload(cfg)
+    # the STS generator; SSTD's snapshot range queries (SRQ) with protocol srq or mix
+    generator = staticmethod(build_workload)
+    check_generator = staticmethod(validate_range_workload)
+    snapshot_protocols = ("srq", "mix")
+    snapshot_type = "srq"

@@ -25,7 +25,8 @@ from numba import njit
 
 from harness.core.events import AND, DELETE, INSERT, OBJECT, Events, small_ints
 from harness.core.timing import CompileClock
-from harness.families.object_store import ObjectStore, answer_range, with_snapshots
+from harness.families.object_store import ObjectStore, with_snapshots
+from harness.families.range.snapshot import answer_range
 from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
 from harness.core.kernels import axis_cell, lower_bound
 from harness.core.grid import UniformGrid

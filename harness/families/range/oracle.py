@@ -15,7 +15,7 @@ from numba import njit
 
 from harness.core.events import AND, DELETE, INSERT, OBJECT, RANGE, Events, sorted_unique
 from harness.families.chunks import in_chunks
-from harness.families.snapshot_oracle import snapshot_range_keys
+from harness.families.snapshot_oracle import answer_snapshots, keywords_pass, visible
 from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
 
 
@@ -116,3 +116,36 @@ class BruteForceRangeIndex(WorkerIndex):
 
     def size_bytes(self) -> int:
         return int(sum(a.nbytes for a in self.queries.cols.values()) + self.queries.values.nbytes)
+
+
+# -- snapshot range queries (SSTD's SRQ): every visible object in the rectangle with the keywords --------
+
+
+@njit(cache=True, nogil=True)
+def _range(queries, first, last, objs, seq, ts, tau, ids, x, y, xmin, ymin, xmax, ymax, op, offsets, values):
+    out_q = np.empty(64, np.int64)
+    out_o = np.empty(64, np.int64)
+    n = 0
+    for i in range(len(queries)):
+        q = queries[i]
+        for p in range(first[i], last[i]):
+            o = objs[p]
+            if not visible(o, q, seq, ts, tau):
+                continue
+            if x[o] < xmin[q] or x[o] > xmax[q] or y[o] < ymin[q] or y[o] > ymax[q]:
+                continue
+            if not keywords_pass(o, q, op, offsets, values):
+                continue
+            if n == len(out_q):
+                out_q = np.concatenate((out_q, np.empty(n, np.int64)))
+                out_o = np.concatenate((out_o, np.empty(n, np.int64)))
+            out_q[n] = ids[q]
+            out_o[n] = ids[o]
+            n += 1
+    return out_q[:n], out_o[:n]
+
+
+def snapshot_range_keys(stream: Events, family: int) -> np.ndarray:
+    """qid<<32 | oid of every object in each snapshot range query's answer."""
+    return answer_snapshots(_range, stream, family,
+                            lambda s: (s.xmin, s.ymin, s.xmax, s.ymax, s.op, s.offsets, s.values))

@@ -9,8 +9,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from datasets.workloads.events_file import build_file_workload, validate_file_workload
-from datasets.workloads.snapshot import build_snapshot_workload, validate_snapshot_workload
 from harness.core.events import INSERT, TERMS, Events
 from harness.families.base import Family, IndexContext
 from harness.families.terms.index import TermsIndex
@@ -39,6 +37,9 @@ class TermsFamily(Family):
                 raise ValueError(f"index.terms.{name}={v!r} is invalid; allowed: an integer >= {low}")
 
     oracle = staticmethod(terms_oracle)
+    # no generator of its own: SSTD's snapshot generator makes its STQs (protocol stq) and CTQs (ctq)
+    snapshot_protocols = ("stq", "ctq", "mix")
+    snapshot_type = "stq"  # a CTQ's reports count as STQs
 
     @classmethod
     def stream_context(cls, context: IndexContext, events: Events) -> IndexContext:
@@ -61,20 +62,6 @@ class TermsFamily(Family):
             _refuse(events, i, "region", tuple(float(events.cols[c][i]) for c in ("xmin", "ymin", "xmax", "ymax")),
                     f"a rectangle meeting the space {(x0, y0, x1, y1)}")
         return super().stream_context(context, events)
-
-    @staticmethod
-    def build_workload(objects, term_df, extent, cfg, seed: int):
-        """SSTD's STQ / CTQ generator (protocol stq / ctq), or a user's event file
-        (`workload.source=file`), whose CTQs get their report events."""
-        if getattr(cfg, "source", "generator") == "file":
-            return build_file_workload(objects, term_df, cfg, TERMS, extent=extent)
-        return build_snapshot_workload(objects, term_df, extent, cfg, seed)
-
-    @staticmethod
-    def validate_workload(cfg) -> None:
-        validate_file_workload(cfg, TERMS)
-        if getattr(cfg, "source", "generator") == "generator":
-            validate_snapshot_workload(cfg, ("stq", "ctq", "mix"))
 
 
 def _refuse(events: Events, i: int, field: str, value, allowed: str):

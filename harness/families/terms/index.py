@@ -25,7 +25,8 @@ import numpy as np
 from harness.core.events import DELETE, INSERT, OBJECT, SNAPSHOT, Events
 from harness.core.timing import CompileClock
 from harness.families.base import IndexContext, StateBundle, WorkerIndex, WorkerOutput
-from harness.families.object_store import ObjectStore, count_tables, terms_answers
+from harness.families.object_store import ObjectStore
+from harness.families.terms.snapshot import count_tables, terms_answers
 
 
 @dataclass

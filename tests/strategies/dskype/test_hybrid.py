@@ -10,11 +10,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from datasets.workloads.config import WorkloadConfig
 from harness.core.events import INSERT, OBJECT
 from harness.engine.setup import family_setup
 from harness.families import registry as families
 from harness.families.base import IndexContext
+from harness.families.workload import WorkloadConfig
 from strategies import registry
 from strategies.base import FitContext
 from strategies.dskype.hybrid import default_l1

@@ -9,10 +9,10 @@ import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from datasets.workloads.config import WorkloadConfig
 from harness.engine.simulate import simulate
 from harness.families import registry as families
 from harness.families.topk.scoring import normalised_weights, pair_score
+from harness.families.workload import WorkloadConfig
 from strategies.dskype.prefix import prefix_terms
 from tests.helpers import random_objects
 
