@@ -59,7 +59,7 @@ experiment: $(STAMP)  ## a published experiment as a preset: make experiment NAM
 	$(PY) -m harness experiment=$(NAME) $(ARGS)
 
 PAPERS ?= all
-reproduce: $(STAMP)  ## every preset of PAPERS (all, or ps2stream,sstd,skype,tornado,dkmsks; scale: the scale_* presets) at its default size, resumable, then every report, the results site (results/site/) and a summary of the verdicts (results/reproduce/summary.md)
+reproduce: $(STAMP)  ## every preset of PAPERS (all, or ps2stream,sstd,skype,tornado,dkmsks; scale: the scale_* presets; sizes: the size_* sweeps, step by step) at its default size, resumable, then every report, the results site (results/site/) and a summary of the verdicts (results/reproduce/summary.md)
 	$(PY) -m harness.run.reproduce --papers $(PAPERS) $(ARGS)
 
 report: $(STAMP)  ## every preset's report.md and results/report.md (the claims on both bases) rebuilt from results/runs.parquet, nothing run

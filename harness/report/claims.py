@@ -27,6 +27,11 @@ growth from the fewest to the most workers >= value), `bound` (the subject's own
 leads at the largest x, by more than at the smallest), `between` (the subject within the others'
 range). `check.across: dataset | x` (with `check.variant`) compares one variant's runs on several
 datasets or swept x values instead of several variants (SSTD Fig. 7, Skype Table 4).
+
+A claim whose verdict may depend on the size (subscriptions, stored objects) may name a size sweep,
+`sizes: size_<paper>` (conf/experiment/size_*.yaml): it is then also judged at every step of that
+sweep, with the trend of its ratio against size (harness/report/sizes.py); its own verdict here
+still reads its preset.
 """
 
 from __future__ import annotations
@@ -108,6 +113,12 @@ def load_claims_from(claims: list[dict]) -> list[dict]:
         if not isinstance(c.get("preset"), str) or not c["preset"]:
             raise ValueError(f"claim {cid!r}: preset={c.get('preset')!r} is invalid; allowed: the name of a preset "
                              f"in conf/experiment/ whose runs the claim reads")
+        sizes = c.get("sizes")
+        if sizes is not None and not (isinstance(sizes, str) and sizes.startswith("size_")
+                                      and (PRESETS_DIR / f"{sizes}.yaml").exists()):
+            raise ValueError(f"claim {cid!r}: sizes={sizes!r} is invalid; allowed: the name of a size sweep in "
+                             f"conf/experiment/ (size_*.yaml) at whose every step the claim is also judged "
+                             f"(harness/report/sizes.py)")
         if c.get("scope", "paper") not in SCOPES:
             raise ValueError(f"claim {cid!r}: scope={c.get('scope')!r} is invalid; allowed: {', '.join(SCOPES)}")
         if "experiment" in chk:

@@ -16,7 +16,7 @@ import pandas as pd
 import yaml
 
 from harness.report import claims as claims_mod
-from harness.report import metrics, results
+from harness.report import metrics, results, sizes
 from harness.report.claims import BASES, VERDICTS, ClaimResult
 
 PAPERS = ("ps2stream", "sstd", "tornado", "dkmsks", "dskype")
@@ -172,6 +172,9 @@ def write_preset_report(root: Path, preset: str, title: str, table: pd.DataFrame
                                                                                       ""] + claim_details(claim_results)
     else:
         lines += ["No claim of conf/claims.yaml reads this preset.", ""]
+    if sizes.is_sweep(preset):  # a size sweep: its size claims at every step, trends, time and memory
+        lines += sizes.report_extra(root, preset, table)
+        plot_paths = [p for p in plot_paths if p.name != "size_trends.png"]
     pngs = [p for p in plot_paths if p.suffix == ".png"]
     if pngs:
         lines += ["## Figures", ""] + [f"![{p.stem}]({p.name})" for p in pngs]
@@ -193,6 +196,7 @@ def write_overview(root: Path, table: pd.DataFrame) -> Path:
         group = [r for r in claim_results if r.claim.get("paper") == paper]
         if group:
             lines += [f"## {PAPER_TITLES[paper]}", ""] + claims_table(group, "plots/{preset}/report.md#{id}") + [""]
+    lines += sizes.overview(root, table)
     path = root / "report.md"
     path.write_text("\n".join(lines) + "\n")
     return path

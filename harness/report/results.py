@@ -62,7 +62,7 @@ EPOCH_KEYS = ("epoch", "operation")  # likewise for a row of the per-epoch serie
 
 
 RUN_CODE = ("harness", "strategies", "datasets", "conf", "pyproject.toml", "requirements.txt",
-            ":(exclude)conf/claims.yaml")  # the claims are read at report time, never by a run
+            ":(exclude)conf/claims.yaml", ":(exclude)conf/sizes.yaml")  # read at report time, never by a run
 
 
 @functools.cache

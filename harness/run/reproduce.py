@@ -1,4 +1,4 @@
-"""`make reproduce PAPERS=all|ps2stream|sstd|skype|tornado|dkmsks|scale`: every preset of the chosen
+"""`make reproduce PAPERS=all|ps2stream|sstd|skype|tornado|dkmsks|scale|sizes`: every preset of the chosen
 papers at its default size, one after another, resumable (each preset runs with resume=true, so a
 run whose configuration already has an ok row is skipped), with one progress line per preset over
 the whole batch (presets done, runs done, an estimate of the time left), then every report and the
@@ -7,7 +7,8 @@ the verdicts per paper on both bases.
 
 A paper's presets are those named after it (`sstd_*`, `skype_*` and `dskype_*` for Skype/DSkype,
 ...) and every preset a claim of that paper reads; the scale presets (`scale_*`) join only with
-PAPERS=scale. Each preset runs in its own process (`python -m harness experiment=<name>`), its log
+PAPERS=scale, the size sweeps (`size_*`, harness/run/sizes.py, one step at a time) only with
+PAPERS=sizes. Each preset runs in its own process (`python -m harness experiment=<name>`), its log
 under results/reproduce/logs/.
 """
 
@@ -25,7 +26,9 @@ from harness.report import claims as claims_mod
 from harness.report import claims_report, results, site, time_budget
 
 PAPERS = {"ps2stream": ("ps2stream_",), "sstd": ("sstd_",), "tornado": ("tornado_",), "dkmsks": ("dkmsks_",),
-          "skype": ("skype_", "dskype_"), "scale": ("scale_",)}
+          "skype": ("skype_", "dskype_"), "scale": ("scale_",),
+          "sizes": ("size_",)}
+OPT_IN = ("scale", "sizes")  # groups whose presets join only when named
 CLAIM_PAPER = {"skype": "dskype"}  # conf/claims.yaml names Skype/DSkype's claims "dskype"
 DEFAULT = ("ps2stream", "sstd", "tornado", "dkmsks", "skype")
 
@@ -40,7 +43,8 @@ def presets_of(papers: list[str], claims: list[dict] | None = None) -> list[str]
         own = [n for n in names if n.startswith(PAPERS[paper])]
         read = sorted({c["preset"] for c in claims if c.get("paper") == CLAIM_PAPER.get(paper, paper)})
         for name in own + read:
-            if name not in out and (paper == "scale" or not name.startswith("scale_")):
+            opt_in = [g for g in OPT_IN if name.startswith(PAPERS[g])]
+            if name not in out and (not opt_in or paper in opt_in):
                 out.append(name)
     return out
 
@@ -72,6 +76,8 @@ def run_preset(preset: str, root: Path, extra: list[str], log: Path) -> tuple[in
     """One preset in its own process (its output to `log`): (exit code, seconds)."""
     env = {**os.environ, "STPS_RESULTS": str(root)}
     cmd = [sys.executable, "-m", "harness", f"experiment={preset}", "resume=true", "progress=false", *extra]
+    if preset.startswith(PAPERS["sizes"]):  # a size sweep step by step, each step's time, memory and failure recorded
+        cmd = [sys.executable, "-m", "harness.run.sizes", preset, "--results", str(root), *extra]
     t0 = time.perf_counter()
     with log.open("w") as out:
         out.write(" ".join(cmd) + "\n")
