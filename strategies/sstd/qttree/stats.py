@@ -6,7 +6,8 @@ The region queries are SSTD's six types (`TYPES`): continuous range (CRQ), kNN (
 terms (CTQ) queries, and snapshot range (SRQ), kNN (SKQ) and top-k terms (STQ) ones; p_t of a
 cell is the fraction of the sample's type-t queries whose region reaches it. A CKQ counts by the
 rectangle around its ball (the fit view narrows it to its warm-up ball), which is SSTD's "d(q, P)
-< d(q, q.R_k)"; an SKQ's rectangle is the whole space (no ball is known before it is answered).
+< d(q, q.R_k)"; an SKQ counts by the square around its k-th nearest qualifying sample object
+(`QueryStats._narrow_skq_to_balls`; the stream gives it the whole space).
 kNN queries have routing keywords only when routed by them (ckq_routing: ball); SSTD's own rule
 sends them to every worker, and then they add nothing to M; top-k-terms queries have none.
 
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.core.events import (
+    AND,
     DELETE,
     FAMILY_NAMES,
     INSERT,
@@ -94,6 +96,7 @@ class QueryStats:
         self.oy = sample.y[self.objs].astype(np.float64)
         self.o_off, self.o_val = csr_take(sample.offsets, sample.values, self.objs)
         self.rect = np.stack([sample.xmin[self.qs], sample.ymin[self.qs], sample.xmax[self.qs], sample.ymax[self.qs]], 1).astype(np.float64)
+        self._narrow_skq_to_balls(sample)
         # Routing entries (query position, term): the least frequent keyword of an AND query, every
         # keyword of an OR query; sorted by query so a query's entries are contiguous.
         e_rows, e_terms = routing_terms(sample, self.qs[self.keyworded])
@@ -112,6 +115,44 @@ class QueryStats:
         root = StatsCell((0, 0, 0), tuple(float(v) for v in extent), np.arange(self.n_queries), np.arange(len(self.objs)),
                          len(self.e_q))
         self.cells: dict[tuple[int, int, int], StatsCell] = {root.key: root}
+
+    def _narrow_skq_to_balls(self, sample: Events) -> None:
+        """p_skq of a cell is "the probability an SKQ accessing P", Pr(d(q, P) < d(q, q.R_k))
+        (Sec. 4.1.1): an SKQ counts in the cells its k-th nearest answer's ball reaches. The
+        stream gives an SKQ the whole space (no ball is known before it is answered), which put
+        every SKQ in every cell: p_skq = 1 everywhere, so a spatial split never lowered W_skq and
+        the tree split textually only (issue 40). Here each sample SKQ's rectangle becomes the
+        square around its ball over the sample's objects it can see (inside its look-back, before
+        it, with its keywords: all for AND, any for OR); one with fewer than k such objects keeps
+        the whole space. Only the statistics change: routing stays SSTD's two-phase protocol."""
+        skq = np.flatnonzero(self.qtype == TYPE_NAMES.index("skq"))
+        if len(skq) == 0 or len(self.objs) == 0:
+            return
+        owner = np.repeat(np.arange(len(self.objs)), np.diff(self.o_off))
+        order = np.argsort(self.o_val, kind="stable")
+        p_terms, p_objs = self.o_val[order], owner[order]  # postings: objects per term, sorted
+        o_ts = sample.ts[self.objs]
+        for i in skq:
+            row = self.qs[i]
+            terms = np.unique(sample.values[sample.offsets[row]:sample.offsets[row + 1]])
+            if len(terms) == 0:
+                continue
+            lists = [p_objs[np.searchsorted(p_terms, t):np.searchsorted(p_terms, t, side="right")] for t in terms]
+            cand = lists[0]
+            for other in lists[1:]:
+                cand = np.intersect1d(cand, other) if sample.op[row] == AND else np.union1d(cand, other)
+            t_q, tau = float(sample.ts[row]), float(sample.tau[row])
+            seen = o_ts[cand] <= t_q
+            if np.isfinite(tau):
+                seen &= o_ts[cand] >= t_q - tau
+            cand = cand[seen]
+            k = max(int(sample.k[row]), 1)
+            if len(cand) < k:
+                continue
+            d2 = (self.ox[cand] - float(sample.x[row])) ** 2 + (self.oy[cand] - float(sample.y[row])) ** 2
+            r = float(np.sqrt(np.partition(d2, k - 1)[k - 1]))
+            x, y = float(sample.x[row]), float(sample.y[row])
+            self.rect[i] = (x - r, y - r, x + r, y + r)
 
     def _time_share(self, sample: Events, mine: np.ndarray, snapshot: bool) -> float:
         """Mean lifetime (continuous) or look-back (snapshot) / sample span of one type's queries

@@ -18,6 +18,8 @@ from harness.core.events import (
     OBJECT,
     OR,
     RANGE,
+    SNAPSHOT,
+    TERMS,
     Events,
     unpack_keys,
 )
@@ -448,3 +450,51 @@ def test_ckq_routing_all_reaches_every_worker_and_survives_reassignment():
 def test_ckq_routing_must_be_all_or_ball():
     with pytest.raises(ValueError, match=r"strategy.params.ckq_routing='leaf' is invalid; allowed: all, ball"):
         QTTreeStrategy.make_params({"ckq_routing": "leaf"})
+
+
+@pytest.mark.parametrize("family, kind, split", [(RANGE, SNAPSHOT, TEXT), (RANGE, INSERT, TEXT),
+                                                 (TERMS, SNAPSHOT, SPATIAL), (TERMS, INSERT, SPATIAL)])
+def test_eq2_gives_textual_splits_no_benefit_for_top_k_terms_queries(family, kind, split):
+    """Why the QT-tree equals the Quadtree on STQ and CTQ (issue 40, SSTD Figs. 10 and 12(b)):
+    the paper's W_stq and W_ctq have no text factor, so on co-located objects that four keyword
+    groups separate, SRQs and CRQs (keyword-routed, Eq. 1's factor) make the root split
+    textually and cut its cost, while STQs and CTQs over the same objects and regions leave the
+    textual split no cheaper than the spatial one (a tie, which goes spatial)."""
+    rows = [("o", 50.0, 50.0, [g * 10 + i % 3]) for i, g in enumerate([0, 1, 2, 3] * 50)]
+    rows += [("q", i, (40, 40, 60, 60), [g * 10 + i % 3], AND) for i, g in enumerate([0, 1, 2, 3] * 10)]
+    ev = make_events(rows)
+    queries = ev.kind != OBJECT
+    ev.family[queries], ev.kind[queries] = family, kind
+    nodes = builder(QTTreeStrategy, ev, theta=4).nodes
+    assert nodes[0].kind == split
+    children = sum(c.cost for c in nodes[1:5])
+    if split == TEXT:
+        assert children < 0.3 * nodes[0].cost
+    else:
+        assert np.isclose(children, nodes[0].cost)
+
+
+def test_skq_counts_in_the_cells_its_ball_reaches():
+    """p_skq is "the probability an SKQ accessing P", Pr(d(q, P) < d(q, q.R_k)) (SSTD Sec.
+    4.1.1), not 1 everywhere (issue 40: an SKQ arrives with the whole space as its rectangle, and
+    counted so, a spatial split never lowered W_skq and the QT-tree split textually only).
+    Objects at four far-apart sites carry one of four keyword groups each; each SKQ sits at a site
+    and asks for k = 3 of one group: its ball stays at its site, so the root splits spatially and a
+    quadrant's p_skq is its own site's share."""
+    sites = [(20.0, 20.0), (80.0, 20.0), (20.0, 80.0), (80.0, 80.0)]
+    rng = np.random.default_rng(7)
+    rows = [("o", sx + rng.normal(0, 1), sy + rng.normal(0, 1), [g * 10 + i % 3])
+            for i in range(240) for g, (sx, sy) in [(i % 4, sites[(i // 4) % 4])]]
+    rows += [("q", i, EXTENT, [g * 10], AND) for i, g in enumerate([0, 1, 2, 3] * 10)]
+    ev = make_events(rows)
+    queries = np.flatnonzero(ev.kind != OBJECT)
+    ev.family[queries], ev.kind[queries] = KNN, SNAPSHOT
+    ev.k[queries] = 3
+    ev.x[queries] = [sites[i % 4][0] for i in range(len(queries))]
+    ev.y[queries] = [sites[i % 4][1] for i in range(len(queries))]
+    stats = QueryStats(ev, EXTENT)
+    side = stats.rect[:, 2] - stats.rect[:, 0]
+    assert (side > 0).all() and (side < 30).all()  # balls at their sites, not the whole space
+    shares = [len(c.queries) / len(queries) for c in stats.children((0, 0, 0))]
+    assert shares == [0.25, 0.25, 0.25, 0.25]
+    assert builder(QTTreeStrategy, ev, theta=4).nodes[0].kind == SPATIAL
