@@ -50,7 +50,7 @@ def test_the_ratio_rule_and_the_cost_model():
 
 def test_skypes_worked_bounds_examples_2_3_and_5():
     """Skype Sec. 5.1 (weights not normalised in the examples): Eq. 2's lambda_T and Lemma 3's skip."""
-    from harness.families.topk.index import MARGIN, text_floor
+    from harness.families.topk.bounds import MARGIN, text_floor
 
     lam = text_floor(0.7, 0.6, 0.98)  # Ex. 2: kScore 0.7, alpha 0.6, SSimUB 0.98
     assert abs(lam + MARGIN - 0.28) < 1e-12
@@ -66,7 +66,7 @@ def test_skypes_worked_bounds_examples_4_and_6():
     bound of a pair whose rarest common keyword is known. Fig. 4's weights are only in the figure
     image; Ex. 6 gives every number it uses, Ex. 4 only lambda_T."""
     from harness.core.kernels import upper_bound
-    from harness.families.topk.index import MARGIN, text_bound, text_floor
+    from harness.families.topk.bounds import MARGIN, text_bound, text_floor
     from harness.families.topk.subscription_index import subscription_blocks
 
     lam = text_floor(0.7, 0.6, 0.99)  # Ex. 4: kScore 0.7, alpha 0.6, SSimUB 0.99: lambda_T = 0.265 ("0.26")

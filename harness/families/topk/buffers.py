@@ -1,0 +1,246 @@
+"""The top-k worker's result buffers: one arena, each subscription a region of it, and what keeps
+them readable.
+
+A subscription's buffer (skyband.py) is a region of the arena holding its members in rank order
+(score desc, seq desc) with their dominance counters; its top-k is the region's first k members.
+Messages are indexed in seq order, so a buffer's oldest member is its smallest index, and the FIFO
+window expires a buffer's members oldest first: per message, the subscriptions whose oldest member
+it is form a linked list (`oldest_lists`), and an expiry visits exactly the buffers it leaves.
+
+Before a seq changes a top-k, the top-k is snapshotted; at the seq's end each touched subscription's
+top-k is diffed against its snapshot (`emit_changes`): the rows the worker emits. Between epochs
+the buffers travel as a table (RESULT_SCHEMA: a header row with theta, then the members).
+
+The growing kernels are kept apart from the loops that use the arrays: a reallocation inside a
+loop makes numba count references on every pass of it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from numba import njit
+
+from harness.core.events import Events
+from harness.families.topk.skyband import grown
+from harness.families.topk.state import Arena, Changes, Oldest, Snapshots
+
+# a subscription's buffer between epochs: a header row (mseq = HEADER, score = its theta), then its
+# members in rank order with their dominance counters
+RESULT_SCHEMA = pa.schema([("qid", pa.int64()), ("mseq", pa.int64()), ("score", pa.float64()), ("dom", pa.int32())])
+HEADER = -1
+
+
+@njit(cache=True, inline="always")
+def oldest(a_msg, o, n):
+    """A buffer's oldest member (-1 when empty): messages are indexed in seq order, so the smallest
+    index. The FIFO window expires a buffer's members oldest first, so an expiring message is in a
+    buffer only if it is that buffer's oldest."""
+    out = -1
+    for r in range(n):
+        if out < 0 or a_msg[o + r] < out:
+            out = a_msg[o + r]
+    return out
+
+
+@njit(cache=True)
+def buffer_oldest(b_off, b_len, a_msg):
+    out = np.empty(len(b_off), np.int64)
+    for s in range(len(b_off)):
+        out[s] = oldest(a_msg, b_off[s], b_len[s])
+    return out
+
+
+@njit(cache=True)
+def oldest_lists(b_old, n_msg):
+    """Message -> the subscriptions whose oldest buffer member it is, as doubly linked lists (head
+    per message, next and previous per subscription): an expiry visits exactly the buffers it
+    leaves instead of every subscription sharing one of its keywords."""
+    head = np.full(n_msg, -1, np.int64)
+    nxt = np.full(len(b_old), -1, np.int64)
+    prv = np.full(len(b_old), -1, np.int64)
+    for s in range(len(b_old)):
+        if b_old[s] >= 0:
+            _link(s, b_old[s], head, nxt, prv)
+    return Oldest(head, nxt, prv)
+
+
+@njit(cache=True, inline="always")
+def _link(s, m, head, nxt, prv):
+    nxt[s], prv[s] = head[m], -1
+    if head[m] >= 0:
+        prv[head[m]] = s
+    head[m] = s
+
+
+@njit(cache=True)
+def set_oldest(s, m, b_old, lists):
+    """s's oldest member is now message m (-1: its buffer is empty); its list follows."""
+    head, nxt, prv = lists
+    if b_old[s] == m:
+        return
+    if b_old[s] >= 0:
+        if prv[s] >= 0:
+            nxt[prv[s]] = nxt[s]
+        else:
+            head[b_old[s]] = nxt[s]
+        if nxt[s] >= 0:
+            prv[nxt[s]] = prv[s]
+    b_old[s] = m
+    if m >= 0:
+        _link(s, m, head, nxt, prv)
+
+
+@njit(cache=True, inline="always")
+def snap(s, kk, o, arena, snaps, n_touch):
+    """Keep s's top-k (its buffer's first kk members from arena offset o) as it was before this
+    seq's changes, for the diff at the seq's end, in arrays with room; returns the count."""
+    a_msg, a_score, _ = arena
+    touched, snap_off, snap_msg, snap_score = snaps
+    for u in range(kk):
+        snap_msg[snap_off[n_touch] + u] = a_msg[o + u]
+        snap_score[snap_off[n_touch] + u] = a_score[o + u]
+    touched[n_touch] = s
+    snap_off[n_touch + 1] = snap_off[n_touch] + kk
+    return n_touch + 1
+
+
+@njit(cache=True)
+def snap_growing(s, kk, o, arena, snaps, n_touch):
+    """`snap`, growing the arrays first; returns them and the count."""
+    touched, snap_off, snap_msg, snap_score = snaps
+    if n_touch + 1 >= len(touched):
+        touched = grown(touched, n_touch + 2)
+        snap_off = grown(snap_off, n_touch + 3)
+    if snap_off[n_touch] + kk > len(snap_msg):
+        snap_msg = grown(snap_msg, snap_off[n_touch] + kk)
+        snap_score = grown(snap_score, snap_off[n_touch] + kk)
+    snaps = Snapshots(touched, snap_off, snap_msg, snap_score)
+    return snaps, snap(s, kk, o, arena, snaps, n_touch)
+
+
+@njit(cache=True)
+def snap_room(n, subs, s_k, snaps, n_touch):
+    """The snapshot arrays grown, once, to hold a snapshot of k for each of subs[:n]."""
+    touched, snap_off, snap_msg, snap_score = snaps
+    need_s = snap_off[n_touch]
+    for c in range(n):
+        need_s += s_k[subs[c]]
+    if n_touch + n + 2 > len(touched):
+        touched, snap_off = grown(touched, n_touch + n + 2), grown(snap_off, n_touch + n + 3)
+    if need_s > len(snap_msg):
+        snap_msg, snap_score = grown(snap_msg, need_s), grown(snap_score, need_s)
+    return Snapshots(touched, snap_off, snap_msg, snap_score)
+
+
+@njit(cache=True)
+def room_for(n_cand, cand, s_k, bufs, arena, a_used, snaps, n_touch):
+    """The arena and snapshot arrays grown, once, to hold every candidate's worst case: a region
+    moved to the arena's end (at most max(2 cap, len + 1, 2k)) and a snapshot of k."""
+    b_cap, b_len = bufs.cap, bufs.size
+    a_msg, a_score, a_dom = arena
+    need_a = a_used
+    for c in range(n_cand):
+        s = cand[c]
+        need_a += max(2 * b_cap[s], b_len[s] + 1, 2 * s_k[s])
+    if need_a > len(a_msg):
+        arena = Arena(grown(a_msg, need_a), grown(a_score, need_a), grown(a_dom, need_a))
+    return arena, snap_room(n_cand, cand, s_k, snaps, n_touch)
+
+
+@njit(cache=True)
+def emit_changes(t, n_touch, snaps, s_k, bufs, arena, m_mark, mark, changes, n_out):
+    """Each touched subscription's top-k against its snapshot: the members that left (-1, in the
+    snapshot's order), then those that entered (+1, in rank order). Membership by a mark per
+    message (two per subscription), so a diff costs O(k), not O(k^2); the output arrays have room."""
+    touched, snap_off, snap_msg, snap_score = snaps
+    b_off, b_len = bufs.off, bufs.size
+    a_msg, a_score, _ = arena
+    o_slot, o_trig, o_msg, o_score, o_delta = changes
+    for u in range(n_touch):
+        s = touched[u]
+        o = b_off[s]
+        kk = min(s_k[s], b_len[s])
+        lo_, hi_ = snap_off[u], snap_off[u + 1]
+        mark += 1
+        for v in range(kk):
+            m_mark[a_msg[o + v]] = mark
+        for r in range(lo_, hi_):
+            if m_mark[snap_msg[r]] != mark:
+                o_slot[n_out], o_trig[n_out], o_msg[n_out] = s, t, snap_msg[r]
+                o_score[n_out], o_delta[n_out] = snap_score[r], -1
+                n_out += 1
+        mark += 1
+        for r in range(lo_, hi_):
+            m_mark[snap_msg[r]] = mark
+        for v in range(kk):
+            if m_mark[a_msg[o + v]] != mark:
+                o_slot[n_out], o_trig[n_out], o_msg[n_out] = s, t, a_msg[o + v]
+                o_score[n_out], o_delta[n_out] = a_score[o + v], 1
+                n_out += 1
+    return n_out, mark
+
+
+@njit(cache=True)
+def emit_seq(t, n_touch, snaps, s_k, bufs, arena, m_mark, mark, changes, n_out):
+    """The seq's change rows (`emit_changes`), the output arrays grown first to hold every touched
+    subscription's worst case; returns them, the row count and the mark."""
+    touched, snap_off = snaps.touched, snaps.off
+    need = n_out
+    for u in range(n_touch):
+        need += snap_off[u + 1] - snap_off[u] + min(s_k[touched[u]], bufs.size[touched[u]])
+    if need > len(changes.slot):
+        o_slot, o_trig, o_msg, o_score, o_delta = changes
+        changes = Changes(grown(o_slot, need), grown(o_trig, need), grown(o_msg, need), grown(o_score, need),
+                          grown(o_delta, need))
+    n_out, mark = emit_changes(t, n_touch, snaps, s_k, bufs, arena, m_mark, mark, changes, n_out)
+    return changes, n_out, mark
+
+
+@njit(cache=True)
+def kept_rows(slots, s_id, bufs, arena, m_seq):
+    """The buffers' table columns, slot by slot in one pass: a header row (mseq HEADER, theta, dom
+    -1), then the buffer's members. Written out because a dozen numpy passes over every buffered
+    row (5M at 156k subscriptions, |W| = 1M) took 0.6 s of each epoch."""
+    b_off, b_len, theta = bufs.off, bufs.size, bufs.theta
+    a_msg, a_score, a_dom = arena
+    n = 0
+    for s in slots:
+        n += b_len[s] + 1
+    qid, mseq = np.empty(n, np.int64), np.empty(n, np.int64)
+    score, dom = np.empty(n), np.empty(n, np.int32)
+    r = 0
+    for s in slots:
+        qid[r], mseq[r], score[r], dom[r] = s_id[s], HEADER, theta[s], -1
+        r += 1
+        o = b_off[s]
+        for u in range(b_len[s]):
+            qid[r], mseq[r], score[r], dom[r] = s_id[s], m_seq[a_msg[o + u]], a_score[o + u], a_dom[o + u]
+            r += 1
+    return qid, mseq, score, dom
+
+
+def message_rows(m_seq: np.ndarray, seqs: np.ndarray) -> np.ndarray:
+    """The rows of `seqs` in the ascending m_seq: through a table over the seq span when it is
+    dense (a window's seqs are), else a binary search."""
+    if len(m_seq) == 0 or len(seqs) == 0:
+        return np.zeros(len(seqs), np.int64)
+    lo, span = int(m_seq[0]), int(m_seq[-1] - m_seq[0]) + 1
+    if span > 4 * len(m_seq):
+        return np.searchsorted(m_seq, seqs)
+    table = np.zeros(span, np.int64)
+    table[m_seq - lo] = np.arange(len(m_seq))
+    return table[seqs - lo]
+
+
+def top_rows(buffers: pa.Table, subs: Events) -> pa.Table:
+    """The top-k members (the first k buffer rows of each query; headers left out)."""
+    qid, mseq = buffers.column("qid").to_numpy(), buffers.column("mseq").to_numpy()
+    mem = np.flatnonzero(mseq != HEADER)
+    if len(mem) == 0:
+        return RESULT_SCHEMA.empty_table()
+    q = qid[mem]
+    first = np.r_[0, np.flatnonzero(q[1:] != q[:-1]) + 1]
+    rank = np.arange(len(q)) - np.repeat(first, np.diff(np.r_[first, len(q)]))
+    k = subs.k[np.argsort(subs.id, kind="stable")][np.searchsorted(np.sort(subs.id), q)]
+    return buffers.take(pa.array(mem[rank < k]))
