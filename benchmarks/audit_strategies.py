@@ -97,7 +97,7 @@ def run_in_process(events, warmup, name, n_workers, context, index_params, param
 
 
 def audit(cfg, ds, events, warmup, strategies: list[str], repeat: int = 3, oracle: bool = False) -> dict:
-    from harness.core.events import OBJECT
+    from harness.core.events import DELETE, INSERT, OBJECT
     from harness.engine.simulate import simulate
     from strategies import registry
     from strategies.base import FitContext
@@ -124,6 +124,12 @@ def audit(cfg, ds, events, warmup, strategies: list[str], repeat: int = 3, oracl
         obj_w = np.bincount(workers[is_obj[rows]], minlength=n_workers)
         qry_w = np.bincount(workers[~is_obj[rows]], minlength=n_workers)
         busy = np.array([st["busy_s"] for _, st in sorted(last.worker_stats.items())])
+        # subscription copies the workers held at the measured part's start / live subscriptions
+        # (DSkype's Table 5 replication; the runs' `stored_replication`, harness/report/summary.py)
+        held = sum(st.get("restored", 0) for st in last.worker_stats.values())
+        held_end = sum(st.get("kept", 0) for st in last.worker_stats.values())  # after the epoch's pruning
+        before = events.kind[:warmup]
+        live = int((before == INSERT).sum()) - int((before == DELETE).sum())
         model = {}
         if hasattr(router, "leaf_cost") and hasattr(router, "leaf_worker"):  # the QT-tree's Eq. 2 leaf weights
             lc, lw = np.asarray(router.leaf_cost, float), np.asarray(router.leaf_worker, np.int64)
@@ -140,6 +146,8 @@ def audit(cfg, ds, events, warmup, strategies: list[str], repeat: int = 3, oracl
             "query_copies_per_query": float((~is_obj[rows]).sum() / max(int((~is_obj).sum()), 1)),
             "objects_busiest_worker": int(obj_w.max()),
             "queries_busiest_worker": int(qry_w.max()),
+            "stored_replication": float(held / live) if live > 0 else float("nan"),
+            "stored_replication_end": float(held_end / live) if live > 0 else float("nan"),
             "busy_max_ms": float(busy.max() * 1e3),
             "busy_mean_ms": float(busy.mean() * 1e3),
             "busy_max_mean": float(busy.max() / busy.mean()) if busy.mean() > 0 else float("nan"),
@@ -167,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     res = audit(cfg, ds, events, warmup, a.strategies, a.repeat, a.oracle)
     print(f"{a.preset} {' '.join(a.overrides)}: {len(events) - warmup} measured events, {cfg.workers} workers")
     cols = ["exact", "results", "object_copies_per_object", "query_copies_per_query", "objects_busiest_worker",
-            "queries_busiest_worker", "busy_max_ms", "busy_mean_ms", "busy_max_mean"]
+            "queries_busiest_worker", "stored_replication", "stored_replication_end", "busy_max_ms", "busy_mean_ms", "busy_max_mean"]
     print("| strategy | " + " | ".join(cols) + " | splits |")
     print("|---" * (len(cols) + 2) + "|")
     for name, r in res.items():

@@ -72,3 +72,19 @@ def test_prefix_routes_shrink_then_grow_and_stay_exact():
     dropped = [e["replicas_dropped"] for e in prefix_run.epochs]
     assert dropped[0] > 0 and sum(dropped[1:]) == 0  # the one shrink after registration, then never
     assert sum(e["resent"] for e in prefix_run.epochs) > 0  # thresholds fell: routes grew
+
+
+@settings(max_examples=200, deadline=None)
+@given(s_terms=st.sets(st.integers(0, 11), min_size=1, max_size=6), alpha=st.floats(0.01, 0.99),
+       t1=st.floats(0.0, 1.0), t2=st.floats(0.0, 1.0), seed=st.integers(0, 1000))
+def test_the_prefix_shrinks_only_as_theta_rises_above_alpha(s_terms, alpha, t1, t2, seed):
+    # the audit of Table 5 (prefix replication equal to keyword's at |W| = 20k): Eq. 18 keeps every
+    # keyword while theta <= alpha, and a higher theta never keeps more keywords; so prefix-based
+    # replication can fall below keyword-based only through subscriptions whose k-th score exceeds alpha
+    idf = np.random.default_rng(seed).uniform(0.1, 3.0, 12)
+    s = sorted(s_terms)
+    lo, hi = sorted((t1, t2))
+    assert prefix(s, alpha, alpha * lo, idf) == s  # theta <= alpha: lambda_T <= 0
+    p_lo = prefix(s, alpha, alpha + (1.0 - alpha) * lo, idf)
+    p_hi = prefix(s, alpha, alpha + (1.0 - alpha) * hi, idf)
+    assert set(p_hi) <= set(p_lo) and len(p_hi) >= 1
