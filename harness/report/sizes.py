@@ -485,13 +485,17 @@ def figure(table: pd.DataFrame, sweep: str, attempts: list[dict], out: Path, cla
     ax = axs.flat[len(panels)]
     if len(costs):
         ok = costs[costs["status"] == "ok"]
-        ax.plot(ok["size"], ok["step_wall_s"].astype(float), "o-", label="step wall time (s)")
+        wall = pd.to_numeric(ok["step_wall_s"], errors="coerce")
+        wall = wall.where(wall.notna(), pd.to_numeric(ok["runs_wall_s"], errors="coerce"))  # before the step is recorded
+        ax.plot(ok["size"], wall, "o-", label="step wall time (s; runs' wall until recorded)")
         ax.set_xscale("log")
-        ax.set_yscale("log")
+        if (wall > 0).any():
+            ax.set_yscale("log")
         ax.set_xlabel(meta.get("size", "size"), fontsize=8)
         ax.set_ylabel("seconds", fontsize=8)
         ax2 = ax.twinx()
-        peak = ok[["step_peak_bytes", "driver_peak_bytes", "executor_peak_bytes"]].astype(float).max(axis=1) / 2**30
+        peak = ok[["step_peak_bytes", "driver_peak_bytes", "executor_peak_bytes"]].apply(
+            pd.to_numeric, errors="coerce").max(axis=1) / 2**30
         ax2.plot(ok["size"], peak, "s--", color="C3", label="peak memory (GiB)")
         ax2.set_ylabel("GiB", fontsize=8)
         for _, c in costs[costs["status"] != "ok"].iterrows():

@@ -190,3 +190,10 @@ def test_the_overview_lists_each_sweep_with_its_largest_step_and_what_stopped_th
     text = "\n".join(sizes.overview(tmp_path, _sweep({20_000: (2.0, 1.0)})))
     assert f"[{SWEEP}](plots/{SWEEP}/report.md)" in text
     assert "20k (ok), 1M (failed) | 20k |" in text and "1M: over the step time limit" in text
+
+
+def test_the_figure_is_drawn_before_a_step_is_recorded_and_with_failed_steps(tmp_path):
+    table = _sweep({10_000: (200.0, 100.0), 100_000: (150.0, 100.0)}).assign(wall_s=5.0)
+    attempts = [{"step": 1_000_000, "status": "failed", "reason": "killed by SIGKILL", "wall_s": 9.0}]
+    out = sizes.figure(table, SWEEP, attempts, tmp_path / "f.png", _claim(), axes=NO_X)
+    assert out.stat().st_size > 10_000
