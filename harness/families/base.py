@@ -297,6 +297,10 @@ class Family(ParamsMixin):
     # drops every knob some family declares unless the workload's own family declares it too.
     workload_fields: ClassVar[tuple[str, ...]] = ()
 
+    # the settings of a tiny workload of this family over the shared tiny ones (150 queries, 300
+    # updates), where those do not make one: what `check_family` and the kernels' warm-up run
+    tiny_workload: ClassVar[dict] = {}
+
     # Its own figures of a run, which the report asks every registered family for
     # (harness/report/summary.py), so that no figure of one family is computed in the report:
     # - `counters`: per-worker counters its index reports (WorkerOutput.counters) that the worker
