@@ -49,19 +49,20 @@ def default_context(events: Events, seed: int = 0) -> FitContext:
                       seed)
 
 
-def simulate(events: Events, warmup: int, strategy: str, n_workers: int, epoch_events: float = 0,
+def simulate(events: Events, warmup: int, strategy: "str | type", n_workers: int, epoch_events: float = 0,
              adjust: "str | Adjuster" = "none", adjust_params: dict | None = None, strategy_params: dict | None = None,
              context: FitContext | None = None, setup: FamilySetup | None = None, epochs_by: str = "count",
              index_params: dict | None = None, local_pairs: bool = True, repeat: int = 1) -> SimResult:
-    """Run a stream through a strategy in process. The families are the stream's own; the range
-    index defaults to 16 cells per side (tiny streams), `index_params` maps a family to its
-    settings, `setup` replaces the whole family setup (a test's own index); `local_pairs` as the
-    config's (pairs of sole objects counted on the workers); `repeat` runs each measured epoch that
-    many times from the same state, as measure.repeat does. The stream is normalised
-    first (datasets.workloads.anomalies), as the Spark runner does, so both give anomalies one meaning."""
+    """Run a stream through a strategy (a registered name, or a Strategy class) in process. The
+    families are the stream's own; the range index defaults to 16 cells per side (tiny streams),
+    `index_params` maps a family to its settings, `setup` replaces the whole family setup (a test's
+    own index); `local_pairs` as the config's (pairs of sole objects counted on the workers);
+    `repeat` runs each measured epoch that many times from the same state, as measure.repeat does.
+    The stream is normalised first (datasets.workloads.anomalies), as the Spark runner does, so both
+    give anomalies one meaning."""
     events, warmup, anomalies = normalise_prefix(events, warmup)
     context = context or default_context(events)
-    cls = registry.get(strategy)
+    cls = strategy if isinstance(strategy, type) else registry.get(strategy)
     index_params = {"range": {"cells_per_side": 16}, **(index_params or {})}
     run = assemble_run(cls, events, warmup, context, n_workers, index_params, adjust=adjust,
                        adjust_params=adjust_params, local_pairs=local_pairs, anomalies=anomalies, setup=setup)

@@ -16,15 +16,12 @@ import sys
 import time
 
 from datasets.tiny import random_objects
+from harness.engine.contract import tiny_workload
 from harness.engine.simulate import simulate
 from harness.families import registry as families
 from harness.families.workload import WorkloadConfig
 from strategies import registry
 
-# a family's generator settings where the shared ones do not make its tiny workload (terms: SSTD's
-# CTQ registrations and their reports over a preloaded store)
-SETTINGS = {"terms": dict(protocol="ctq", queries=40, preload_objects=800, objects_per_s=100, ctq_span_s=6.0,
-                          area_fraction=0.02, ctq_step_hours=40.0, ctq_window_hours=60.0, k_min=3, k_max=5)}
 MIXED = dict(name="mix", family="range", protocol="mix", types=["srq", "skq", "stq", "crq", "ckq", "ctq"],
              queries=40, batch=20, preload_objects=600, sample_queries=10, objects_per_s=100, op="and",
              keywords_max=1, area_fraction=0.02, k_min=2, k_max=5, ctq_span_s=4.0, ctq_step_hours=40,
@@ -40,11 +37,8 @@ def streams() -> dict[str, object]:
     out = {}
     for name in families.names():
         fam = families.get(name)
-        if not fam.__module__.startswith("harness.families."):
-            continue
-        cfg = WorkloadConfig(**{**dict(name="tiny", family=name, queries=150, updates=300, window=300,
-                                       measured_messages=500), **SETTINGS.get(name, {})})
-        out[name] = fam.build_workload(objects, df, extent, cfg, 7)
+        if fam.__module__.startswith("harness.families."):
+            out[name] = tiny_workload(fam)  # its own generator (Family.tiny_workload)
     out["mixed"] = families.get("range").build_workload(objects, df, extent, WorkloadConfig(**MIXED), 1)
     return out
 

@@ -12,6 +12,14 @@ A family carries four parts that sit together in its folder (harness/families/<n
 - a brute-force oracle that shares no code with the index, the answer every run is checked against;
 - a workload generator (datasets/workloads/).
 
+Everything else a family needs is declared on its class, as data the shared modules read, so none
+of them names a family: where its workloads come from (`generator`, `snapshot_protocols`, ...:
+harness/families/workload.py), its own workload knobs (`WorkloadKnobs`, `workload_fields`: the
+flat `workload.*` schema and the workload cache key), its snapshot answers (in its folder, from the
+shared ObjectStore) and its own figures of a run (`counters`, `metrics`, `summarise`,
+`snapshot_type`: the report asks every registered family). `harness.engine.contract.check_family`
+checks a family class against all of it.
+
 A family defining its class registers itself (harness.families.registry), whether it lives in this
 package or in a user's module. A family may declare `routes_like`: a family whose routing rule is
 a sound superset for it (every result of its predicate is a result of that family's predicate on
@@ -247,8 +255,9 @@ class Merger(ABC):
 
 class Family(ParamsMixin):
     """One query family. Subclasses set `name`, `code` (the events' family column), `index` and
-    `merger`, a `Params` dataclass for the index settings (`index.<name>.*` in the config), and
-    implement `oracle` and `build_workload`."""
+    `merger`, a `Params` dataclass for the index settings (`index.<name>.*` in the config), an
+    `oracle`, and their workloads' source (`generator` and its check, or `snapshot_protocols`;
+    or an own `build_workload`); the rest is optional (module docstring)."""
 
     kind: ClassVar[str] = "query family"
     name: ClassVar[str]
@@ -296,6 +305,10 @@ class Family(ParamsMixin):
     # knobs its workloads are keyed by. A workload's cache key (harness/run/workload_cache.py)
     # drops every knob some family declares unless the workload's own family declares it too.
     workload_fields: ClassVar[tuple[str, ...]] = ()
+
+    # the settings of a tiny workload of this family over the shared tiny ones (150 queries, 300
+    # updates), where those do not make one: what `check_family` and the kernels' warm-up run
+    tiny_workload: ClassVar[dict] = {}
 
     # Its own figures of a run, which the report asks every registered family for
     # (harness/report/summary.py), so that no figure of one family is computed in the report:

@@ -1,60 +1,38 @@
-"""Every built-in query family x every strategy that routes it, from the registries: its own
-workload generator's stream, run in process over several epochs and worker counts, equals the
-family's oracle; a strategy that cannot route a family says so, naming the families it routes."""
+"""Every query family x every strategy that routes it, from the registries, through the public
+checkers (harness/engine/contract.py): a family's declarations are usable (`check_family_parts`),
+and its own generator's tiny workload, run in process over several epochs and worker counts,
+equals the family's oracle (`check_runs`, what `check_family` runs for each strategy); a strategy
+that cannot route a family says so, naming the families it routes."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from harness.core.events import SNAPSHOT
-from harness.engine.simulate import simulate
+from harness.engine.contract import check_family_parts, check_runs, tiny_workload
 from harness.families import registry as families
-from harness.families.workload import WorkloadConfig
 from strategies import registry
 from strategies.base import UnsupportedFamilyError
-from tests.helpers import random_objects
 
 BUILT_IN = [n for n in families.names() if families.get(n).__module__.startswith("harness.families.")]
 MATRIX = [(f, s) for f in BUILT_IN for s in registry.supporting(f)]
-# a family's own generator settings where the shared defaults do not make its workload (terms: SSTD's
-# CTQ, registrations and their reports over a preloaded store)
-SETTINGS = {"terms": dict(protocol="ctq", queries=40, preload_objects=800, objects_per_s=100, ctq_span_s=6.0,
-                          area_fraction=0.02, ctq_step_hours=40.0, ctq_window_hours=60.0, k_min=3, k_max=5)}
 
 
 @pytest.fixture(scope="module")
 def streams():
-    objects, df, extent = random_objects(1500, seed=4)
-    out = {}
-    for name in BUILT_IN:
-        cfg = WorkloadConfig(**{**dict(name="tiny", family=name, queries=150, updates=300, window=300,
-                                       measured_messages=500), **SETTINGS.get(name, {})})
-        wl = families.get(name).build_workload(objects, df, extent, cfg, 7)
-        out[name] = wl
-    return out
+    return {name: tiny_workload(families.get(name)) for name in BUILT_IN}
 
 
-def test_every_built_in_family_has_its_parts():
+def test_every_registered_family_has_its_parts():
     assert "range" in BUILT_IN
-    for name in BUILT_IN:
-        fam = families.get(name)
-        assert families.by_code(fam.code) is fam
-        assert fam.index.family == name and fam.merger.blocks is not None
-        fam.check_params(fam.make_params({}))  # the defaults run
+    for name in families.names():
+        check_family_parts(families.get(name))
 
 
 @pytest.mark.parametrize("family,strategy", MATRIX)
 @pytest.mark.parametrize("n_workers", [3, 8])
 def test_family_results_equal_its_oracle_over_epochs(streams, family, strategy, n_workers):
-    wl = streams[family]
-    if (wl.events.kind == SNAPSHOT).any() and not registry.get(strategy).stores_objects:
-        with pytest.raises(ValueError, match="cannot answer snapshot queries exactly"):
-            simulate(wl.events, wl.warmup, strategy, n_workers)
-        return
-    res = simulate(wl.events, wl.warmup, strategy, n_workers, epoch_events=len(wl.events) // 4)
-    assert len(res.epochs) >= 2
-    assert res.exact, (family, strategy, res.digest, res.oracle_digest)
+    check_runs(family, streams[family], strategy, workers=(n_workers,))
 
 
 def test_a_family_a_router_does_not_route_is_a_clear_error():

@@ -1,4 +1,4 @@
-"""The family plugin path is real, not range-shaped: a toy family (tests/families/plugin_first_k.py,
+"""The family plugin path is real, not range-shaped: a toy family (examples/families/first_k.py,
 copied to a temporary module outside the project) registers itself by being imported, and runs
 through the real Spark pipeline with two strategies (and in process with every one), exact against
 its own oracle, with merger state across epochs, the epoch's query events at the merge and
@@ -20,7 +20,7 @@ from harness.run.config import ConfigError, register_configs, validate
 from strategies import registry
 
 register_configs()
-SOURCE = Path(__file__).with_name("plugin_first_k.py")
+SOURCE = PROJECT_ROOT / "examples" / "families" / "first_k.py"
 
 
 @pytest.fixture(scope="module")

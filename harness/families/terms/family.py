@@ -40,6 +40,9 @@ class TermsFamily(Family):
     # no generator of its own: SSTD's snapshot generator makes its STQs (protocol stq) and CTQs (ctq)
     snapshot_protocols = ("stq", "ctq", "mix")
     snapshot_type = "stq"  # a CTQ's reports count as STQs
+    # SSTD's CTQ: registrations and their reports over a preloaded store
+    tiny_workload = dict(protocol="ctq", queries=40, preload_objects=800, objects_per_s=100, ctq_span_s=6.0,
+                         area_fraction=0.02, ctq_step_hours=40.0, ctq_window_hours=60.0, k_min=3, k_max=5)
 
     @classmethod
     def stream_context(cls, context: IndexContext, events: Events) -> IndexContext:

@@ -90,6 +90,7 @@ class TopkFamily(Family):
     generator = staticmethod(build_topk_workload)
     check_generator = staticmethod(validate_topk_workload)
     check_file = staticmethod(validate_topk_window)  # an event file's subscriptions take the window from the config
+    tiny_workload = dict(window=300, measured_messages=500)
 
     @classmethod
     def stream_context(cls, context: IndexContext, events: Events) -> IndexContext:
