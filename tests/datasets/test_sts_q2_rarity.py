@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from datasets.workloads.config import WorkloadConfig
+from harness.families.workload import WorkloadConfig
 from datasets.workloads.range import build_workload
 from harness.core.events import INSERT, csr_take
 from tests.helpers import random_objects
