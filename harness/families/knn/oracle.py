@@ -21,6 +21,21 @@ from harness.families.chunks import in_chunks
 from harness.families.snapshot_oracle import answer_snapshots, keywords_pass, visible
 
 
+@njit(cache=True)
+def _keep(best, who, have, kk, d2, o):
+    """Insert object o at distance d2 into the kk smallest so far (`best` ascending, `who` beside
+    it; ties: the earlier stays ahead); the new count. Callers skip o when the list is full and
+    d2 is not below its last."""
+    pos = have if have < kk else kk - 1
+    while pos > 0 and best[pos - 1] > d2:
+        best[pos] = best[pos - 1]
+        who[pos] = who[pos - 1]
+        pos -= 1
+    best[pos] = d2
+    who[pos] = o
+    return have + 1 if have < kk else have
+
+
 @njit(cache=True, nogil=True)
 def _entries(q_rows, q_end, kind, seq, ids, x, y, op, k, offsets, values, n_terms_max):
     """(query id, object id) of every entry, query by query."""
@@ -33,6 +48,7 @@ def _entries(q_rows, q_end, kind, seq, ids, x, y, op, k, offsets, values, n_term
         i = q_rows[qi]
         kk = max(k[i], 1)
         best = np.full(kk, np.inf)  # the kk smallest distances so far, ascending
+        who = np.zeros(kk, np.int64)
         have = 0
         need = offsets[i + 1] - offsets[i]
         for j in range(offsets[i], offsets[i + 1]):
@@ -53,15 +69,7 @@ def _entries(q_rows, q_end, kind, seq, ids, x, y, op, k, offsets, values, n_term
             d2 = dx * dx + dy * dy
             if have == kk and not d2 < best[kk - 1]:
                 continue
-            # enters: keep the kk smallest (ties: the earlier stays ahead)
-            pos = have if have < kk else kk - 1
-            while pos > 0 and best[pos - 1] > d2:
-                if pos < kk:
-                    best[pos] = best[pos - 1]
-                pos -= 1
-            best[pos] = d2
-            if have < kk:
-                have += 1
+            have = _keep(best, who, have, kk, d2, o)  # enters
             if n == len(out_q):
                 out_q = np.concatenate((out_q, np.empty(n, np.int64)))
                 out_o = np.concatenate((out_o, np.empty(n, np.int64)))
@@ -126,15 +134,7 @@ def _nearest(queries, first, last, objs, seq, ts, tau, ids, x, y, k, op, offsets
             d2 = dx * dx + dy * dy
             if have == kk and not d2 < best[kk - 1]:
                 continue
-            pos = have if have < kk else kk - 1
-            while pos > 0 and best[pos - 1] > d2:
-                best[pos] = best[pos - 1]
-                who[pos] = who[pos - 1]
-                pos -= 1
-            best[pos] = d2
-            who[pos] = o
-            if have < kk:
-                have += 1
+            have = _keep(best, who, have, kk, d2, o)
         for j in range(have):
             if n == len(out_q):
                 out_q = np.concatenate((out_q, np.empty(n, np.int64)))
