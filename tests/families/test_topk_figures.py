@@ -13,15 +13,16 @@ from harness.families.topk.figures import amp_emp, buffer_size_mean
 
 def test_amp_and_emp_divide_the_phase_clocks_by_the_copies():
     """AMP: arrival time over the message copies the workers got; EMP: expiry time over the copies
-    that expired; the expiry share: expiry time over busy time; NaN for runs without top-k work (no
+    that expired; the expiry share: expiry time over the index's wall time (the phase clocks' own
+    clock, not the CPU busy time); NaN for runs without top-k work (no
     phase time, no expiries)."""
     w = pd.DataFrame({"objects": [300.0, 100.0], "arrival_s": [0.003, 0.001], "expiries": [50.0, 150.0],
-                      "expiry_s": [0.002, 0.0], "busy_s": [0.006, 0.002]})
+                      "expiry_s": [0.002, 0.0], "index_wall_s": [0.006, 0.002], "busy_s": [0.001, 0.001]})
     got = amp_emp(w)
     assert got["amp_us"] == pytest.approx(10.0) and got["emp_us"] == pytest.approx(10.0)
-    assert got["expiry_share"] == pytest.approx(0.25)  # 2 ms of expiries in 8 ms busy
+    assert got["expiry_share"] == pytest.approx(0.25)  # 2 ms of expiries in 8 ms of the index's time
     none = amp_emp(pd.DataFrame({"objects": [5.0], "arrival_s": [0.0], "expiries": [0.0], "expiry_s": [0.0],
-                                  "busy_s": [0.001]}))
+                                  "index_wall_s": [0.001], "busy_s": [0.001]}))
     assert np.isnan(none["amp_us"]) and np.isnan(none["emp_us"]) and np.isnan(none["expiry_share"])
 
 

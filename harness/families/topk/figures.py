@@ -9,7 +9,8 @@ import pandas as pd
 from harness.core.metric import Metric
 
 # the per-worker counters TopkIndex reports that the worker table sums over the measured epochs
-COUNTERS = ("reevaluations", "expiries", "arrival_s", "expiry_s")
+# (`index_wall_s`: the index's wall time, the same clock as the phase clocks, around them)
+COUNTERS = ("reevaluations", "expiries", "arrival_s", "expiry_s", "index_wall_s")
 
 METRICS = (
     Metric("buffer_size_mean", "buffer size", "messages", "messages a top-k subscription's buffer holds, mean over "
@@ -22,8 +23,8 @@ METRICS = (
     Metric("emp_us", "EMP", "us", "top-k: worker time per expiring message copy (Skype's EMP): leaving the "
            "buffers whose oldest member it is and re-evaluating those left with fewer than k", "lower", "{:,.1f}"),
     Metric("expiry_share", "expiry share", "share", "top-k: the workers' time on expiries and the re-evaluations "
-           "they cause (EMP's phase: buffer upkeep as members leave, refills from the window), over their busy time "
-           "(issue 14's budget: at most 20%)", "lower", "{:.1%}"),
+           "they cause (EMP's phase: buffer upkeep as members leave, refills from the window), over the index's "
+           "time, both on the wall clock (issue 14's budget: at most 20% of the busy time)", "lower", "{:.1%}"),
 )
 
 
@@ -36,11 +37,14 @@ def summarise(workers: pd.DataFrame, final_stats: list[dict]) -> dict[str, float
 def amp_emp(workers: pd.DataFrame) -> dict[str, float]:
     """Skype's AMP and EMP (Sec. 8.1): worker time per arriving and per expiring message copy, in
     microseconds, from the top-k index's phase clocks summed over workers; and the expiry phase's
-    share of the workers' busy time (issue 14's re-evaluation budget). NaN without top-k work."""
+    share of the index's time (issue 14's re-evaluation budget). The phase clocks are wall clocks
+    (a CPU clock costs a system call, 0.5 us, twice per message), so the share divides by the index's
+    wall time around them: over the CPU busy time it exceeded 1 on a loaded machine. NaN without
+    top-k work."""
     out = {"amp_us": float("nan"), "emp_us": float("nan"), "expiry_share": float("nan")}
-    if "expiry_s" in workers and workers["arrival_s"].sum() + workers["expiry_s"].sum() > 0 \
-            and workers["busy_s"].sum() > 0:
-        out["expiry_share"] = float(workers["expiry_s"].sum() / workers["busy_s"].sum())
+    if "index_wall_s" in workers and workers["arrival_s"].sum() + workers["expiry_s"].sum() > 0 \
+            and workers["index_wall_s"].sum() > 0:
+        out["expiry_share"] = float(workers["expiry_s"].sum() / workers["index_wall_s"].sum())
     if "arrival_s" in workers and workers["arrival_s"].sum() > 0 and workers["objects"].sum() > 0:
         out["amp_us"] = float(workers["arrival_s"].sum() / workers["objects"].sum() * 1e6)
     if "expiries" in workers and workers["expiries"].sum() > 0:

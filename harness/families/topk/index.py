@@ -117,7 +117,7 @@ class TopkIndex(WorkerIndex):
         return time.process_time() - t0
 
     def process(self, events: Events) -> WorkerOutput:
-        t0 = time.process_time()
+        t0, wall0 = time.process_time(), time.perf_counter()
         lo, hi = self.span if self.span is not None else (
             int(events.seq[0]) if len(events) else 0, int(events.seq[-1]) + 1 if len(events) else 0)
         is_obj = events.kind == OBJECT
@@ -157,7 +157,8 @@ class TopkIndex(WorkerIndex):
                     "candidates": int(scored), "results": int((o_delta > 0).sum()), "reevaluations": int(reevals),
                     "window": len(self.window), "arrival_pairs": int(offered), "pruned_pairs": int(pruned),
                     "skipped_blocks": int(skipped), "expiries": len(stream.exp_seq), "arrival_s": arrival_ns / 1e9,
-                    "expiry_s": expiry_ns / 1e9, "buffered": int(bufs.size[live].sum())}
+                    "expiry_s": expiry_ns / 1e9, "buffered": int(bufs.size[live].sum()),
+                    "index_wall_s": time.perf_counter() - wall0}
         changes = {c: np.concatenate([np.asarray(p[c]) for p in parts]) for c in CHANGE_FIELDS}
         return WorkerOutput(changes, work, counters, time.process_time() - t0)
 
