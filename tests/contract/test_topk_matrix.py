@@ -86,6 +86,11 @@ def test_an_epoch_as_long_as_the_window_is_refused_for_threshold_routing_only():
         validate(composed("workload=topk_q", "strategy=dskype_prefix", "workload.window=5000"))  # one epoch
     validate(composed("workload=topk_q", "strategy=dskype_prefix", "workload.window=2000", "epochs.size=1999"))
     validate(composed("workload=topk_q", "strategy=hash", "workload.window=2000", "epochs.size=2000"))
+    for bad in ("0", "-3", "inf", "true"):  # cSkyband's price of a scored pair
+        with pytest.raises(ConfigError, match=f"index.topk.pair_cost={bad if bad != 'true' else 'True'}.* is invalid; "
+                                              "allowed: a finite number > 0"):
+            validate(composed("workload=topk_q", "strategy=hash", f"index.topk.pair_cost={bad}"))
+    validate(composed("workload=topk_q", "strategy=hash", "index.topk.pair_cost=75"))
 
 
 def test_a_window_larger_than_the_dataset_is_refused():
@@ -98,9 +103,10 @@ def test_a_window_larger_than_the_dataset_is_refused():
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), mode=st.sampled_from(["cskyband", "skyband", "recompute", "kmax"]),
        strategy=st.sampled_from(["hash", "dskype_keyword", "dskype_prefix"]), epoch=st.integers(4, 40),
-       window=st.integers(1, 30))
-def test_every_reevaluation_mode_equals_the_oracle(seed, mode, strategy, epoch, window):
+       window=st.integers(1, 30), pair_cost=st.sampled_from([1.0, 150.0, 1e6]))
+def test_every_reevaluation_mode_equals_the_oracle(seed, mode, strategy, epoch, window, pair_cost):
     ev = random_topk_stream(seed, n_objects=70, n_queries=10, window=window, k_max=6)
     res = simulate(ev, window, strategy, 3, epoch_events=epoch,
-                   index_params={"topk": {"reevaluation": mode, "skyband_ratio": 0.8, "kmax": 4}})
-    assert res.exact, (seed, mode, strategy, epoch, window)
+                   index_params={"topk": {"reevaluation": mode, "skyband_ratio": 0.8, "kmax": 4,
+                                          "pair_cost": pair_cost}})
+    assert res.exact, (seed, mode, strategy, epoch, window, pair_cost)

@@ -40,12 +40,19 @@ def test_the_ratio_rule_and_the_cost_model():
     assert choose_theta(scores[:5], 5, 1000, RATIO, 1.0, 100, False) == scores[4]  # k found by a cut-off search
     theta = choose_theta(scores, 5, 1000, CSKYBAND, 0.0, 100, True)
 
-    def cost(j, k=5, w=1000, scored=100):
+    def cost(j, k=5, w=1000, scored=100, pair_cost=PAIR_COST):
         prob = j / w
         z = (2 * (j - k + 1) * j + (j - k + 1) * (j - k + 2)) / prob
-        return prob * k * math.log(j / k) + PAIR_COST * scored / z
+        return prob * k * math.log(j / k) + pair_cost * scored / z
     best = min(range(5, 101), key=cost)
     assert theta == scores[best - 1] and 5 < best < 100  # an interior optimum: neither extreme
+    # the price of a scored pair (index.topk.pair_cost): dearer re-evaluations buy a deeper buffer
+    depth = {}
+    for price in (75.0, 150.0, 300.0, 3000.0):
+        best = min(range(5, 101), key=lambda j: cost(j, pair_cost=price))
+        assert choose_theta(scores, 5, 1000, CSKYBAND, 0.0, 100, True, price) == scores[best - 1], price
+        depth[price] = best
+    assert depth[75.0] <= depth[150.0] <= depth[300.0] <= depth[3000.0] and depth[75.0] < depth[3000.0], depth
 
 
 def test_skypes_worked_bounds_examples_2_3_and_5():

@@ -25,6 +25,7 @@ from harness.families.topk.index import TopkIndex
 from harness.families.topk.merge import TopkMerger
 from harness.families.topk.oracle import topk_oracle
 from harness.families.topk.scoring import stream_weights
+from harness.families.topk.skyband import PAIR_COST
 
 
 class TopkFamily(Family):
@@ -44,6 +45,8 @@ class TopkFamily(Family):
         reevaluation: str = "cskyband"
         skyband_ratio: float = 0.95
         kmax: int = 60  # Skype's tuned default (Fig. 10: 20-120)
+        # cskyband: Eq. 13's price of one scored pair in buffer operations (skyband.py; calibrated 150)
+        pair_cost: float = PAIR_COST
 
     @dataclass
     class WorkloadKnobs:
@@ -82,6 +85,10 @@ class TopkFamily(Family):
         r = params.skyband_ratio
         if not isinstance(r, (int, float)) or isinstance(r, bool) or not 0.0 < float(r) <= 1.0:
             raise ValueError(f"index.topk.skyband_ratio={r!r} is invalid; allowed: a number in (0, 1]")
+        c = params.pair_cost
+        if not isinstance(c, (int, float)) or isinstance(c, bool) or not 0.0 < float(c) < float("inf"):
+            raise ValueError(f"index.topk.pair_cost={c!r} is invalid; allowed: a finite number > 0 (buffer "
+                             "operations one scored pair costs in cSkyband's Eq. 13)")
 
     oracle = staticmethod(topk_oracle)
     counters = figures.COUNTERS

@@ -47,7 +47,7 @@ from harness.families.topk.buffers import HEADER, RESULT_SCHEMA, buffer_oldest, 
 from harness.families.topk.epoch import run_events, thresholds
 from harness.families.topk.message_index import message_grid, search_scratch
 from harness.families.topk.scoring import normalised_weights
-from harness.families.topk.skyband import CSKYBAND, DEPTH, KMAX, RATIO
+from harness.families.topk.skyband import CSKYBAND, DEPTH, KMAX, PAIR_COST, RATIO
 from harness.families.topk.state import Arena, Buffers, Policy, Stream, Subscriptions, Window
 from harness.families.topk.subscription_index import subscription_blocks
 
@@ -69,7 +69,7 @@ class TopkIndex(WorkerIndex):
     family = "topk"
 
     def __init__(self, context: IndexContext, reevaluation: str = "cskyband", skyband_ratio: float = 0.95,
-                 kmax: int = 60, **params):
+                 kmax: int = 60, pair_cost: float = PAIR_COST, **params):
         super().__init__(context)
         if context.term_weight is None:
             raise ValueError("the top-k index scores with the stream's term weights; build it through "
@@ -78,6 +78,7 @@ class TopkIndex(WorkerIndex):
         self.max_dist = float(context.max_dist) or 1.0
         self.mode = {"cskyband": CSKYBAND, "skyband": RATIO, "recompute": RATIO, "kmax": KMAX}[reevaluation]
         self.kmax = int(kmax)
+        self.pair_cost = float(pair_cost)
         self.ratio = 1.0 if reevaluation == "recompute" else float(skyband_ratio)
         self.span: tuple[int, int] | None = None
         self.horizon: int | None = None
@@ -134,7 +135,7 @@ class TopkIndex(WorkerIndex):
         work_kept = np.zeros(int(keep_ev.sum()), np.int64)
         (changes, n_out, arena, _, reevals, scored, offered, pruned, skipped, arrival_ns, expiry_ns) = run_events(
             stream, len(self.window), win, grid, scratch, sb, sub_index, bufs, arena, int(bufs.cap.sum()),
-            Policy(self.mode, self.ratio, self.kmax, self.max_dist), work_kept)
+            Policy(self.mode, self.ratio, self.kmax, self.pair_cost, self.max_dist), work_kept)
         work = np.zeros(len(events), np.int64)
         work[keep_ev] = work_kept
         o_slot, o_msg, o_delta = changes.slot[:n_out], changes.msg[:n_out], changes.delta[:n_out]

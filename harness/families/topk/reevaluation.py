@@ -46,7 +46,7 @@ def rebuild(s, t, inclusive, live, stamp, ep, arena, a_used, found):
     if mode == KMAX:  # admit what ranks above the first message left out (0: nothing was)
         th = ranked[cap] if complete > cap else 0.0
     else:
-        th = choose_theta(ranked[:complete], k, live, mode, ratio, n, target == -np.inf)
+        th = choose_theta(ranked[:complete], k, live, mode, ratio, n, target == -np.inf, policy.pair_cost)
     theta[s] = th
     lam[s] = text_floor(th, subs.alpha[s])
     if n > b_cap[s]:  # a new region at the arena's end

@@ -17,7 +17,7 @@ as it holds at least k (Theorem 6.1: then kScore >= theta_s, so every top-k memb
   j = k..n: prob = j / |W| (the share of the worker's window at or above theta), Eq. 9 C_sm =
   prob k ln(|W| prob / k), Eq. 12 Z' = 2 (A - k + 1) A / prob + (A - k + 1)(A - k + 2) / prob with
   A = prob |W| = j, C_re = C_topk / Z' with C_topk the candidates this re-evaluation scored times
-  PAIR_COST, in buffer operations (Skype estimates it by the average of earlier ones, in time; A20 leaves the optimiser open: here every j up to
+  `pair_cost` (index.topk.pair_cost, default PAIR_COST), in buffer operations (Skype estimates it by the average of earlier ones, in time; A20 leaves the optimiser open: here every j up to
   DEPTH x k is tried, exact over those and cheap once the scores are sorted; the search stops
   once nothing unseen can reach the DEPTH x k-th best);
   RATIO: theta_s = ratio x kScore (Skype's Skyband baseline with 0.95; 1.0 keeps only the top-k,
@@ -45,7 +45,8 @@ DEPTH = 3  # cSkyband considers thresholds down to the (DEPTH x k)-th best score
 # buffer operations. Calibrated by measurement (docs/decisions.md, "Speed at the issue's size"):
 # 30 (from ~0.7 us a pair against ~25 ns a buffer visit) under-priced a re-evaluation, which also
 # pays the message index's per-cell work; dskype_hash and dskype_keyword on synthetic ran their
-# least busy time from 75 to 300 (flat) and 30 clearly worse, with 3-9x fewer re-evaluations
+# least busy time from 75 to 300 (flat) and 30 clearly worse, with 3-9x fewer re-evaluations. The
+# default of `index.topk.pair_cost`, which the ablation sweeps (conf/experiment/skype_pair_cost.yaml)
 PAIR_COST = 150.0
 
 
@@ -78,9 +79,9 @@ def rank_order(c_msg, c_score, n, m_seq, floor=-np.inf):
 
 
 @njit(cache=True)
-def choose_theta(sorted_scores, k, window, mode, ratio, scored, every):
+def choose_theta(sorted_scores, k, window, mode, ratio, scored, every, pair_cost=PAIR_COST):
     """theta_s for a re-evaluation (module docstring); sorted_scores best first, `scored` the pairs
-    the re-evaluation scored; `every`: they are all the candidates (else only those down to the
+    the re-evaluation scored, each priced `pair_cost` buffer operations; `every`: they are all the candidates (else only those down to the
     search's target, at least k), so that k or fewer of them mean theta 0 keeps everything."""
     n = len(sorted_scores)
     if every and n <= k:
@@ -88,7 +89,7 @@ def choose_theta(sorted_scores, k, window, mode, ratio, scored, every):
     if mode == RATIO:
         return ratio * sorted_scores[k - 1]
     w = max(window, n)
-    c_topk = PAIR_COST * scored
+    c_topk = pair_cost * scored
     best, best_j = np.inf, k
     for j in range(k, n + 1):
         prob = j / w

@@ -62,8 +62,9 @@ Scored = namedtuple("Scored", ["msg", "score"])
 # its expiries in seq order (seq, message index)
 Stream = namedtuple("Stream", ["seq", "kind", "ref", "exp_seq", "exp_msg"])
 
-# how buffers are refilled (skyband.py's CSKYBAND, RATIO or KMAX, its ratio, Kmax's k') and MaxDist
-Policy = namedtuple("Policy", ["mode", "ratio", "kmax", "max_dist"])
+# how buffers are refilled (skyband.py's CSKYBAND, RATIO or KMAX, its ratio, Kmax's k', cSkyband's
+# price of a scored pair in buffer operations) and MaxDist
+Policy = namedtuple("Policy", ["mode", "ratio", "kmax", "pair_cost", "max_dist"])
 
 # the parts of an epoch's state that keep their size all epoch, as the phases of the epoch loop
 # take them: the window, its message index (message_index.py: the blocks and a search's work space),
