@@ -23,7 +23,8 @@ from harness.report import metrics, results
 from harness.report.results import PROJECT_ROOT, RUN_KEYS, RUNS_TABLE_COLUMNS
 from harness.report.table import comparison_table, status_lines, input_line, print_comparison
 from harness.run.config import ConfigError, register_configs, validate
-from harness.run.runner import DataPreparationError, input_metrics, load_or_build_workload, run_experiment
+from harness.run.record import input_metrics
+from harness.run.runner import DataPreparationError, load_or_build_workload, run_experiment
 from tests.helpers import random_objects
 
 register_configs()
