@@ -301,6 +301,13 @@ class Family(ParamsMixin):
     def check_params(cls, params: Any) -> None:
         """Reject index settings that cannot run (ValueError naming the field, value and what is allowed)."""
 
+    @classmethod
+    def check_run(cls, cfg) -> None:
+        """Refuse a job this family cannot run with, beyond its workload and index settings
+        (`validate_workload`, `check_params`): a ValueError naming the field, the value and what is
+        allowed. `cfg` is the whole composed config; called before Spark starts for every family the
+        job's workload holds (harness/run/config.py walks the registry). Default: nothing to refuse."""
+
     @staticmethod
     @abstractmethod
     def oracle(stream: Events) -> np.ndarray:

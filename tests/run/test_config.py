@@ -152,3 +152,35 @@ def test_bad_network_and_measure_values_name_the_field(override, field):
     with pytest.raises(ConfigError) as err:
         validate(composed(override))
     assert field in str(err.value) and "allowed" in str(err.value)
+
+
+def test_validate_asks_the_families_strategies_and_adjuster_of_the_job_for_their_own_rules(monkeypatch, capsys):
+    """`check_run` hooks (Family, Strategy, Adjuster): a refusal names the field, the value and what
+    is allowed; under strategy=all a refused strategy is skipped with one line and the others run."""
+    from harness.core.params import RunRefused
+    from harness.families import registry as families
+    from harness.run import config as run_config
+    from strategies.adjust_base import get_adjuster
+
+    def refuse(message, skip=None):
+        def check_run(cls, cfg):
+            raise RunRefused(message, skip)
+        return classmethod(check_run)
+
+    with monkeypatch.context() as m:
+        m.setattr(families.get("range"), "check_run", refuse("workload.queries=1 is invalid; allowed: more"))
+        with pytest.raises(ConfigError, match=r"workload.queries=1 is invalid; allowed: more"):
+            validate(composed("strategy=grid"))
+    with monkeypatch.context() as m:
+        m.setattr(registry.get("kdtree"), "check_run", refuse("workers=8 is invalid; allowed: 4", "workers=8: too many"))
+        with pytest.raises(ConfigError, match=r"workers=8 is invalid; allowed: 4"):
+            validate(composed("strategy=kdtree"))
+        labels = [r.label for r in validate(composed("strategy=all"))]
+        assert "kdtree" not in labels and "grid" in labels
+        assert run_config.SKIPPED == ["kdtree: workers=8: too many"]
+        assert "skipped kdtree: workers=8: too many" in capsys.readouterr().err
+    with monkeypatch.context() as m:
+        m.setattr(get_adjuster("gr"), "check_run", refuse("adjust.params.tau=2 is invalid; allowed: < 1"))
+        with pytest.raises(ConfigError, match=r"adjust.params.tau=2 is invalid; allowed: < 1"):
+            validate(composed("strategy=grid", "adjust=gr", "epochs.size=100"))
+    validate(composed("strategy=grid", "adjust=gr", "epochs.size=100"))  # the hooks' defaults refuse nothing
