@@ -23,7 +23,7 @@ from strategies import registry
 
 # a family's generator settings where the shared ones do not make its tiny workload (terms: SSTD's
 # CTQ registrations and their reports over a preloaded store)
-SETTINGS = {"terms": dict(protocol="ctq", queries=40, preload_objects=800, objects_per_s=100, ctq_span_s=6.0,
+SETTINGS = {"frequent_terms": dict(protocol="ctq", queries=40, preload_objects=800, objects_per_s=100, ctq_span_s=6.0,
                           area_fraction=0.02, ctq_step_hours=40.0, ctq_window_hours=60.0, k_min=3, k_max=5)}
 MIXED = dict(name="mix", family="range", protocol="mix", types=["srq", "skq", "stq", "crq", "ckq", "ctq"],
              queries=40, batch=20, preload_objects=600, sample_queries=10, objects_per_s=100, op="and",

@@ -165,7 +165,7 @@ class WorkerIndex(ABC):
                         n_workers: int) -> None:
         """The epoch's routing as the dispatchers do it (`route(events) -> (row, worker)` pairs),
         this worker's id and the number of workers, given before `restore`: for an index whose answer depends on where else
-        the router sent an object or a query (the terms family counts each object once however
+        the router sent an object or a query (the frequent_terms family counts each object once however
         many workers hold it). Default: unused."""
 
     def apply_narrowing(self, drop: np.ndarray, narrow: np.ndarray) -> None:

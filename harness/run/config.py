@@ -23,6 +23,7 @@ from datasets.config import DatasetConfig, validate_dataset_config
 from datasets.workloads.config import SNAPSHOT_PROTOCOLS, WorkloadConfig
 from datasets.workloads.snapshot import workload_families
 from harness.core import store
+from harness.core.events import FORMER_FAMILY_NAMES
 from harness.engine.assembly import check_adjustable
 from harness.engine.epochs import EPOCH_BY
 from harness.engine.setup import check_snapshots
@@ -444,15 +445,22 @@ def validate_families(cfg) -> None:
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     if cfg.workload.family not in known:
-        raise _bad("workload.family", cfg.workload.family, ", ".join(known))
+        raise _bad("workload.family", cfg.workload.family, _renamed(cfg.workload.family, known) + ", ".join(known))
     for name, params in dict(cfg.index).items():
         if name not in known or not hasattr(params, "keys"):
-            raise _bad(f"index.{name}", params, f"a block of settings per query family: {', '.join(known)}")
+            raise _bad(f"index.{name}", params,
+                       f"{_renamed(name, known)}a block of settings per query family: {', '.join(known)}")
         fam = families.get(name)
         try:
             fam.check_params(fam.make_params(dict(params)))
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"index.{name}: {exc}") from None
+
+
+def _renamed(name: str, known: list[str]) -> str:
+    """For a family's former name, the start of the allowed values that names its new one."""
+    new = FORMER_FAMILY_NAMES.get(name)
+    return f"{new} (the {name!r} family's name since it was renamed), or " if new in known else ""
 
 
 def adjustable_runs(cfg, runs: list[RunSpec]) -> list[RunSpec]:

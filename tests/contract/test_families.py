@@ -19,7 +19,7 @@ BUILT_IN = [n for n in families.names() if families.get(n).__module__.startswith
 MATRIX = [(f, s) for f in BUILT_IN for s in registry.supporting(f)]
 # a family's own generator settings where the shared defaults do not make its workload (terms: SSTD's
 # CTQ, registrations and their reports over a preloaded store)
-SETTINGS = {"terms": dict(protocol="ctq", queries=40, preload_objects=800, objects_per_s=100, ctq_span_s=6.0,
+SETTINGS = {"frequent_terms": dict(protocol="ctq", queries=40, preload_objects=800, objects_per_s=100, ctq_span_s=6.0,
                           area_fraction=0.02, ctq_step_hours=40.0, ctq_window_hours=60.0, k_min=3, k_max=5)}
 
 
@@ -61,7 +61,7 @@ def test_a_family_a_router_does_not_route_is_a_clear_error():
     router = registry.get("grid")().fit(*_tiny_fit())
     ev = _tiny_fit()[0]
     ev.cols["family"][ev.family >= 0] = families.get("range").code + 100  # no such family
-    with pytest.raises(UnsupportedFamilyError, match="cannot route .*supports \\['range', 'terms'\\]"):
+    with pytest.raises(UnsupportedFamilyError, match="cannot route .*supports \\['frequent_terms', 'range'\\]"):
         router.route(ev)
 
 
