@@ -12,8 +12,8 @@ each touched subscription's top-k is diffed against its snapshot into change row
 The loop takes the epoch's state as named tuples (state.py) and unpacks them once; it calls the
 kernels of each step with the arrays themselves. A step run as a kernel of its own, or a kernel
 taking the tuples, passes every array of them on each call (numba hands a tuple argument over as
-one argument per array, and counts a reference to each): per seq that cost the small top-k
-benchmarks 5-15% (docs/decisions.md, "Kernels a reader can follow").
+one argument per array, and counts a reference to each): on every seq that made the small top-k
+epochs measurably slower (docs/decisions.md, "Runs split by job, kernels a reader can follow").
 """
 
 from __future__ import annotations
