@@ -45,7 +45,7 @@ def compose(preset: str, overrides: list[str], results: str):
 
 def load_stream(cfg, root: Path):
     from datasets import prepare_dataset
-    from harness.run.runner import load_or_build_workload
+    from harness.run.workload_cache import load_or_build_workload
 
     cache = root / "cache"
     try:

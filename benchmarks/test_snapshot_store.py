@@ -30,7 +30,7 @@ from harness.families.terms.index import copy_masks
 from harness.families.workload import WorkloadConfig
 
 STORE = {"full": 625_000, "small": 200_000}
-SLICE = 16384  # index.terms.slice_size's default
+SLICE = 16384  # index.frequent_terms.slice_size's default
 N_Q = 200
 ROUNDS = 3  # paired rounds: the store and the scan on the same queries, back to back
 
@@ -38,7 +38,7 @@ ROUNDS = 3  # paired rounds: the store and the scan on the same queries, back to
 def _workload(scale, protocol, **kw):
     n = STORE[scale["name"]]
     table, df, extent = synthetic_objects(n + 5_000, seed=11)
-    cfg = WorkloadConfig(name=protocol, family={"srq": "range", "skq": "knn", "stq": "terms"}[protocol],
+    cfg = WorkloadConfig(name=protocol, family={"srq": "range", "skq": "knn", "stq": "frequent_terms"}[protocol],
                          protocol=protocol, op="and", preload_objects=n, sample_queries=0, queries=N_Q, batch=N_Q,
                          batch_every_s=1.0, objects_per_s=1e3, tau_hours=1e9, hour_s=1.0, keywords_max=1,
                          k_min=10, k_max=10, **kw)

@@ -30,16 +30,16 @@ QUERIES = {
     "crq": dict(ts=10.5, kind="insert", family="range", id=1, xmin=20, ymin=20, xmax=80, ymax=80, terms="1 2", op="or",
                 tau=40.0),
     "ckq": dict(ts=10.5, kind="insert", family="knn", id=2, x=50, y=50, k=3, terms="1", op="or"),
-    "ctq": dict(ts=10.5, kind="insert", family="terms", id=3, xmin=0, ymin=0, xmax=100, ymax=100, k=3, win=10.0,
+    "ctq": dict(ts=10.5, kind="insert", family="frequent_terms", id=3, xmin=0, ymin=0, xmax=100, ymax=100, k=3, win=10.0,
                 step=5.0, tau=30.0),
     "topk": dict(ts=10.5, kind="insert", family="topk", id=4, x=50, y=50, k=3, alpha=0.5, terms="1 3"),
     "srq": dict(ts=30.5, kind="snapshot", family="range", id=10, xmin=10, ymin=10, xmax=90, ymax=90, terms="2",
                 op="and", tau=20.0),
     "skq": dict(ts=30.5, kind="snapshot", family="knn", id=11, x=30, y=70, k=2, terms="1", op="and", tau=20.0),
-    "stq": dict(ts=30.5, kind="snapshot", family="terms", id=12, xmin=0, ymin=0, xmax=60, ymax=60, k=3, tau=20.0),
+    "stq": dict(ts=30.5, kind="snapshot", family="frequent_terms", id=12, xmin=0, ymin=0, xmax=60, ymax=60, k=3, tau=20.0),
     "ckq_delete": dict(ts=60.5, kind="delete", family="knn", id=2),
 }
-FILES = {"range": ("crq", "srq"), "knn": ("ckq", "skq", "ckq_delete"), "terms": ("ctq", "stq"), "topk": ("topk",),
+FILES = {"range": ("crq", "srq"), "knn": ("ckq", "skq", "ckq_delete"), "frequent_terms": ("ctq", "stq"), "topk": ("topk",),
          "all_types": tuple(QUERIES)}
 
 

@@ -176,7 +176,7 @@ def export(run_dir, families: list[str] | None = None, fmt: str = "csv", out=Non
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m harness.export", description=__doc__.split("\n\n")[0])
     ap.add_argument("run_dir", help="a run's folder, results/runs/<run id>")
-    ap.add_argument("--family", action="append", help="only this family (repeatable): range, knn, topk, terms")
+    ap.add_argument("--family", action="append", help="only this family (repeatable): range, knn, topk, frequent_terms")
     ap.add_argument("--format", default="csv", help="csv (default) or parquet")
     ap.add_argument("--out", default=None, help="where to write (default RUN_DIR/export)")
     ap.add_argument("--pairs", default=None, help="the kept results' folder, when not RUN_DIR/pairs")

@@ -126,6 +126,12 @@ class Adjuster(ParamsMixin, ABC):
     def applies_to(cls, strategy: str) -> bool:
         return cls.strategies is None or strategy in cls.strategies
 
+    @classmethod
+    def check_run(cls, cfg) -> None:
+        """Refuse a job this adjuster cannot run, before Spark starts (its parameter values, in
+        `cfg.adjust.params`, among them): a ValueError naming the field, the value and what is
+        allowed. `cfg` is the whole composed config. Default: nothing to refuse."""
+
     @abstractmethod
     def adjust(self, router: Router, stats: EpochStats) -> MigrationPlan | None: ...
 

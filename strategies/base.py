@@ -231,9 +231,13 @@ class Strategy(ParamsMixin, ABC):
     # False when snapshot queries cannot be answered exactly under this strategy: its router may send
     # an object nowhere and has no rule to keep it anyway (Router.store_objects)
     stores_objects: ClassVar[bool] = True
-    # True when its router routes top-k subscriptions by the thresholds workers report for the next
-    # epoch (DSkype's prefix, Router.wants_thresholds): an epoch must then be shorter than the window
-    routes_by_thresholds: ClassVar[bool] = False
+
+    @classmethod
+    def check_run(cls, cfg) -> None:
+        """Refuse a job this strategy cannot run, before Spark starts: a ValueError naming the
+        field, the value and what is allowed (harness.core.params.RunRefused adds the line a
+        `strategy=all` job prints when it leaves the strategy out and runs the others). `cfg` is the
+        whole composed config. Default: nothing to refuse."""
 
     @abstractmethod
     def fit(self, sample: Events, n_workers: int, params: Any, context: FitContext) -> Router: ...

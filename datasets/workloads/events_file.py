@@ -30,8 +30,8 @@ import pyarrow.parquet as pq
 from datasets.projection import EARTH_RADIUS_KM, bbox_centre, project
 from datasets.workloads.anomalies import normalise_workload
 from datasets.workloads.config import SOURCES, Workload
-from harness.core.events import (AND, DELETE, FAMILY_IDS, FAMILY_NAMES, INSERT, KIND_NAMES, KNN, NUMPY_DTYPES, OBJECT, OR,
-                                 RANGE, SNAPSHOT, TERMS, TOPK, Events)
+from harness.core.events import (AND, DELETE, FAMILY_IDS, FAMILY_NAMES, FORMER_FAMILY_NAMES, INSERT, KIND_NAMES, KNN,
+                                 NUMPY_DTYPES, OBJECT, OR, RANGE, SNAPSHOT, TERMS, TOPK, Events)
 
 RECTANGLE = ("xmin", "ymin", "xmax", "ymax")
 LONLAT_RECTANGLE = ("lon_min", "lat_min", "lon_max", "lat_max")
@@ -226,7 +226,7 @@ def read_events(path, family_code: int, objects: pa.Table | None = None, vocab_s
         cols["ts"] = np.arange(n, dtype=np.float64)
     family = np.full(n, family_code, np.int64)
     if "family" in table.column_names:
-        given = _codes(table, "family", FAMILY_IDS, err, rows, missing=-1)
+        given = _codes(table, "family", FAMILY_IDS, err, rows, missing=-1, former=FORMER_FAMILY_NAMES)
         bad_family = np.flatnonzero(is_query & ((given < -1) | (given > 127)))
         if len(bad_family):
             err.fail("family", given[bad_family[0]], rows[bad_family[0]], ", ".join(FAMILY_IDS) + " or a code 0-127")
@@ -327,8 +327,9 @@ def _parse(col, to, name, err, rows, allowed) -> pa.Array:
         err.fail(name, col[at].as_py(), rows[at], allowed)
 
 
-def _codes(table, name, names: dict, err, rows, missing=None) -> np.ndarray:
-    """An int column, or names mapped case-insensitively (numeric strings are codes too)."""
+def _codes(table, name, names: dict, err, rows, missing=None, former: dict | None = None) -> np.ndarray:
+    """An int column, or names mapped case-insensitively (numeric strings are codes too); a name in
+    `former` (a former name -> the name now) is refused with the name to use."""
     col = _column(table, name)
     if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
         return _ints(table, name, err, rows, missing)
@@ -347,7 +348,9 @@ def _codes(table, name, names: dict, err, rows, missing=None) -> np.ndarray:
             codes[i] = int(u)
         else:
             at = int(np.flatnonzero(inverse == i)[0])
-            err.fail(name, col[at].as_py(), rows[at], ", ".join(names) + " (or a code)")
+            renamed = (former or {}).get(u)
+            hint = f"{renamed} (the {str(u)!r} family's name since it was renamed), or " if renamed else ""
+            err.fail(name, col[at].as_py(), rows[at], hint + ", ".join(names) + " (or a code)")
     return codes[inverse.reshape(-1)]
 
 
@@ -443,7 +446,7 @@ def _terms(table, err, rows, vocab_size) -> tuple[np.ndarray, np.ndarray]:
 # top-k window's expiries.
 TYPE_NAMES = {(RANGE, INSERT): "range insert (CRQ)", (RANGE, SNAPSHOT): "range snapshot (SRQ)",
               (KNN, INSERT): "kNN insert (CKQ)", (KNN, SNAPSHOT): "kNN snapshot (SKQ)",
-              (TERMS, INSERT): "terms insert (CTQ)", (TERMS, SNAPSHOT): "terms snapshot (STQ)",
+              (TERMS, INSERT): "frequent_terms insert (CTQ)", (TERMS, SNAPSHOT): "frequent_terms snapshot (STQ)",
               (TOPK, INSERT): "top-k insert"}
 # (family, kind) -> columns that must be finite
 TYPE_NEEDS = {(RANGE, INSERT): RECTANGLE, (RANGE, SNAPSHOT): (*RECTANGLE, "tau"),
@@ -521,7 +524,7 @@ def _check_payload(events: Events, is_obj, needs, family_code, err, rows, blank_
             if fam == TERMS and kind == SNAPSHOT:
                 i = first(mine & np.isfinite(events.step))
                 if i is not None:
-                    err.fail("step", events.step[i], rows[i], "empty on a terms snapshot (STQ): a CTQ's reports are "
+                    err.fail("step", events.step[i], rows[i], "empty on a frequent_terms snapshot (STQ): a CTQ's reports are "
                              "derived from its insert (win, step, tau), not written in the file")
             if fam not in (TERMS,):
                 for c in ("win", "step"):

@@ -1,5 +1,5 @@
 """SSTD's snapshot queries over a preloaded object stream, SRQ (family range), SKQ (family knn) and
-STQ (family terms), and its continuous top-k-terms queries, CTQ (family terms).
+STQ (family frequent_terms), and its continuous top-k-terms queries, CTQ (family frequent_terms).
 
 SSTD's latency protocol (Sec. 7.1): "send 50M objects to the system, then submit a batch of 200
 queries every other second". Here the warm-up is `preload_objects` objects (the store the queries

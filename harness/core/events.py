@@ -22,10 +22,13 @@ KIND_NAMES = {OBJECT: "object", INSERT: "insert", DELETE: "delete", SNAPSHOT: "s
 
 # Query family: the predicate or ranking (DESIGN.md, query families); objects carry -1. The kind
 # above is the lifetime (insert/delete: continuous, snapshot: one-shot), an independent axis:
-# SSTD's SRQ is (range, snapshot), its CKQ (knn, insert), its STQ (terms, snapshot). These are
+# SSTD's SRQ is (range, snapshot), its CKQ (knn, insert), its STQ (frequent_terms, snapshot). These are
 # the built-in families' codes; a plugin family declares its own code (harness.families.registry).
 RANGE, KNN, TOPK, TERMS = 0, 1, 2, 3
-FAMILY_NAMES = {RANGE: "range", KNN: "knn", TOPK: "topk", TERMS: "terms"}
+FAMILY_NAMES = {RANGE: "range", KNN: "knn", TOPK: "topk", TERMS: "frequent_terms"}
+# a family's former name -> its name, so a config or an event file that uses it gets a clear error
+# ("terms" was also the keyword column's name)
+FORMER_FAMILY_NAMES = {"terms": "frequent_terms"}
 FAMILY_IDS = {v: k for k, v in FAMILY_NAMES.items()}
 
 # keyword operator of a subscription (range; kNN: OR as DkM-SKS, AND as SSTD's CKQ)

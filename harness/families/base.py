@@ -1,6 +1,6 @@
 """The query-family plugin contract: what a family brings so that the engine never names it.
 
-A family is a predicate or ranking over the stream (range, knn, topk, terms); the kind of a query
+A family is a predicate or ranking over the stream (range, knn, topk, frequent_terms); the kind of a query
 event (insert/delete: continuous, snapshot: one-shot) is a separate axis (harness.core.events).
 A family carries four parts that sit together in its folder (harness/families/<name>/):
 
@@ -174,7 +174,7 @@ class WorkerIndex(ABC):
                         n_workers: int) -> None:
         """The epoch's routing as the dispatchers do it (`route(events) -> (row, worker)` pairs),
         this worker's id and the number of workers, given before `restore`: for an index whose answer depends on where else
-        the router sent an object or a query (the terms family counts each object once however
+        the router sent an object or a query (the frequent_terms family counts each object once however
         many workers hold it). Default: unused."""
 
     def apply_narrowing(self, drop: np.ndarray, narrow: np.ndarray) -> None:
@@ -363,6 +363,13 @@ class Family(ParamsMixin):
     @classmethod
     def check_params(cls, params: Any) -> None:
         """Reject index settings that cannot run (ValueError naming the field, value and what is allowed)."""
+
+    @classmethod
+    def check_run(cls, cfg) -> None:
+        """Refuse a job this family cannot run with, beyond its workload and index settings
+        (`validate_workload`, `check_params`): a ValueError naming the field, the value and what is
+        allowed. `cfg` is the whole composed config; called before Spark starts for every family the
+        job's workload holds (harness/run/config.py walks the registry). Default: nothing to refuse."""
 
     @staticmethod
     @abstractmethod

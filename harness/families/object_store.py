@@ -17,7 +17,7 @@ too. The index is rebuilt when a call brings objects and a snapshot query needs 
 sort): cheap at the harness's store sizes; incremental slices are the next step if it shows.
 
 Each family answers its own snapshot queries from the store, in its folder
-(harness/families/<name>/snapshot.py: range's SRQ, kNN's SKQ, terms' STQ and CTQ reports), with the
+(harness/families/<name>/snapshot.py: range's SRQ, kNN's SKQ, frequent_terms' STQ and CTQ reports), with the
 kernel helpers below (`cell_candidates`, `qualifies`); `with_snapshots` runs a slice of the stream
 through the store, the family's answer and its continuous index.
 """

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from harness.core.events import FORMER_FAMILY_NAMES
+
 if TYPE_CHECKING:
     from harness.families.base import Family
 
@@ -63,7 +65,9 @@ def names() -> list[str]:
 def get(name: str) -> "type[Family]":
     table = _discover()
     if name not in table:
-        raise ValueError(f"unknown query family {name!r}; families: {', '.join(sorted(table))}")
+        renamed = FORMER_FAMILY_NAMES.get(name)
+        hint = f" ({name!r} was renamed {renamed!r})" if renamed in table else ""
+        raise ValueError(f"unknown query family {name!r}{hint}; families: {', '.join(sorted(table))}")
     return table[name]
 
 

@@ -2,8 +2,9 @@
 the run's `pairs/epoch=E/part-*.parquet` and what `python -m harness.export` reads.
 
 A row is one result of the digest: `family` (its code), `qid`, `item` (an object id; a term id for
-the terms family), `seq` (top-k: the trigger seq of the entry; -1 otherwise), `report` (terms: the
-CTQ report's number, 0 for an STQ; -1 otherwise), `count` (terms: the term's count; -1 otherwise),
+the frequent_terms family), `seq` (top-k: the trigger seq of the entry; -1 otherwise), `report`
+(frequent_terms: the CTQ report's number, 0 for an STQ; -1 otherwise), `count` (frequent_terms: the
+term's count; -1 otherwise),
 `score` (top-k: the entry's score; NaN otherwise) and `key`, the int64 the run's digest hashes.
 The key is computed from the plain columns by `keys_of`, the one function the mergers use too, so
 a re-digest of the rows (`digest_of_rows`) cannot disagree with the run's `result_digest`.

@@ -5,7 +5,7 @@ Every family's workload comes from one of three sources, chosen by the workload 
 - a user's event file (`workload.source=file`): the generic reader (datasets/workloads/events_file.py)
   with the family's code, after the family's own `check_file`;
 - SSTD's snapshot generator (datasets/workloads/snapshot.py), when `workload.protocol` is one of
-  the family's `snapshot_protocols`, or always for a family without a generator of its own (terms);
+  the family's `snapshot_protocols`, or always for a family without a generator of its own (frequent_terms);
 - the family's own `generator`, checked by its `check_generator`.
 
 So a family states its needs as data on its class (harness/families/base.py) and none of them

@@ -37,7 +37,7 @@ class SweepCallback(Callback):
         LAST_RUNS["runs"] = 0
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from harness.run.runner import RESUME_SKIPPED
+        from harness.run.record import RESUME_SKIPPED
 
         if progress.SWEEP.jobs:
             print(progress.SWEEP.summary())

@@ -6,6 +6,9 @@ YAML file under conf/<group>/ typed by the dataclass below, so a misspelled key 
 rejected by composition; `validate` then checks the values (unknown strategy or family, negative
 worker count, index settings a family does not have, a strategy that cannot route the workload's
 family) and `check_overrides` names the valid keys for a misspelled command-line override.
+
+The rules a family, a strategy or an adjuster keeps for itself are its `check_run(cfg)` hook;
+`validate` walks the registries and asks each one the job involves, so it names none of them.
 """
 
 from __future__ import annotations
@@ -17,8 +20,19 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 
 from datasets.config import DatasetConfig, validate_dataset_config
+from datasets.workloads.config import SNAPSHOT_PROTOCOLS
+from datasets.workloads.snapshot import workload_families
+from harness.core import store
+from harness.core.events import FORMER_FAMILY_NAMES
+from harness.engine.assembly import check_adjustable
+from harness.engine.epochs import EPOCH_BY
+from harness.engine.setup import check_snapshots
+from harness.families import registry as families
 from harness.families.workload import WorkloadConfig
 from harness.report.network import NetworkProfile
+from strategies import registry
+from strategies.adjust_base import get_adjuster
+from strategies.base import routes
 
 
 @dataclass
@@ -231,9 +245,6 @@ class RunSpec:
 def strategy_runs(cfg) -> list[RunSpec]:
     """The runs a job covers: the named strategy, or every registered one routing the workload's
     family (or those of `strategy.include`), then the labelled variants. Raises ConfigError."""
-    from strategies import registry
-    from strategies.base import routes
-
     family = cfg.workload.family
     runs = [RunSpec(n, n, dict(cfg.strategy.params) if cfg.strategy.name != "all" else {})
             for n in strategy_names(cfg)]
@@ -256,9 +267,6 @@ def strategy_runs(cfg) -> list[RunSpec]:
 
 def strategy_names(cfg) -> list[str]:
     """The strategies a run covers: the named one, or every registered one routing the family."""
-    from strategies import registry
-    from strategies.base import routes
-
     family = cfg.workload.family
     if cfg.strategy.name == "all":
         supported = registry.supporting(family)
@@ -281,8 +289,6 @@ def strategy_names(cfg) -> list[str]:
                 f"strategies that do: {', '.join(registry.supporting(family))}"
             )
     if snapshot_workload(cfg):
-        from harness.engine.setup import check_snapshots
-
         try:
             check_snapshots(cls)
         except ValueError as exc:
@@ -293,8 +299,6 @@ def strategy_names(cfg) -> list[str]:
 def configured_families(cfg) -> list[str]:
     """The query families the configured workload holds: its family, and a mixed workload's others."""
     if snapshot_workload(cfg):
-        from datasets.workloads.snapshot import workload_families
-
         return sorted(set(workload_families(cfg.workload)) | {cfg.workload.family})
     return [cfg.workload.family]
 
@@ -302,8 +306,6 @@ def configured_families(cfg) -> list[str]:
 def snapshot_workload(cfg) -> bool:
     """Whether the configured generator makes snapshot queries (an event file's are found when it
     is read, and checked then)."""
-    from datasets.workloads.config import SNAPSHOT_PROTOCOLS
-
     return cfg.workload.source == "generator" and cfg.workload.protocol in SNAPSHOT_PROTOCOLS
 
 
@@ -328,8 +330,6 @@ def spark_master(cfg) -> str:
 def validate(cfg) -> list[RunSpec]:
     """Check every value that would fail later; returns the strategy runs of the job (`strategy=all`:
     those it can run; the others are in SKIPPED with their reasons, and on stderr)."""
-    from strategies import registry
-
     SKIPPED.clear()
 
     if not isinstance(cfg.workers, int) or cfg.workers < 1:
@@ -352,8 +352,6 @@ def validate(cfg) -> list[RunSpec]:
     if not isinstance(cfg.oracle.tiles, int) or cfg.oracle.tiles < 0:
         raise _bad("oracle.tiles", cfg.oracle.tiles, "an integer >= 1, or 0 (chosen from the stream's size)")
     if cfg.oracle.method == "tiled":
-        from harness.families import registry as families
-
         fam = families.get(cfg.workload.family) if cfg.workload.family in families.names() else None
         if fam is not None and fam.scale_oracle is None:
             raise _bad("oracle.method", "tiled", f"brute or auto: the {fam.name} family has no scale oracle")
@@ -361,8 +359,6 @@ def validate(cfg) -> list[RunSpec]:
         raise _bad("cluster.lost_executors_timeout_s", cfg.cluster.lost_executors_timeout_s,
                    "seconds >= 0 (0: wait for executors forever)")
     if cfg.state_uri:
-        from harness.core import store
-
         try:
             store.check(str(cfg.state_uri))
         except store.StoreError as exc:
@@ -384,15 +380,13 @@ def validate(cfg) -> list[RunSpec]:
         network_profile(cfg).check()
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    from harness.families import registry as families
-
     try:
         validate_dataset_config(cfg.dataset)
         families.get(cfg.workload.family).validate_workload(cfg.workload)
+        for name in configured_families(cfg):
+            families.get(name).check_run(cfg)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    from harness.engine.epochs import EPOCH_BY
-
     if cfg.epochs.by not in EPOCH_BY:
         raise _bad("epochs.by", cfg.epochs.by, ", ".join(EPOCH_BY))
     if cfg.epochs.size < 0:
@@ -410,46 +404,29 @@ def validate(cfg) -> list[RunSpec]:
         raise
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    runs = check_threshold_epochs(cfg, runs)
+    runs = runnable(cfg, runs, lambda spec: registry.get(spec.name).check_run(cfg))
     return adjustable_runs(cfg, runs)
 
 
 SKIPPED: list[str] = []  # the last validate()'s runs left out of strategy=all, each with its reason
 
 
-def check_threshold_epochs(cfg, runs: list[RunSpec]) -> list[RunSpec]:
-    """A top-k run routed by thresholds needs epochs shorter than its count window: a threshold is
-    the k-th score among messages that stay through the next epoch, and with an epoch of |W|
-    messages or more none does (every threshold 0: the prefix is every keyword). A named strategy
-    is refused; `strategy=all` runs the others and says, one line each, which it skipped and why
-    (`skipped`). Returns the runs to make."""
-    from strategies import registry
-
-    wl = cfg.workload
-    if wl.family != "topk" or getattr(wl, "window_by", "count") != "count" or cfg.epochs.by != "count":
-        return runs
-    users = [r.label for r in runs if registry.get(r.name).routes_by_thresholds]
-    measured = int(wl.measured_messages)
-    if getattr(wl, "source", "generator") == "file":  # the file's events after its warm-up (objects or not)
-        from datasets.workloads.events_file import measured_events
-
-        measured = measured_events(wl)
-    epoch = int(cfg.epochs.size) or measured  # 0: the measured stream is one epoch
-    if not users or epoch < int(wl.window):
-        return runs
-    field, value = (("epochs.size", int(cfg.epochs.size)) if cfg.epochs.size else
-                    ("workload.measured_messages", wl.measured_messages) if getattr(wl, "source", "generator") != "file"
-                    else ("epochs.size", 0))
-    reason = (f"{field}={value!r}: an epoch of the top-k window (workload.window={wl.window} messages) or more, and it "
-              f"routes by thresholds that hold for a whole epoch; allowed: epochs.size below {wl.window} (a quarter of "
-              "it or less lets them prune)")
-    kept = [r for r in runs if r.label not in users]
-    if cfg.strategy.name != "all" or not kept:
-        raise _bad(field, value, f"an epoch shorter than the top-k window (workload.window={wl.window} messages) for "
-                                 f"{', '.join(users)}, which route by thresholds that hold for a whole epoch: set "
-                                 f"epochs.size below {wl.window} (a quarter of it or less lets them prune)")
-    for label in users:
-        skipped(f"{label}: {reason}")
+def runnable(cfg, runs: list[RunSpec], check) -> list[RunSpec]:
+    """The runs `check(spec)` does not refuse (a ValueError; harness.core.params.RunRefused carries
+    the line to skip with): a job naming its strategy fails with the first refusal, as does one that
+    would run nothing; `strategy=all` runs the others and says, one line each, which it skipped and
+    why (`skipped`)."""
+    refused: dict[str, ValueError] = {}
+    for spec in runs:
+        try:
+            check(spec)
+        except ValueError as exc:
+            refused[spec.label] = exc
+    kept = [r for r in runs if r.label not in refused]
+    if refused and (cfg.strategy.name != "all" or not kept):
+        raise ConfigError(str(next(iter(refused.values())))) from None
+    for label, exc in refused.items():
+        skipped(f"{label}: {getattr(exc, 'skip', exc)}")
     return kept
 
 
@@ -464,17 +441,16 @@ def skipped(line: str) -> None:
 def validate_families(cfg) -> None:
     """Plugin modules import, the workload's family exists, and every `index.<family>` block names
     a family and only its index's settings."""
-    from harness.families import registry as families
-
     try:
         known = families.load_plugins(list(cfg.families))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     if cfg.workload.family not in known:
-        raise _bad("workload.family", cfg.workload.family, ", ".join(known))
+        raise _bad("workload.family", cfg.workload.family, _renamed(cfg.workload.family, known) + ", ".join(known))
     for name, params in dict(cfg.index).items():
         if name not in known or not hasattr(params, "keys"):
-            raise _bad(f"index.{name}", params, f"a block of settings per query family: {', '.join(known)}")
+            raise _bad(f"index.{name}", params,
+                       f"{_renamed(name, known)}a block of settings per query family: {', '.join(known)}")
         fam = families.get(name)
         try:
             fam.check_params(fam.make_params(dict(params)))
@@ -482,28 +458,26 @@ def validate_families(cfg) -> None:
             raise ConfigError(f"index.{name}: {exc}") from None
 
 
+def _renamed(name: str, known: list[str]) -> str:
+    """For a family's former name, the start of the allowed values that names its new one."""
+    new = FORMER_FAMILY_NAMES.get(name)
+    return f"{new} (the {name!r} family's name since it was renamed), or " if new in known else ""
+
+
 def adjustable_runs(cfg, runs: list[RunSpec]) -> list[RunSpec]:
     """With an adjuster, the runs it can adjust: an explicitly named strategy it cannot adjust is
-    an error; `strategy=all` keeps those it can (and says which it dropped)."""
-    import numpy as np
-
-    from strategies import registry
-    from strategies.adjust_base import get_adjuster
-    from strategies.base import FitContext
-
+    an error; `strategy=all` keeps those it can (and says which it dropped). The adjuster refuses
+    what else it cannot run in its `check_run`."""
     if cfg.adjust.name == "none":
         return runs
-    from harness.engine.assembly import check_adjustable
-
     try:  # the rule the run assembly applies again with the stream's own families
         check_adjustable(configured_families(cfg), cfg.adjust.name, "workload")
     except ValueError as exc:
         raise ConfigError(f"{exc} (docs/decisions.md)") from None
     try:
         adj = get_adjuster(cfg.adjust.name)
-        params = adj.make_params(dict(cfg.adjust.params))
-        # an adjuster checks its parameter values when built: build one now, before Spark starts
-        adj(params, cfg.workers, FitContext((0.0, 0.0, 1.0, 1.0), np.ones(1)), runs[0].name)
+        adj.make_params(dict(cfg.adjust.params))
+        adj.check_run(cfg)
     except (TypeError, ValueError) as exc:
         raise ConfigError(str(exc)) from None
     if cfg.epochs.size <= 0:
@@ -534,8 +508,6 @@ def check_overrides(args: list[str]) -> None:
         if key in config_groups():
             continue  # a group choice: Hydra lists the valid options itself
         if key.startswith("strategy.params.") and chosen.get("strategy", "all") != "all":
-            from strategies import registry
-
             try:
                 registry.get(chosen["strategy"]).make_params({key.split(".")[2]: None})
             except ValueError as exc:

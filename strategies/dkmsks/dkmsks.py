@@ -86,7 +86,7 @@ class DkmRouter(SubscriptionTableRouter):
 
 class DkmSksStrategy(Strategy):
     name = "dkmsks"
-    families = frozenset({"range", "knn", "terms"})
+    families = frozenset({"range", "knn", "frequent_terms"})
 
     @dataclass
     class Params:

@@ -39,7 +39,7 @@ class KopRouter(SubscriptionTableRouter):
 
 class KopStrategy(Strategy):
     name = "kop"
-    families = frozenset({"range", "knn", "terms"})
+    families = frozenset({"range", "knn", "frequent_terms"})
     # the paper's worker index (DkM-SKS Sec. 3): an inverted file, a one-cell grid (index.knn.layout=paper)
     paper_index = {"knn": {"cells_per_side": 1}}
 

@@ -108,7 +108,7 @@ def quadtree_subspaces(stats: ObjectStats, cx, cy, rects, space, n_target: int):
 
 class SopStrategy(Strategy):
     name = "sop"
-    families = frozenset({"range", "knn", "terms"})
+    families = frozenset({"range", "knn", "frequent_terms"})
     # the paper's worker index (DkM-SKS Sec. 3.2, index.knn.layout=paper): per subset its rectangle R
     # and an inverted file, theta subsets per worker (harness/families/knn/subsets.py)
     paper_index = {"knn": {"subsets": 20}}

@@ -15,7 +15,7 @@ from strategies.routers.hash import HashRouter
 
 class HashStrategy(Strategy):
     name = "hash"
-    families = frozenset({"range", "knn", "topk", "terms"})
+    families = frozenset({"range", "knn", "topk", "frequent_terms"})
 
     @dataclass
     class Params:

@@ -25,12 +25,12 @@ class ModHashRouter(HashRouter):
 
     # the base class binds its aliases to its own _by_id, so they are rebound here (objects are
     # broadcast, so one worker answers a top-k-terms query too)
-    route_range = route_knn = route_topk = route_terms = _by_id
+    route_range = route_knn = route_topk = route_frequent_terms = _by_id
 
 
 class DSkypeHashStrategy(Strategy):
     name = "dskype_hash"
-    families = frozenset({"range", "knn", "topk", "terms"})
+    families = frozenset({"range", "knn", "topk", "frequent_terms"})
 
     @dataclass
     class Params:

@@ -31,7 +31,7 @@ from harness.core.events import AND, Events, csr_take
 from strategies.base import FitContext, Pairs, Router, Strategy
 from strategies.dskype.keyword import ItemRanks, checked_sizes, runs_of
 from strategies.dskype.location import DSkypeLocationStrategy
-from strategies.dskype.prefix import Thresholds, sample_prefixes
+from strategies.dskype.prefix import RoutesByThresholds, Thresholds, sample_prefixes
 from strategies.load import sample_parts
 from strategies.routers import kernels as route_kernels
 
@@ -119,8 +119,7 @@ class HybridRouter(Thresholds, Router):
         return {**super().describe(), "l1": self.l1, "l2": self.l2, "thresholds": int(len(self.qid)), **self.info}
 
 
-class _Hybrid(Strategy):
-    routes_by_thresholds = True
+class _Hybrid(RoutesByThresholds, Strategy):
     families = frozenset({"range", "topk"})
     spatial_first = True
 

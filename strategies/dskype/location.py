@@ -90,7 +90,7 @@ class DSkypeLocationRouter(KdTreeRouter):
         rows = np.asarray(rows, np.int64)
         return rows, self.leaf_of(ev.x[rows], ev.y[rows])
 
-    route_range = route_knn = route_topk = route_terms = _by_point  # objects are broadcast
+    route_range = route_knn = route_topk = route_frequent_terms = _by_point  # objects are broadcast
 
     def describe(self) -> dict[str, Any]:
         leaves = np.flatnonzero(self.split_dim < 0)
@@ -109,7 +109,7 @@ def _number(v) -> bool:
 
 class DSkypeLocationStrategy(Strategy):
     name = "dskype_location"
-    families = frozenset({"range", "knn", "topk", "terms"})
+    families = frozenset({"range", "knn", "topk", "frequent_terms"})
 
     @dataclass
     class Params:

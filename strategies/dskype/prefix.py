@@ -32,7 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from datasets.workloads.events_file import measured_events
 from harness.core.events import INSERT, TOPK, Events
+from harness.core.params import RunRefused
 from harness.families.topk.index import TopkIndex
 from strategies.base import FitContext, Pairs, Router, Strategy
 from strategies.dskype.keyword import ItemRanks, checked_sizes, runs_of
@@ -174,9 +176,37 @@ def warmup_thresholds(sample: Events, context) -> np.ndarray:
     return np.where(index.subs.id[at] == sample.id[ins], kth[at], 0.0)  # 0: deleted in the warm-up
 
 
-class DSkypePrefixStrategy(Strategy):
+class RoutesByThresholds:
+    """A strategy whose router routes top-k subscriptions by the thresholds the workers report for
+    the next epoch (Router.wants_thresholds): its jobs need epochs shorter than the top-k window."""
+
+    @classmethod
+    def check_run(cls, cfg) -> None:
+        """A top-k job over a count window needs epochs shorter than the window: a threshold is
+        the k-th score among messages that stay through the next epoch, and with an epoch of |W|
+        messages or more none does (every threshold 0: the prefix is every keyword). An epoch of
+        0 is the measured stream: the generator's measured messages, or an event file's events after
+        its warm-up."""
+        wl = cfg.workload
+        if wl.family != "topk" or getattr(wl, "window_by", "count") != "count" or cfg.epochs.by != "count":
+            return
+        from_file = getattr(wl, "source", "generator") == "file"
+        measured = measured_events(wl) if from_file else int(wl.measured_messages)
+        if (int(cfg.epochs.size) or measured) < int(wl.window):
+            return
+        field, value = (("epochs.size", int(cfg.epochs.size)) if cfg.epochs.size or from_file else
+                        ("workload.measured_messages", wl.measured_messages))
+        prune = f"epochs.size below {wl.window} (a quarter of it or less lets them prune)"
+        raise RunRefused(f"{field}={value!r} is invalid; allowed: an epoch shorter than the top-k window "
+                         f"(workload.window={wl.window} messages) for {cls.name}, which routes by thresholds that "
+                         f"hold for a whole epoch: set {prune}",
+                         skip=f"{field}={value!r}: an epoch of the top-k window (workload.window={wl.window} "
+                              f"messages) or more, and it routes by thresholds that hold for a whole epoch; "
+                              f"allowed: {prune}")
+
+
+class DSkypePrefixStrategy(RoutesByThresholds, Strategy):
     name = "dskype_prefix"
-    routes_by_thresholds = True
     families = frozenset({"range", "topk"})
 
     @dataclass

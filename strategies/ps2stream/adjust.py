@@ -72,12 +72,20 @@ class Ps2Adjuster(Adjuster):
 
     def __init__(self, params: Any, n_workers: int, context, strategy: str):
         super().__init__(params, n_workers, context, strategy)
-        if params.measure not in MEASURES:
-            raise ValueError(f"adjuster {self.name!r}: measure must be one of {MEASURES}, not {params.measure!r}")
-        if params.sigma < 1:
-            raise ValueError(f"adjuster {self.name!r}: sigma must be >= 1")
+        self.check_params(params)
         self.epochs = 0
         self.recent_objects: list[Events] = []
+
+    @classmethod
+    def check_params(cls, params: Any) -> None:
+        if params.measure not in MEASURES:
+            raise ValueError(f"adjuster {cls.name!r}: measure must be one of {MEASURES}, not {params.measure!r}")
+        if params.sigma < 1:
+            raise ValueError(f"adjuster {cls.name!r}: sigma must be >= 1")
+
+    @classmethod
+    def check_run(cls, cfg) -> None:
+        cls.check_params(cls.make_params(dict(cfg.adjust.params)))
 
     def select(self, load: np.ndarray, size: np.ndarray, tau: float) -> np.ndarray:
         raise NotImplementedError

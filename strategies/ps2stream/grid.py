@@ -20,7 +20,7 @@ from harness.core.grid import UniformGrid
 
 class GridStrategy(Strategy):
     name = "grid"
-    families = frozenset({"range", "terms"})
+    families = frozenset({"range", "frequent_terms"})
     unit_router = True
 
     @dataclass

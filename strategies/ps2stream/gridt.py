@@ -284,7 +284,7 @@ class GridtRouter(Router):
         key = np.unique(r * self.n_workers + w)
         return key // self.n_workers, key % self.n_workers
 
-    route_terms = snapshot_targets  # top-k-terms queries (SSTD's STQ and CTQ reports): a snapshot's rule
+    route_frequent_terms = snapshot_targets  # top-k-terms queries (SSTD's STQ and CTQ reports): a snapshot's rule
 
     def _targets(self, ev: Events, objs: np.ndarray, qs: np.ndarray, units: bool) -> Pairs:
         """(row, worker) pairs of objects `objs` (fill_points_h2) and range queries `qs`

@@ -86,7 +86,7 @@ def build_gridt(grid: UniformGrid, plan: KdtPlan, n_workers: int) -> GridtRouter
 
 class KdtStrategy(Strategy):
     name = "kdt"
-    families = frozenset({"range", "terms"})
+    families = frozenset({"range", "frequent_terms"})
     filters_objects = True  # gridt drops an object whose terms no query of its cell is indexed under
     unit_router = True  # gridt cells and text parts are migration units (strategies/ps2stream/gridt.py)
 

@@ -33,7 +33,7 @@ def best_split(coord, lo_q, hi_q, k_left, k_right, candidates):
 
 class KdTreeStrategy(Strategy):
     name = "kdtree"
-    families = frozenset({"range", "terms"})
+    families = frozenset({"range", "frequent_terms"})
 
     @dataclass
     class Params:

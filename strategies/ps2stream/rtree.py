@@ -61,7 +61,7 @@ def str_tiles(px: np.ndarray, py: np.ndarray, n_leaves: int):
 
 class RTreeStrategy(Strategy):
     name = "rtree"
-    families = frozenset({"range", "terms"})
+    families = frozenset({"range", "frequent_terms"})
 
     @dataclass
     class Params:

@@ -30,7 +30,7 @@ class CellMapRouter(Router):
             rows, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args, self.cell_worker, self.n_workers
         )
 
-    def route_terms(self, ev: Events, rows: np.ndarray) -> Pairs:
+    def route_frequent_terms(self, ev: Events, rows: np.ndarray) -> Pairs:
         """A top-k-terms query to the workers of every cell its rectangle overlaps (no keywords)."""
         return self.route_range(ev, rows)
 

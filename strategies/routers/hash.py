@@ -20,4 +20,4 @@ class HashRouter(Router):
         """Hashed id, so consecutive ids do not land on workers in lock step."""
         return rows, (splitmix64(ev.id[rows]) % np.uint64(self.n_workers)).astype(np.int64)
 
-    route_range = route_knn = route_topk = route_terms = _by_id
+    route_range = route_knn = route_topk = route_frequent_terms = _by_id

@@ -33,7 +33,7 @@ class KdTreeRouter(Router):
     def route_range(self, ev: Events, rows: np.ndarray) -> Pairs:
         return route_kernels.kd_route_rects(rows, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self._tree(), self.n_workers)
 
-    def route_terms(self, ev: Events, rows: np.ndarray) -> Pairs:
+    def route_frequent_terms(self, ev: Events, rows: np.ndarray) -> Pairs:
         """A top-k-terms query to the workers of every cell its rectangle overlaps (no keywords)."""
         return self.route_range(ev, rows)
 

@@ -152,7 +152,7 @@ class RTreeRouter(Router):
         return route_rects_str(rows, ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self._tiles(), self.leaf_worker,
                                self.n_workers)
 
-    def route_terms(self, ev: Events, rows: np.ndarray) -> Pairs:
+    def route_frequent_terms(self, ev: Events, rows: np.ndarray) -> Pairs:
         """A top-k-terms query to the workers of every cell its rectangle overlaps (no keywords)."""
         return self.route_range(ev, rows)
 

@@ -339,7 +339,7 @@ class SubscriptionTableRouter(Router):
 
     route_objects = _by_table
     route_range = route_knn = _by_table  # a kNN subscription too lives on one worker (DkM-SKS Sec. 2)
-    route_terms = _by_table  # every worker has every object: a top-k-terms query needs one
+    route_frequent_terms = _by_table  # every worker has every object: a top-k-terms query needs one
 
     def worker_of(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(qid, insert seq, worker) of every recorded subscription: the movable unit map."""

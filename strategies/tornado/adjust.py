@@ -233,11 +233,19 @@ class TornadoAdjuster(Adjuster):
 
     def __init__(self, params: Any, n_workers: int, context, strategy: str):
         super().__init__(params, n_workers, context, strategy)
+        self.check_params(params)
+        self.last: dict[str, Any] = {}  # the last decision (for logs and tests)
+
+    @classmethod
+    def check_params(cls, params: Any) -> None:
         if params.cost not in COST_COLUMNS:
             raise ValueError(f"tornado: unknown cost {params.cost!r}; valid: {', '.join(COST_COLUMNS)}")
         if params.beta < 0:
             raise ValueError(f"tornado: beta must be >= 0, got {params.beta}")
-        self.last: dict[str, Any] = {}  # the last decision (for logs and tests)
+
+    @classmethod
+    def check_run(cls, cfg) -> None:
+        cls.check_params(cls.make_params(dict(cfg.adjust.params)))
 
     # candidates -----------------------------------------------------------------------------------
 

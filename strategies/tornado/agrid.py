@@ -43,7 +43,7 @@ from strategies.tornado.agrid_router import AGridRouter
 
 class AGridStrategy(Strategy):
     name = "agrid"
-    families = frozenset({"range", "terms"})
+    families = frozenset({"range", "frequent_terms"})
     filters_objects = True
     unit_router = True  # fine cells are the migration units (strategies/tornado/adjust.py)
 

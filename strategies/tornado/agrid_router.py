@@ -183,7 +183,7 @@ class AGridRouter(Router):
     def route_range(self, ev: Events, rows: np.ndarray) -> Pairs:
         return self._search(ev, rows, emit_partitions=False)
 
-    def route_terms(self, ev: Events, rows: np.ndarray) -> Pairs:
+    def route_frequent_terms(self, ev: Events, rows: np.ndarray) -> Pairs:
         """A top-k-terms query to every partition its rectangle overlaps (summaries never apply)."""
         return self._search(ev, rows, emit_partitions=False)
 

@@ -39,7 +39,7 @@ def test_a_family_a_router_does_not_route_is_a_clear_error():
     router = registry.get("grid")().fit(*_tiny_fit())
     ev = _tiny_fit()[0]
     ev.cols["family"][ev.family >= 0] = families.get("range").code + 100  # no such family
-    with pytest.raises(UnsupportedFamilyError, match="cannot route .*supports \\['range', 'terms'\\]"):
+    with pytest.raises(UnsupportedFamilyError, match="cannot route .*supports \\['frequent_terms', 'range'\\]"):
         router.route(ev)
 
 

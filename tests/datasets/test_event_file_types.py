@@ -40,16 +40,16 @@ def _cfg(path, family="range", **kw):
 
 RECT = dict(xmin=0.0, ymin=0.0, xmax=50.0, ymax=50.0)
 REFUSALS = [
-    ("terms", dict(kind="insert", family="terms", id=1, k=3, step=5.0, tau=30.0, **RECT),
-     r"column 'win' has nan, row 6; allowed: a finite value for every terms insert \(CTQ\)"),
-    ("terms", dict(kind="insert", family="terms", id=1, k=3, win=5.0, step=10.0, tau=30.0, **RECT),
+    ("frequent_terms", dict(kind="insert", family="frequent_terms", id=1, k=3, step=5.0, tau=30.0, **RECT),
+     r"column 'win' has nan, row 6; allowed: a finite value for every frequent_terms insert \(CTQ\)"),
+    ("frequent_terms", dict(kind="insert", family="frequent_terms", id=1, k=3, win=5.0, step=10.0, tau=30.0, **RECT),
      r"column 'step' has 10.0, row 6; allowed: at most the CTQ's window win=5.0"),
-    ("terms", dict(kind="snapshot", family="terms", id=1, k=3, tau=30.0, terms="1 2", **RECT),
-     r"column 'terms' has \[1, 2\], row 6; allowed: none: a terms snapshot \(STQ\) counts every term"),
-    ("terms", dict(kind="snapshot", family="terms", id=1, k=3, tau=30.0, step=1.0, **RECT),
-     r"column 'step' has 1.0, row 6; allowed: empty on a terms snapshot \(STQ\): a CTQ's reports are derived"),
-    ("range", dict(kind="snapshot", family="terms", id=1, tau=30.0, **RECT),
-     r"column 'k' is missing or unknown, row 6; allowed: an integer >= 1 for every terms snapshot \(STQ\)"),
+    ("frequent_terms", dict(kind="snapshot", family="frequent_terms", id=1, k=3, tau=30.0, terms="1 2", **RECT),
+     r"column 'terms' has \[1, 2\], row 6; allowed: none: a frequent_terms snapshot \(STQ\) counts every term"),
+    ("frequent_terms", dict(kind="snapshot", family="frequent_terms", id=1, k=3, tau=30.0, step=1.0, **RECT),
+     r"column 'step' has 1.0, row 6; allowed: empty on a frequent_terms snapshot \(STQ\): a CTQ's reports are derived"),
+    ("range", dict(kind="snapshot", family="frequent_terms", id=1, tau=30.0, **RECT),
+     r"column 'k' is missing or unknown, row 6; allowed: an integer >= 1 for every frequent_terms snapshot \(STQ\)"),
     ("topk", dict(kind="insert", family="topk", id=1, x=3.0, y=4.0, k=3, alpha=0.5, terms="1", tau=9.0),
      r"column 'tau' has 9.0, row 6; allowed: empty for a top-k insert: its window is workload.window"),
     ("topk", dict(kind="insert", family="topk", id=1, x=3.0, y=4.0, k=3, alpha=1.0, terms="1"),
@@ -83,8 +83,8 @@ def test_each_type_rule_is_refused_in_validation_naming_row_and_field(tmp_path, 
 
 def test_a_ctq_in_a_file_of_another_family_reports(tmp_path):
     """The CTQ-in-a-file bug: its report events are derived whichever family builds the workload."""
-    path = _file(tmp_path, dict(kind="insert", family="terms", id=1, k=2, win=4.0, step=2.0, tau=10.0, **RECT))
-    for family in ("range", "terms"):
+    path = _file(tmp_path, dict(kind="insert", family="frequent_terms", id=1, k=2, win=4.0, step=2.0, tau=10.0, **RECT))
+    for family in ("range", "frequent_terms"):
         wl = families.get(family).build_workload(None, np.ones(4), EXTENT, _cfg(path, family), 0)
         ev = wl.events
         reports = np.flatnonzero((ev.kind == SNAPSHOT) & (ev.family == TERMS))
@@ -131,7 +131,7 @@ def test_a_topk_file_gets_the_generators_window(tmp_path):
     assert ev.win[q].tolist() == [5.0] and ev.op[q].tolist() == [1]
 
 
-@pytest.mark.parametrize("name,family", [("range", "range"), ("knn", "knn"), ("terms", "terms"), ("topk", "topk"),
+@pytest.mark.parametrize("name,family", [("range", "range"), ("knn", "knn"), ("frequent_terms", "frequent_terms"), ("topk", "topk"),
                                          ("all_types", "range"), ("all_types", "topk")])
 def test_the_example_files_run_exact_in_process(name, family):
     cfg = _cfg(EXAMPLES / f"{name}.csv", family, window=20)

@@ -1,4 +1,4 @@
-"""The terms family (SSTD's STQ and CTQ) against its brute force: each object counted once however
+"""The frequent_terms family (SSTD's STQ and CTQ) against its brute force: each object counted once however
 many workers hold it (text partitioners and broadcast strategies replicate objects), ties broken by
 term id, a CTQ's reports where its rule puts them, and the named errors of bad input."""
 
@@ -36,7 +36,7 @@ def test_counting_once_under_replication(seed, ctq, workers, strategy, slice_siz
     ev = random_terms_stream(seed, ctq=ctq)
     warm = int(np.flatnonzero(ev.kind != OBJECT)[0])
     res = simulate(ev, warm, strategy, workers, epoch_events=max(len(ev) // 4, 1),
-                   index_params={"terms": {"cells_per_side": 6, "slice_size": slice_size}})
+                   index_params={"frequent_terms": {"cells_per_side": 6, "slice_size": slice_size}})
     assert res.exact, (seed, ctq, workers, strategy, slice_size)
 
 
@@ -132,13 +132,13 @@ def test_stq_by_hand():
 
 
 def _ctq_cfg(**kw):
-    return WorkloadConfig(**{**dict(name="t", family="terms", protocol="ctq", queries=10, preload_objects=200,
+    return WorkloadConfig(**{**dict(name="t", family="frequent_terms", protocol="ctq", queries=10, preload_objects=200,
                                     objects_per_s=50, ctq_span_s=4.0), **kw})
 
 
 def test_the_ctq_generator_registers_then_reports():
     objects, df, extent = random_objects(300, seed=2)
-    wl = families.get("terms").build_workload(objects, df, extent, _ctq_cfg(ctq_step_hours=24, ctq_window_hours=48), 1)
+    wl = families.get("frequent_terms").build_workload(objects, df, extent, _ctq_cfg(ctq_step_hours=24, ctq_window_hours=48), 1)
     ev = wl.events
     assert wl.warmup == 210 and (ev.kind[200:210] == INSERT).all()
     assert (ev.kind[wl.warmup:] != INSERT).all() and wl.info["ctq_reports"] == int((ev.kind == SNAPSHOT).sum()) > 0
@@ -163,7 +163,7 @@ def test_bad_ctqs_are_named(field, value, message):
 
 def test_a_step_longer_than_the_window_is_a_config_error():
     with pytest.raises(ValueError, match=r"workload.ctq_step_hours=48 is invalid; allowed: at most ctq_window_hours"):
-        families.get("terms").validate_workload(_ctq_cfg(ctq_step_hours=48, ctq_window_hours=24))
+        families.get("frequent_terms").validate_workload(_ctq_cfg(ctq_step_hours=48, ctq_window_hours=24))
 
 
 def test_reports_added_twice_are_the_same_stream():

@@ -11,8 +11,6 @@ import pytest
 from harness.families.base import NEVER
 from harness.families.topk.arrival import arrival_candidates
 from harness.families.topk.bounds import rest_max, suffix_weights, text_floors
-from harness.families.topk.epoch import epoch_marks
-from harness.families.topk.state import Buffers, Overflow, Subscriptions, Window
 from harness.families.topk.subscription_index import subscription_blocks
 from tests.families.topk_streams import plain_scores, random_stream
 
@@ -40,19 +38,18 @@ def test_every_subscription_a_message_reaches_is_a_candidate(stream, per_cell):
     index = subscription_blocks(d["s_x"], d["s_y"], d["s_off"], d["s_val"], d["s_w"], wsum, rmax, theta, lam, alpha,
                                 N_TERMS, per_cell=per_cell, block=16)
     longest = int(np.diff(d["m_off"]).max())
-    marks = epoch_marks(N_SUB, N_MSG, longest, lam)
-    cand = marks.cand
+    m_rmax, m_rsum = np.empty(longest + 1), np.empty(longest + 1)
+    s_seen = np.full(N_SUB, -1, np.int64)
+    cand = np.empty(N_SUB, np.int64)
     none = np.full(N_TERMS, -1, np.int64)
     empty = np.zeros(0, np.int64)
-    zeros = np.zeros(N_SUB, np.int64)
-    win = Window(d["m_seq"], d["m_seq"], d["m_x"], d["m_y"], d["m_off"], d["m_val"], d["m_w"])
-    subs = Subscriptions(np.full(N_SUB, -1, np.int64), np.full(N_SUB, NEVER, np.int64), d["s_x"], d["s_y"], zeros,
-                         alpha, d["s_off"], d["s_val"], d["s_w"], wsum, rmax)
-    bufs = Buffers(zeros, zeros, zeros, zeros, theta, lam)
+    s_ins, s_del = np.full(N_SUB, -1, np.int64), np.full(N_SUB, NEVER, np.int64)
     read = reached_total = skipped_total = 0
     for m in range(N_MSG):
-        n, pruned, skipped = arrival_candidates(m, m, m, win, subs, bufs, index, Overflow(none, empty, empty, empty),
-                                                marks, d["max_dist"])
+        n, pruned, skipped = arrival_candidates(
+            m, m, m, d["m_off"], d["m_val"], d["m_w"], d["m_x"], d["m_y"], m_rmax, m_rsum, index, none, empty, empty,
+            empty, d["s_w"], wsum, rmax, s_seen, lam, theta, np.full(N_SUB, -1, np.int64), s_ins, s_del, d["s_x"],
+            d["s_y"], alpha, d["max_dist"], cand)
         got = set(cand[:n].tolist())
         scores = d["scores"][:, m]
         reached = set(np.flatnonzero(~np.isnan(scores) & (scores >= theta)).tolist())

@@ -152,3 +152,56 @@ def test_bad_network_and_measure_values_name_the_field(override, field):
     with pytest.raises(ConfigError) as err:
         validate(composed(override))
     assert field in str(err.value) and "allowed" in str(err.value)
+
+
+def test_validate_asks_the_families_strategies_and_adjuster_of_the_job_for_their_own_rules(monkeypatch, capsys):
+    """`check_run` hooks (Family, Strategy, Adjuster): a refusal names the field, the value and what
+    is allowed; under strategy=all a refused strategy is skipped with one line and the others run."""
+    from harness.core.params import RunRefused
+    from harness.families import registry as families
+    from harness.run import config as run_config
+    from strategies.adjust_base import get_adjuster
+
+    def refuse(message, skip=None):
+        def check_run(cls, cfg):
+            raise RunRefused(message, skip)
+        return classmethod(check_run)
+
+    with monkeypatch.context() as m:
+        m.setattr(families.get("range"), "check_run", refuse("workload.queries=1 is invalid; allowed: more"))
+        with pytest.raises(ConfigError, match=r"workload.queries=1 is invalid; allowed: more"):
+            validate(composed("strategy=grid"))
+    with monkeypatch.context() as m:
+        m.setattr(registry.get("kdtree"), "check_run", refuse("workers=8 is invalid; allowed: 4", "workers=8: too many"))
+        with pytest.raises(ConfigError, match=r"workers=8 is invalid; allowed: 4"):
+            validate(composed("strategy=kdtree"))
+        labels = [r.label for r in validate(composed("strategy=all"))]
+        assert "kdtree" not in labels and "grid" in labels
+        assert run_config.SKIPPED == ["kdtree: workers=8: too many"]
+        assert "skipped kdtree: workers=8: too many" in capsys.readouterr().err
+    with monkeypatch.context() as m:
+        m.setattr(get_adjuster("gr"), "check_run", refuse("adjust.params.tau=2 is invalid; allowed: < 1"))
+        with pytest.raises(ConfigError, match=r"adjust.params.tau=2 is invalid; allowed: < 1"):
+            validate(composed("strategy=grid", "adjust=gr", "epochs.size=100"))
+    validate(composed("strategy=grid", "adjust=gr", "epochs.size=100"))  # the hooks' defaults refuse nothing
+
+
+def test_the_former_name_of_the_frequent_terms_family_is_refused_with_its_new_name(tmp_path):
+    """`terms` was the frequent_terms family's name and is the keyword column's: a config or an event
+    file that still uses it is told the name to use."""
+    from datasets.workloads.events_file import validate_file_workload
+    from harness.core.events import TERMS
+    from harness.families import registry as families
+
+    with pytest.raises(ConfigError, match=r"workload.family='terms' is invalid; allowed: frequent_terms \(the 'terms'"):
+        validate(composed("workload=stq_q", "workload.family=terms"))
+    with pytest.raises(ConfigError, match=r"index.terms=.* is invalid; allowed: frequent_terms \(the 'terms'"):
+        validate(composed("+index.terms.cells_per_side=8"))
+    with pytest.raises(ValueError, match=r"unknown query family 'terms' \('terms' was renamed 'frequent_terms'\)"):
+        families.get("terms")
+    path = tmp_path / "e.csv"
+    path.write_text('ts,kind,family,id,x,y,xmin,ymin,xmax,ymax,terms,k,tau\n0,object,,0,1,1,,,,,1 2,,\n'
+                    '1,snapshot,terms,5,,,0,0,10,10,,2,5\n')
+    cfg = composed("workload=stq_q", "workload.source=file", f"workload.path={path}").workload
+    with pytest.raises(ValueError, match=r"column 'family' has 'terms', row 2; allowed: frequent_terms \(the 'terms'"):
+        validate_file_workload(cfg, TERMS)

@@ -35,7 +35,7 @@ def test_a_file_of_every_type_equals_the_oracle_on_spark_and_exports(spark, tmp_
     assert sorted(r["strategy"] for r in rows) == ["hash", "text_frequency"]
     for r in rows:
         assert r["status"] == "ok", r.get("traceback")
-        assert r["family"] == "knn+range+terms+topk"
+        assert r["family"] == "frequent_terms+knn+range+topk"
         assert r["oracle_ok"] is True and r["result_count"] > 0
         assert r["ctq_reports"] == 6 and r["lifetime_deletes"] == 1
         written = json.loads((Path(r["run_dir"]) / "metrics.json").read_text())  # every key registered
@@ -45,10 +45,10 @@ def test_a_file_of_every_type_equals_the_oracle_on_spark_and_exports(spark, tmp_
         res = export(r["run_dir"])
         assert res["digest"] == r["result_digest"]
         out = Path(res["out"])
-        assert set(res["written"]) == {"range", "knn", "topk", "terms"}
+        assert set(res["written"]) == {"range", "knn", "topk", "frequent_terms"}
         assert sum(res["written"].values()) == r["result_count"]
         rng, knn = pd.read_csv(out / "range.csv"), pd.read_csv(out / "knn.csv")
-        topk, terms = pd.read_csv(out / "topk.csv"), pd.read_csv(out / "terms.csv")
+        topk, terms = pd.read_csv(out / "topk.csv"), pd.read_csv(out / "frequent_terms.csv")
         assert set(rng.type) == {"crq", "srq"} and set(knn.type) == {"ckq", "skq"}
         assert set(terms.type) == {"ctq", "stq"} and set(terms[terms.type == "ctq"].report) == {1, 2, 3, 4, 5, 6}
         # the CRQ (registered at 10.5, lifetime 40 s) gets only objects that arrived while it lived
@@ -68,8 +68,8 @@ def test_a_file_of_every_type_equals_the_oracle_on_spark_and_exports(spark, tmp_
             live += d
             assert live <= 3
     # the command line, one family, Parquet
-    assert main([rows[0]["run_dir"], "--family", "terms", "--format", "parquet", "--out", str(tmp_path / "x")]) == 0
-    assert (tmp_path / "x" / "terms.parquet").is_file() and not (tmp_path / "x" / "range.parquet").exists()
+    assert main([rows[0]["run_dir"], "--family", "frequent_terms", "--format", "parquet", "--out", str(tmp_path / "x")]) == 0
+    assert (tmp_path / "x" / "frequent_terms.parquet").is_file() and not (tmp_path / "x" / "range.parquet").exists()
     assert "= the run's result_digest" in capsys.readouterr().out
     # a run whose row says another digest is refused: export and check cannot disagree
     m = Path(rows[0]["run_dir"]) / "metrics.json"

@@ -288,7 +288,7 @@ def test_a_sweep_run_again_with_resume_runs_only_what_is_missing_or_failed(tmp_p
 def test_resume_reruns_failed_runs_and_ignores_display_settings(tmp_path):
     from harness.run.config import RunSpec
     from harness.report.results import code_version
-    from harness.run.runner import _run_config, config_key, unfinished
+    from harness.run.record import config_key, run_config, unfinished
 
     with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT_ROOT / "conf")):
         cfg = compose(config_name="config", overrides=["strategy=grid", "resume=true"])
@@ -296,8 +296,8 @@ def test_resume_reruns_failed_runs_and_ignores_display_settings(tmp_path):
                                                          "mlflow.enabled=false", "resume=false"])
         other = compose(config_name="config", overrides=["strategy=grid", "workers=3"])
     spec = RunSpec("grid", "grid", {})
-    key = config_key(_run_config(cfg, spec))
-    assert key == config_key(_run_config(shown, spec)) != config_key(_run_config(other, spec))
+    key = config_key(run_config(cfg, spec))
+    assert key == config_key(run_config(shown, spec)) != config_key(run_config(other, spec))
     version = code_version()
 
     def table(status, at_version):
@@ -316,13 +316,13 @@ def test_resume_reruns_failed_runs_and_ignores_display_settings(tmp_path):
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_a_runs_config_yaml_is_omegaconfs_text_and_loads_back(name):
-    from harness.run.runner import _run_config, config_yaml
+    from harness.run.record import config_yaml, run_config
 
     point = sweep_points(composed(f"experiment={name}"))[0]
     with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT_ROOT / "conf")):
         cfg = compose(config_name="config", overrides=[f"experiment={name}", *point])  # as a run sees it
     for spec in validate(cfg):
-        run_cfg = _run_config(cfg, spec)
+        run_cfg = run_config(cfg, spec)
         text = config_yaml(run_cfg)
         assert text == OmegaConf.to_yaml(OmegaConf.create(run_cfg))
         assert yaml.safe_load(text) == run_cfg

@@ -23,7 +23,8 @@ from harness.report import metrics, results
 from harness.report.results import PROJECT_ROOT, RUN_KEYS, RUNS_TABLE_COLUMNS
 from harness.report.table import comparison_table, status_lines, input_line, print_comparison
 from harness.run.config import ConfigError, register_configs, validate
-from harness.run.runner import DataPreparationError, input_metrics, run_experiment
+from harness.run.record import input_metrics
+from harness.run.runner import DataPreparationError, run_experiment
 from harness.run.workload_cache import load_or_build_workload
 from tests.helpers import random_objects
 

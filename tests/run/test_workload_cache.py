@@ -42,10 +42,10 @@ def test_each_family_keeps_its_own_knobs_and_drops_the_others():
     assert keyed(family="topk", window_by="time") == BASE | QUERY_SHAPE | KNN_OWN | TOPK_OWN | TIME_WINDOW
 
 
-@pytest.mark.parametrize("family,protocol", [("range", "srq"), ("knn", "skq"), ("terms", "stq"), ("terms", "ctq"),
-                                             ("range", "mix")])
+@pytest.mark.parametrize("family,protocol", [("range", "srq"), ("knn", "skq"), ("frequent_terms", "stq"),
+                                             ("frequent_terms", "ctq"), ("range", "mix")])
 def test_a_snapshot_workload_keeps_the_snapshot_generators_knobs(family, protocol):
-    """SSTD's generator makes range, kNN and terms queries: the knobs of those families stay."""
+    """SSTD's generator makes range, kNN and frequent_terms queries: the knobs of those families stay."""
     assert keyed(family=family, protocol=protocol) == BASE | QUERY_SHAPE | KNN_OWN | set(SNAPSHOT_FIELDS)
 
 

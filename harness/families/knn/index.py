@@ -21,6 +21,9 @@ epoch's start); a ball that shrinks during the epoch leaves stale cells that the
 rejects; subscriptions inserted during the epoch go to the per-term lists (linked, so inserting is
 O(keywords)). The state kept across epochs: the live subscriptions and, per subscription, its local
 A(s) (at most k rows) plus a row with the last global bound (`results`, see RESULT_SCHEMA).
+
+The compiled parts live beside it: postings.py builds the postings, stream.py runs the epoch's
+events through them; this module keeps the worker's state and decides when to rebuild.
 """
 
 from __future__ import annotations
@@ -30,16 +33,16 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-from numba import njit
 
 from harness.core.events import AND, DELETE, INSERT, OBJECT, Events
 from harness.core.grid import UniformGrid
-from harness.core.kernels import axis_cell, lower_bound
 from harness.core.timing import CompileClock
 from harness.families.knn.snapshot import answer_knn
 from harness.families.object_store import ObjectStore, with_snapshots
 from harness.families.base import IndexContext, StateBundle, WorkerIndex, WorkerOutput
 from harness.families.knn.geometry import ball_boxes
+from harness.families.knn.postings import ball_postings, link_terms, subset_postings
+from harness.families.knn.stream import Chunk, Postings, Results, Subscriptions, run_stream
 from harness.families.knn.subsets import ball_squares, sop_subsets
 
 # kept results: one row per member of a subscription's local A(s); a row with seq = BOUND_ROW
@@ -58,205 +61,6 @@ REPOST_FACTOR = 0.25
 AUTO_BALLS_PER_CELL = 16
 AUTO_CELLS = (64, 256)
 STORE_CELLS = 64  # the stored objects' grid for snapshot queries (a ring search's cells)
-
-
-@njit(cache=True)
-def _ball_postings(slots, x, y, r2, op, offsets, values, x0, y0, icw, ich, nx, ny, vocab):
-    """(key, slot) postings of subscriptions with a finite ball: key = cell * vocab + term."""
-    total = 0
-    for s in slots:
-        r = np.sqrt(r2[s])
-        n = (axis_cell(x[s] + r, x0, icw, nx) - axis_cell(x[s] - r, x0, icw, nx) + 1) * (
-            axis_cell(y[s] + r, y0, ich, ny) - axis_cell(y[s] - r, y0, ich, ny) + 1)
-        total += n * (1 if op[s] == AND else offsets[s + 1] - offsets[s])
-    keys = np.empty(total, np.int64)
-    post = np.empty(total, np.int64)
-    k = 0
-    for s in slots:
-        r = np.sqrt(r2[s])
-        t_lo = offsets[s + 1] - 1 if op[s] == AND else offsets[s]
-        for iy in range(axis_cell(y[s] - r, y0, ich, ny), axis_cell(y[s] + r, y0, ich, ny) + 1):
-            for ix in range(axis_cell(x[s] - r, x0, icw, nx), axis_cell(x[s] + r, x0, icw, nx) + 1):
-                for j in range(t_lo, offsets[s + 1]):
-                    keys[k] = (iy * nx + ix) * vocab + values[j]
-                    post[k] = s
-                    k += 1
-    order = np.argsort(keys, kind="mergesort")
-    return keys[order], post[order]
-
-
-@njit(cache=True)
-def _subset_postings(slots, subset, op, offsets, values, vocab):
-    """(key, slot) postings of bounded balls in SOP subsets: key = subset * vocab + term."""
-    total = 0
-    for s in slots:
-        total += 1 if op[s] == AND else offsets[s + 1] - offsets[s]
-    keys = np.empty(total, np.int64)
-    post = np.empty(total, np.int64)
-    k = 0
-    for i in range(len(slots)):
-        s = slots[i]
-        t_lo = offsets[s + 1] - 1 if op[s] == AND else offsets[s]
-        for j in range(t_lo, offsets[s + 1]):
-            keys[k] = subset[i] * vocab + values[j]
-            post[k] = s
-            k += 1
-    order = np.argsort(keys, kind="mergesort")
-    return keys[order], post[order]
-
-
-@njit(cache=True)
-def _link_terms(slots, op, offsets, values, head, nxt, slot_of, n_links):
-    """Post subscriptions under their terms in the per-term linked lists; returns the new count."""
-    for s in slots:
-        t_lo = offsets[s + 1] - 1 if op[s] == AND else offsets[s]
-        if n_links + offsets[s + 1] - t_lo > len(nxt):
-            raise IndexError("kNN index: per-term links beyond their reserved capacity")
-        for j in range(t_lo, offsets[s + 1]):
-            t = values[j]
-            slot_of[n_links] = s
-            nxt[n_links] = head[t]
-            head[t] = n_links
-            n_links += 1
-    return n_links
-
-
-@njit(cache=True)
-def _has_all(q_off, q_val, s, o_val, o_lo, o_hi):
-    """Every keyword of subscription s is among the object's (sorted) terms."""
-    for j in range(q_off[s], q_off[s + 1]):
-        at = lower_bound(o_val, o_lo, o_hi, q_val[j])
-        if at >= o_hi or o_val[at] != q_val[j]:
-            return False
-    return True
-
-
-@njit(cache=True, inline="always")
-def _enter(s, d2, o_seq, o_id, o_val, o_lo, o_hi, qk, op, q_off, q_val, stamp, bound, count, koff, top_d, top_seq,
-           top_oid):
-    """An object within subscription s's bound: unless s already took it (an OR subscription
-    reached under two of its terms) or it lacks an AND keyword, it enters A(s). Returns whether."""
-    if stamp[s] == o_seq:
-        return False
-    stamp[s] = o_seq
-    if op[s] == AND and not _has_all(q_off, q_val, s, o_val, o_lo, o_hi):
-        return False
-    # insert after every member with d2 <= this one (they are older), dropping the k-th if full
-    k = qk[s]
-    c = count[s]
-    base = koff[s]
-    pos = c if c < k else k - 1
-    while pos > 0 and top_d[base + pos - 1] > d2:
-        if pos < k:
-            top_d[base + pos] = top_d[base + pos - 1]
-            top_seq[base + pos] = top_seq[base + pos - 1]
-            top_oid[base + pos] = top_oid[base + pos - 1]
-        pos -= 1
-    top_d[base + pos] = d2
-    top_seq[base + pos] = o_seq
-    top_oid[base + pos] = o_id
-    if c < k:
-        c += 1
-        count[s] = c
-    if c == k and top_d[base + k - 1] < bound[s]:
-        bound[s] = top_d[base + k - 1]
-    return True
-
-
-@njit(cache=True)
-def _emit(out, out_d, n_out, qid, oid, seq, d2):
-    """Append a candidate, growing the outputs by doubling."""
-    if n_out == out.shape[0]:
-        bigger = np.empty((2 * out.shape[0] + 16, 3), np.int64)
-        bigger[:n_out] = out[:n_out]
-        out = bigger
-        bigger_d = np.empty(2 * out_d.shape[0] + 16, np.float64)
-        bigger_d[:n_out] = out_d[:n_out]
-        out_d = bigger_d
-    out[n_out, 0] = qid
-    out[n_out, 1] = oid
-    out[n_out, 2] = seq
-    out_d[n_out] = d2
-    return out, out_d
-
-
-@njit(cache=True)
-def run_stream(kind, seq, ids, ex, ey, e_off, e_val, slot_of_row,
-               qx, qy, qk, op, q_off, q_val, qid, bound, stamp, count, koff, top_d, top_seq, top_oid, rg2,
-               ukeys, cell_ptr, starts, post, px, py, head, nxt, link_slot, n_links, sub_rect,
-               x0, y0, icw, ich, nx, ny, vocab, work):
-    """The epoch's events in seq order: an insertion is linked under its terms, a deletion sets its
-    bound below every distance, an object probes its cell's ball postings (their points stored
-    with them, so the distance test reads memory in order) and the per-term lists; only an object
-    within a subscription's bound (d2 < min(local k-th, r_g^2), inf while A(s) is not full) is
-    looked at further."""
-    out = np.empty((16, 3), np.int64)
-    out_d = np.empty(16, np.float64)
-    n_out = 0
-    listed = 0  # checks spent in the per-term lists
-    one = np.empty(1, np.int64)
-    for r in range(len(kind)):
-        if kind[r] == INSERT:
-            one[0] = slot_of_row[r]
-            bound[one[0]] = rg2[one[0]]
-            before = n_links
-            n_links = _link_terms(one, op, q_off, q_val, head, nxt, link_slot, n_links)
-            work[r] = 1 + n_links - before
-        elif kind[r] == DELETE:
-            if slot_of_row[r] >= 0:
-                bound[slot_of_row[r]] = -np.inf
-            work[r] = 1
-        elif kind[r] == OBJECT:
-            ox = ex[r]
-            oy = ey[r]
-            o_lo = e_off[r]
-            o_hi = e_off[r + 1]
-            checks = 0
-            n_sub = sub_rect.shape[0]
-            for ci in range(n_sub if n_sub else 1):
-                if n_sub:  # SOP: every subset whose R holds the object (a rectangle test each)
-                    checks += 1
-                    if ox < sub_rect[ci, 0] or ox > sub_rect[ci, 2] or oy < sub_rect[ci, 1] or oy > sub_rect[ci, 3]:
-                        continue
-                    cell = ci
-                else:
-                    cell = axis_cell(oy, y0, ich, ny) * nx + axis_cell(ox, x0, icw, nx)
-                c_lo = cell_ptr[cell]
-                c_hi = cell_ptr[cell + 1]
-                if c_hi == c_lo:
-                    continue
-                for j in range(o_lo, o_hi):
-                    key = np.int64(cell) * vocab + e_val[j]
-                    at = lower_bound(ukeys, c_lo, c_hi, key)
-                    if at < c_hi and ukeys[at] == key:
-                        checks += starts[at + 1] - starts[at]
-                        for e in range(starts[at], starts[at + 1]):
-                            dx = ox - px[e]
-                            dy = oy - py[e]
-                            d2 = dx * dx + dy * dy
-                            s = post[e]
-                            if d2 < bound[s] and _enter(s, d2, seq[r], ids[r], e_val, o_lo, o_hi, qk, op, q_off,
-                                                        q_val, stamp, bound, count, koff, top_d, top_seq, top_oid):
-                                out, out_d = _emit(out, out_d, n_out, qid[s], ids[r], seq[r], d2)
-                                n_out += 1
-            for j in range(o_lo, o_hi):
-                t = e_val[j]
-                if t < len(head):
-                    e = head[t]
-                    while e >= 0:
-                        checks += 1
-                        listed += 1
-                        s = link_slot[e]
-                        dx = ox - qx[s]
-                        dy = oy - qy[s]
-                        d2 = dx * dx + dy * dy
-                        if d2 < bound[s] and _enter(s, d2, seq[r], ids[r], e_val, o_lo, o_hi, qk, op, q_off, q_val,
-                                                    stamp, bound, count, koff, top_d, top_seq, top_oid):
-                            out, out_d = _emit(out, out_d, n_out, qid[s], ids[r], seq[r], d2)
-                            n_out += 1
-                        e = nxt[e]
-            work[r] = 1 + checks
-    return out[:n_out], out_d[:n_out], n_links, listed
 
 
 @dataclass
@@ -429,14 +233,14 @@ class KnnIndex(WorkerIndex):
             subset, self.sub_rect = sop_subsets(q.x[finite], q.y[finite], squares, self.context.extent, self.subsets)
             if len(self.sub_rect) == 0:  # no bounded ball yet: one subset that holds nothing
                 self.sub_rect = np.array([[np.inf, np.inf, -np.inf, -np.inf]])
-            self.ukeys, self.post = _subset_postings(finite, subset, q.op, q.offsets, q.values, self.vocab)
+            self.ukeys, self.post = subset_postings(finite, subset, q.op, q.offsets, q.values, self.vocab)
             n_cells = len(self.sub_rect)
         else:
             if len(finite):  # a ball over much of the space gains little from the grid: it stays listed
                 r = np.sqrt(r2[finite])
                 c = self.grid.cell_ranges(q.x[finite] - r, q.y[finite] - r, q.x[finite] + r, q.y[finite] + r)
                 finite = finite[(c[:, 1] - c[:, 0] + 1) * (c[:, 3] - c[:, 2] + 1) <= MAX_BALL_CELLS]
-            self.ukeys, self.post = _ball_postings(finite, q.x, q.y, r2, q.op, q.offsets, q.values, *self.grid.args,
+            self.ukeys, self.post = ball_postings(finite, q.x, q.y, r2, q.op, q.offsets, q.values, *self.grid.args,
                                                    self.vocab)
             n_cells = self.grid.n_cells
         self.px, self.py = q.x[self.post], q.y[self.post]
@@ -457,7 +261,7 @@ class KnnIndex(WorkerIndex):
         cap = int(n_terms[unbounded].sum()) + reserve + 16
         self.nxt = np.empty(cap, np.int64)
         self.link_slot = np.empty(cap, np.int64)
-        self.n_links = _link_terms(unbounded, q.op, q.offsets, q.values, self.head, self.nxt, self.link_slot, 0)
+        self.n_links = link_terms(unbounded, q.op, q.offsets, q.values, self.head, self.nxt, self.link_slot, 0)
 
     # -- the epoch ------------------------------------------------------------------------------
 
@@ -552,8 +356,9 @@ class KnnIndex(WorkerIndex):
             orphans = int((slot < 0).sum())
         q = self.queries
         work = np.ones(len(ev), np.int64)
-        stamp = np.full(len(q), -1, np.int64)
-        k = q.k.astype(np.int64)
+        subs = Subscriptions(q.x, q.y, q.k.astype(np.int64), q.op, q.offsets, q.values, q.id)
+        results = Results(self.bound, np.full(len(q), -1, np.int64), self.count, self.koff, self.top_d, self.top_seq,
+                          self.top_oid, self.rg2)
         n_terms = np.where(q.op == AND, 1, np.diff(q.offsets))
         parts, rebuilds, listed = [], 0, 0
         # chunks grow from FIRST_CHUNK to CHUNK events: a first rebuild comes early when the epoch
@@ -571,14 +376,12 @@ class KnnIndex(WorkerIndex):
                 later = slot_of_row[lo:][kind[lo:] == INSERT]
                 self._post_balls(reserve=int(n_terms[later].sum()))
                 rebuilds += 1
-            parts.append(run_stream(
-                kind[lo:hi], ev.seq[lo:hi], ev.id[lo:hi], ev.x[lo:hi], ev.y[lo:hi], ev.offsets[lo:hi + 1],
-                ev.values, slot_of_row[lo:hi],
-                q.x, q.y, k, q.op, q.offsets, q.values, q.id, self.bound, stamp, self.count,
-                self.koff, self.top_d, self.top_seq, self.top_oid, self.rg2,
-                self.ukeys, self.cell_ptr, self.starts, self.post, self.px, self.py, self.head, self.nxt,
-                self.link_slot, self.n_links, self.sub_rect,
-                *self.grid.args, self.vocab, work[lo:hi]))
+            ev_chunk = Chunk(kind[lo:hi], ev.seq[lo:hi], ev.id[lo:hi], ev.x[lo:hi], ev.y[lo:hi],
+                             ev.offsets[lo:hi + 1], ev.values, slot_of_row[lo:hi])
+            posts = Postings(self.ukeys, self.cell_ptr, self.starts, self.post, self.px, self.py, self.sub_rect,
+                             self.head, self.nxt, self.link_slot)
+            parts.append(run_stream(ev_chunk, subs, results, posts, self.n_links, self.grid.args, self.vocab,
+                                    work[lo:hi]))
             self.n_links, listed = parts[-1][2], parts[-1][3]
         ids = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, 3), np.int64)
         d2 = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)

@@ -17,7 +17,7 @@ from harness.families.terms.oracle import terms_oracle
 
 
 class TermsFamily(Family):
-    name = "terms"
+    name = "frequent_terms"
     code = TERMS
     needs_k = True
     index = TermsIndex
@@ -34,7 +34,7 @@ class TermsFamily(Family):
         for name, low in (("cells_per_side", 1), ("slice_size", 0)):
             v = getattr(params, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < low:
-                raise ValueError(f"index.terms.{name}={v!r} is invalid; allowed: an integer >= {low}")
+                raise ValueError(f"index.frequent_terms.{name}={v!r} is invalid; allowed: an integer >= {low}")
 
     oracle = staticmethod(terms_oracle)
     # no generator of its own: SSTD's snapshot generator makes its STQs (protocol stq) and CTQs (ctq)

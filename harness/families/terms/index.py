@@ -1,4 +1,4 @@
-"""The terms family's worker index: SSTD's STQ (the top-k most frequent terms of the objects in a
+"""The frequent_terms family's worker index: SSTD's STQ (the top-k most frequent terms of the objects in a
 region that arrived within the last tau) and CTQ (every delta, the same over a window T), answered
 from the objects this worker was sent (harness/families/object_store.py).
 
@@ -52,7 +52,7 @@ def copy_masks(pairs: tuple[np.ndarray, np.ndarray], n_rows: int, n_workers: int
 
 
 class TermsIndex(WorkerIndex):
-    family = "terms"
+    family = "frequent_terms"
 
     def __init__(self, context: IndexContext, cells_per_side: int = 64, slice_size: int = 16384):
         super().__init__(context)

@@ -1,4 +1,4 @@
-"""The terms family's merger: each query's (or CTQ report's) partial term counts summed over the
+"""The frequent_terms family's merger: each query's (or CTQ report's) partial term counts summed over the
 workers, then its top k by (count desc, term id asc); term id = frequency rank, so on a tie the
 globally more frequent term wins. Exact because every object in the region was counted by exactly
 one worker (harness/families/terms/index.py). A query with fewer than k distinct terms gives them all."""

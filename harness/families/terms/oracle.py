@@ -1,4 +1,4 @@
-"""The terms family's brute-force oracle: STQ and CTQ answers from the whole stream, sharing no code
+"""The frequent_terms family's brute-force oracle: STQ and CTQ answers from the whole stream, sharing no code
 with the object store, the index or the merger (every visible object is checked against the
 rectangle; a CTQ's reports are derived here from its registration, not read from the report
 events the stream carries).

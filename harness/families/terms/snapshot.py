@@ -1,4 +1,4 @@
-"""The terms family's snapshot answers (SSTD's STQ, and each CTQ report) from a worker's object
+"""The frequent_terms family's snapshot answers (SSTD's STQ, and each CTQ report) from a worker's object
 store: per query, the term counts of the stored objects in its rectangle and bounds that this
 worker counts (harness/families/object_store.py), with count tables over the objects only this
 worker holds (`count_tables`)."""

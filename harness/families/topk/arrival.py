@@ -22,51 +22,52 @@ import math
 
 from numba import njit
 
+from harness.core.kernels import upper_bound
 from harness.families.base import NEVER
 from harness.families.topk.bounds import MARGIN, text_bound, text_floor
-from harness.families.topk.buffers import oldest, room_for, set_oldest, snap
+from harness.families.topk.buffers import oldest, set_oldest, snap
 from harness.families.topk.message_index import cell_reach
-from harness.core.kernels import upper_bound
 from harness.families.topk.scoring import pair_score
 from harness.families.topk.skyband import KMAX, better, grown
-from harness.families.topk.state import Overflow
 
 SEEN, PRUNED, CANDIDATE = 0, 1, 2
 
 
 @njit(cache=True, inline="always")
-def consider(s, stamp, t, tub, alpha, dx, dy, marks, bufs, subs, max_dist):
-    """Subscription s met by the message at t through a keyword whose pair has text bound tub
-    (`text_bound`; an overflow entry: arrival_candidates writes the same checks out for the block
-    entries): SEEN (met already through a rarer keyword, or not live, or due for re-evaluation at
-    t), PRUNED (Thm 5.1 / 5.2's text floor, then the exact spatial similarity, at offset dx, dy,
-    with that text bound: a skip is certain, the margin dwarfs rounding) or CANDIDATE."""
-    s_seen = marks.s_seen
+def consider(s, stamp, t, s_wt, m_wt, s_rest_sum, s_rest_max, m_rest_sum, m_rest_max, alpha, dx, dy, s_seen, lam,
+             theta, s_redo, s_ins, s_del, max_dist):
+    """Subscription s met by the message at t through a keyword with weights s_wt, m_wt (an overflow
+    entry; arrival_candidates writes the same checks out for the block entries): SEEN
+    (met already through a rarer keyword, or not live, or due for re-evaluation at t), PRUNED (Thm
+    5.1 / 5.2's text floor, then the exact spatial similarity, at offset dx, dy, with that text
+    bound: a skip is certain, the margin dwarfs rounding) or CANDIDATE."""
     if s_seen[s] == stamp:
         return SEEN
     s_seen[s] = stamp
-    if tub < bufs.lam[s] or alpha * (1.0 - math.sqrt(dx * dx + dy * dy) / max_dist) + (1.0 - alpha) * min(
-            tub, 1.0) < bufs.theta[s] - MARGIN:
+    tub = text_bound(s_wt, m_wt, s_rest_sum, s_rest_max, m_rest_sum, m_rest_max)
+    if tub < lam[s] or alpha * (1.0 - math.sqrt(dx * dx + dy * dy) / max_dist) + (1.0 - alpha) * min(
+            tub, 1.0) < theta[s] - MARGIN:
         return PRUNED
-    if marks.s_redo[s] == t or not (subs.ins[s] < t < subs.dele[s]):
+    if s_redo[s] == t or not (s_ins[s] < t < s_del[s]):
         return SEEN
     return CANDIDATE
 
 
 @njit(cache=True)
-def arrival_candidates(m, t, stamp, win, subs, bufs, sub_index, overflow, marks, max_dist):
-    """The live subscriptions message m may enter at t, into marks.cand; returns their count, the
-    pairs pruned one by one and the blocks skipped whole (module docstring). Per block of the term
+def arrival_candidates(m, t, stamp, m_off, m_val, m_w, m_x, m_y, m_rmax, m_rsum, sub_index, ov_head, ov_next, ov_sub,
+                       ov_j, s_w, s_wsum, s_rmax, s_seen, lam, theta, s_redo, s_ins, s_del, s_x, s_y, s_alpha,
+                       max_dist, cand):
+    """The live subscriptions message m may enter at t, into cand; returns their count, the pairs
+    pruned one by one and the blocks skipped whole. Terms rarest first, so a subscription is met
+    first at its rarest common keyword, where its text bound is loosest. Per block of the term
     (subscription_index.py): skipped whole when its cell's spatial bound and its largest weights
     cannot reach its smallest theta (Thm 5.3), else read up to the message's largest weight from
     this term on (Def. 5). The overflow holds those whose theta fell below the one they were posted
-    with."""
+    with. Each one read: Thm 5.2's text bound (`text_bound`), then the exact spatial similarity
+    with it (a skip is certain: the margin dwarfs rounding). Kept apart from run_events, whose
+    growing arrays would otherwise make numba count references in this loop."""
     (blk_off, blk_cell, blk_start, blk_theta, blk_alo, blk_ahi, blk_w, blk_rsum, blk_rmax, geometry, e_sub, e_w,
      e_rsum, e_rmax, e_key, e_x, e_y, e_alpha) = sub_index
-    m_off, m_val, m_w, m_x, m_y = win.off, win.val, win.w, win.x, win.y
-    s_seen, s_redo, cand, m_rmax, m_rsum = marks.s_seen, marks.s_redo, marks.cand, marks.m_rmax, marks.m_rsum
-    s_ins, s_del, lam, theta = subs.ins, subs.dele, bufs.lam, bufs.theta
-    ov_head, ov_next, ov_sub, ov_j = overflow
     lo_m, n_mt = m_off[m], m_off[m + 1] - m_off[m]
     mx, my = m_x[m], m_y[m]
     m_rmax[0], m_rsum[0] = 0.0, 0.0  # [u]: over the message's u most frequent terms
@@ -114,9 +115,8 @@ def arrival_candidates(m, t, stamp, win, subs, bufs, sub_index, overflow, marks,
         while e >= 0:
             s, jj = ov_sub[e], ov_j[e]
             e = ov_next[e]
-            tub = text_bound(subs.w[jj], mw, subs.wsum[jj] - subs.w[jj], subs.rmax[jj], m_rsum[u], m_rmax[u])
-            verdict = consider(s, stamp, t, tub, subs.alpha[s], mx - subs.x[s], my - subs.y[s], marks, bufs, subs,
-                               max_dist)
+            verdict = consider(s, stamp, t, s_w[jj], mw, s_wsum[jj] - s_w[jj], s_rmax[jj], m_rsum[u], m_rmax[u],
+                               s_alpha[s], mx - s_x[s], my - s_y[s], s_seen, lam, theta, s_redo, s_ins, s_del, max_dist)
             pruned += verdict == PRUNED
             if verdict == CANDIDATE:
                 cand[n_cand] = s
@@ -125,18 +125,13 @@ def arrival_candidates(m, t, stamp, win, subs, bufs, sub_index, overflow, marks,
 
 
 @njit(cache=True)
-def enter_candidates(m, t, n_cand, win, subs, bufs, lists, arena, a_used, snaps, n_touch, marks, policy):
+def enter_candidates(m, t, n_cand, cand, mode, kmax, m_seq, m_x, m_y, m_off, m_val, m_w, s_x, s_y, s_alpha, s_k,
+                     s_off, s_val, s_w, theta, lam, s_touch, b_off, b_cap, b_len, b_old, o_head, o_next, o_prev,
+                     a_msg, a_score, a_dom, a_used, touched, snap_off, snap_msg, snap_score, n_touch, max_dist):
     """Message m scored against each candidate and entered into the buffers it reaches (module
-    docstring): the members ranked after it gain a dominator, those dominated k times leave, a
-    region too small moves to the arena's end, and under KMAX the member past k' leaves and sets
-    theta. Returns the arena's use, the snapshots taken and the pairs scored. The arena and the
-    snapshot arrays already have room for every candidate's worst case (`room_for`)."""
-    cand, s_touch = marks.cand, marks.s_touch
-    m_seq, m_x, m_y, m_off, m_val, m_w = win.seq, win.x, win.y, win.off, win.val, win.w
-    s_x, s_y, s_alpha, s_k, s_off, s_val, s_w = subs.x, subs.y, subs.alpha, subs.k, subs.off, subs.val, subs.w
-    b_off, b_cap, b_len, b_old, theta, lam = bufs
-    a_msg, a_score, a_dom = arena
-    mode, kmax, max_dist = policy.mode, policy.kmax, policy.max_dist
+    docstring); returns the arena's use, the snapshots taken and the pairs scored. The arena and
+    the snapshot arrays already have room for every candidate's worst case (`room_for`), so nothing
+    here reallocates: a reallocation in this loop made numba count references on every pass."""
     scored = 0
     for c in range(n_cand):
         s = cand[c]
@@ -154,7 +149,7 @@ def enter_candidates(m, t, n_cand, win, subs, bufs, lists, arena, a_used, snaps,
             pass
         elif s_touch[s] != t:
             s_touch[s] = t
-            n_touch = snap(s, min(k, b_len[s]), o, arena, snaps, n_touch)
+            n_touch = snap(s, min(k, b_len[s]), o, a_msg, a_score, touched, snap_off, snap_msg, snap_score, n_touch)
         # the members ranked after it gain a dominator; those reaching k leave (KMAX: none)
         w = pos
         lost_oldest = False
@@ -186,30 +181,13 @@ def enter_candidates(m, t, n_cand, win, subs, bufs, lists, arena, a_used, snaps,
             lost_oldest = lost_oldest or a_msg[o + n_new] == b_old[s]
         b_len[s] = n_new
         if lost_oldest or n_new == 1:
-            set_oldest(s, oldest(a_msg, o, n_new), b_old, lists)
+            set_oldest(s, oldest(a_msg, o, n_new), b_old, o_head, o_next, o_prev)
     return a_used, n_touch, scored
 
 
 @njit(cache=True)
-def arrive(m, t, stamp, ep, overflow, arena, a_used, snaps, n_touch):
-    """Message m's arrival at t: its candidates, room for them, then its entries. Returns the
-    arena, its use, the snapshots and their count, and the pairs scored, pruned and the blocks
-    skipped."""
-    subs, bufs, marks = ep.subs, ep.bufs, ep.marks
-    n_cand, pruned, skipped = arrival_candidates(m, t, stamp, ep.win, subs, bufs, ep.sub_index, overflow, marks,
-                                                 ep.policy.max_dist)
-    arena, snaps = room_for(n_cand, marks.cand, subs.k, bufs, arena, a_used, snaps, n_touch)
-    a_used, n_touch, scored = enter_candidates(m, t, n_cand, ep.win, subs, bufs, ep.lists, arena, a_used, snaps,
-                                               n_touch, marks, ep.policy)
-    return arena, a_used, snaps, n_touch, scored, pruned, skipped
-
-
-@njit(cache=True)
-def post_overflow(s, subs, overflow, n_ov):
-    """Post s under each of its terms in the overflow lists (its postings' order is stale: its theta
-    fell below the one they were sorted by); returns the lists and their use."""
-    s_off, s_val = subs.off, subs.val
-    ov_head, ov_next, ov_sub, ov_j = overflow
+def post_overflow(s, s_off, s_val, ov_head, ov_next, ov_sub, ov_j, n_ov):
+    """Post s under each of its terms in the overflow lists (its postings' order is stale)."""
     need = n_ov + s_off[s + 1] - s_off[s]
     if need > len(ov_sub):
         ov_next, ov_sub, ov_j = grown(ov_next, need), grown(ov_sub, need), grown(ov_j, need)
@@ -217,4 +195,4 @@ def post_overflow(s, subs, overflow, n_ov):
         ov_sub[n_ov], ov_j[n_ov], ov_next[n_ov] = s, j, ov_head[s_val[j]]
         ov_head[s_val[j]] = n_ov
         n_ov += 1
-    return Overflow(ov_head, ov_next, ov_sub, ov_j), n_ov
+    return ov_head, ov_next, ov_sub, ov_j, n_ov

@@ -23,7 +23,6 @@ from numba import njit
 
 from harness.core.events import Events
 from harness.families.topk.skyband import grown
-from harness.families.topk.state import Arena, Changes, Oldest, Snapshots
 
 # a subscription's buffer between epochs: a header row (mseq = HEADER, score = its theta), then its
 # members in rank order with their dominance counters
@@ -62,7 +61,7 @@ def oldest_lists(b_old, n_msg):
     for s in range(len(b_old)):
         if b_old[s] >= 0:
             _link(s, b_old[s], head, nxt, prv)
-    return Oldest(head, nxt, prv)
+    return head, nxt, prv
 
 
 @njit(cache=True, inline="always")
@@ -74,9 +73,8 @@ def _link(s, m, head, nxt, prv):
 
 
 @njit(cache=True)
-def set_oldest(s, m, b_old, lists):
+def set_oldest(s, m, b_old, head, nxt, prv):
     """s's oldest member is now message m (-1: its buffer is empty); its list follows."""
-    head, nxt, prv = lists
     if b_old[s] == m:
         return
     if b_old[s] >= 0:
@@ -92,11 +90,9 @@ def set_oldest(s, m, b_old, lists):
 
 
 @njit(cache=True, inline="always")
-def snap(s, kk, o, arena, snaps, n_touch):
+def snap(s, kk, o, a_msg, a_score, touched, snap_off, snap_msg, snap_score, n_touch):
     """Keep s's top-k (its buffer's first kk members from arena offset o) as it was before this
     seq's changes, for the diff at the seq's end, in arrays with room; returns the count."""
-    a_msg, a_score, _ = arena
-    touched, snap_off, snap_msg, snap_score = snaps
     for u in range(kk):
         snap_msg[snap_off[n_touch] + u] = a_msg[o + u]
         snap_score[snap_off[n_touch] + u] = a_score[o + u]
@@ -106,23 +102,21 @@ def snap(s, kk, o, arena, snaps, n_touch):
 
 
 @njit(cache=True)
-def snap_growing(s, kk, o, arena, snaps, n_touch):
-    """`snap`, growing the arrays first; returns them and the count."""
-    touched, snap_off, snap_msg, snap_score = snaps
+def snap_growing(s, kk, o, a_msg, a_score, touched, snap_off, snap_msg, snap_score, n_touch):
+    """`_snap`, growing the arrays first; returns them and the count."""
     if n_touch + 1 >= len(touched):
         touched = grown(touched, n_touch + 2)
         snap_off = grown(snap_off, n_touch + 3)
     if snap_off[n_touch] + kk > len(snap_msg):
         snap_msg = grown(snap_msg, snap_off[n_touch] + kk)
         snap_score = grown(snap_score, snap_off[n_touch] + kk)
-    snaps = Snapshots(touched, snap_off, snap_msg, snap_score)
-    return snaps, snap(s, kk, o, arena, snaps, n_touch)
+    n_touch = snap(s, kk, o, a_msg, a_score, touched, snap_off, snap_msg, snap_score, n_touch)
+    return touched, snap_off, snap_msg, snap_score, n_touch
 
 
 @njit(cache=True)
-def snap_room(n, subs, s_k, snaps, n_touch):
+def snap_room(n, subs, s_k, touched, snap_off, snap_msg, snap_score, n_touch):
     """The snapshot arrays grown, once, to hold a snapshot of k for each of subs[:n]."""
-    touched, snap_off, snap_msg, snap_score = snaps
     need_s = snap_off[n_touch]
     for c in range(n):
         need_s += s_k[subs[c]]
@@ -130,33 +124,31 @@ def snap_room(n, subs, s_k, snaps, n_touch):
         touched, snap_off = grown(touched, n_touch + n + 2), grown(snap_off, n_touch + n + 3)
     if need_s > len(snap_msg):
         snap_msg, snap_score = grown(snap_msg, need_s), grown(snap_score, need_s)
-    return Snapshots(touched, snap_off, snap_msg, snap_score)
+    return touched, snap_off, snap_msg, snap_score
 
 
 @njit(cache=True)
-def room_for(n_cand, cand, s_k, bufs, arena, a_used, snaps, n_touch):
+def room_for(n_cand, cand, s_k, b_cap, b_len, a_msg, a_score, a_dom, a_used, touched, snap_off, snap_msg, snap_score,
+             n_touch):
     """The arena and snapshot arrays grown, once, to hold every candidate's worst case: a region
     moved to the arena's end (at most max(2 cap, len + 1, 2k)) and a snapshot of k."""
-    b_cap, b_len = bufs.cap, bufs.size
-    a_msg, a_score, a_dom = arena
     need_a = a_used
     for c in range(n_cand):
         s = cand[c]
         need_a += max(2 * b_cap[s], b_len[s] + 1, 2 * s_k[s])
     if need_a > len(a_msg):
-        arena = Arena(grown(a_msg, need_a), grown(a_score, need_a), grown(a_dom, need_a))
-    return arena, snap_room(n_cand, cand, s_k, snaps, n_touch)
+        a_msg, a_score, a_dom = grown(a_msg, need_a), grown(a_score, need_a), grown(a_dom, need_a)
+    touched, snap_off, snap_msg, snap_score = snap_room(n_cand, cand, s_k, touched, snap_off, snap_msg, snap_score,
+                                                        n_touch)
+    return a_msg, a_score, a_dom, touched, snap_off, snap_msg, snap_score
 
 
 @njit(cache=True)
-def emit_changes(t, n_touch, snaps, s_k, bufs, arena, m_mark, mark, changes, n_out):
+def emit_changes(t, n_touch, touched, snap_off, snap_msg, snap_score, s_k, b_off, b_len, a_msg, a_score, m_mark, mark,
+                 o_slot, o_trig, o_msg, o_score, o_delta, n_out):
     """Each touched subscription's top-k against its snapshot: the members that left (-1, in the
     snapshot's order), then those that entered (+1, in rank order). Membership by a mark per
     message (two per subscription), so a diff costs O(k), not O(k^2); the output arrays have room."""
-    touched, snap_off, snap_msg, snap_score = snaps
-    b_off, b_len = bufs.off, bufs.size
-    a_msg, a_score, _ = arena
-    o_slot, o_trig, o_msg, o_score, o_delta = changes
     for u in range(n_touch):
         s = touched[u]
         o = b_off[s]
@@ -179,22 +171,6 @@ def emit_changes(t, n_touch, snaps, s_k, bufs, arena, m_mark, mark, changes, n_o
                 o_score[n_out], o_delta[n_out] = a_score[o + v], 1
                 n_out += 1
     return n_out, mark
-
-
-@njit(cache=True)
-def emit_seq(t, n_touch, snaps, s_k, bufs, arena, m_mark, mark, changes, n_out):
-    """The seq's change rows (`emit_changes`), the output arrays grown first to hold every touched
-    subscription's worst case; returns them, the row count and the mark."""
-    touched, snap_off = snaps.touched, snaps.off
-    need = n_out
-    for u in range(n_touch):
-        need += snap_off[u + 1] - snap_off[u] + min(s_k[touched[u]], bufs.size[touched[u]])
-    if need > len(changes.slot):
-        o_slot, o_trig, o_msg, o_score, o_delta = changes
-        changes = Changes(grown(o_slot, need), grown(o_trig, need), grown(o_msg, need), grown(o_score, need),
-                          grown(o_delta, need))
-    n_out, mark = emit_changes(t, n_touch, snaps, s_k, bufs, arena, m_mark, mark, changes, n_out)
-    return changes, n_out, mark
 
 
 @njit(cache=True)

@@ -73,13 +73,9 @@ def _refill(top, n_top, k, alive, in_top, by_rank, head, c_exp, t):
 
 
 @njit(cache=True)
-def _replay(start, end, k, qx, qy, alpha, q_terms, q_w, cand, o_seq, o_exp, o_x, o_y, o_off, o_val, o_w, max_dist):
-    """Entries (candidate, trigger seq) of one subscription live over (start, end). The top-k is
-    kept in rank order beside a flag per candidate for the live window: an expiry leaves it and the
-    best live candidate outside it (the first in the candidates' rank order) fills the place at
-    once (before the seq's arrival, which then competes with that one), an arrival enters it by
-    rank (pushing the k-th out, still live). After each seq's changes the members not in the top-k
-    before are its entries."""
+def _scores(cand, qx, qy, alpha, q_terms, q_w, o_x, o_y, o_off, o_val, o_w, max_dist):
+    """Each candidate message's score for the subscription at (qx, qy) with weighted terms q_terms,
+    q_w: alpha x its spatial similarity + (1 - alpha) x the cosine of the two term vectors."""
     n = len(cand)
     score = np.empty(n)
     for c in range(n):
@@ -99,7 +95,14 @@ def _replay(start, end, k, qx, qy, alpha, q_terms, q_w, cand, o_seq, o_exp, o_x,
             else:
                 b += 1
         score[c] = alpha * ssim + (1.0 - alpha) * tsim
-    # the candidates' arrivals and expiries inside the life, by time (an expiry before an arrival)
+    return score
+
+
+@njit(cache=True)
+def _timeline(cand, o_seq, o_exp, start, end):
+    """The candidates' arrivals (c) and expiries (-1 - c) strictly inside the life (start, end), and
+    their order by time, an expiry before an arrival at the same seq: (times, events, count, order)."""
+    n = len(cand)
     ev_t = np.empty(2 * n, np.int64)
     ev_c = np.empty(2 * n, np.int64)
     m = 0
@@ -111,6 +114,20 @@ def _replay(start, end, k, qx, qy, alpha, q_terms, q_w, cand, o_seq, o_exp, o_x,
                 ev_c[m] = c if what == 1 else -1 - c
                 m += 1
     order = np.argsort(ev_t[:m] * 2 + (ev_c[:m] >= 0), kind="mergesort")
+    return ev_t, ev_c, m, order
+
+
+@njit(cache=True)
+def _replay(start, end, k, qx, qy, alpha, q_terms, q_w, cand, o_seq, o_exp, o_x, o_y, o_off, o_val, o_w, max_dist):
+    """Entries (candidate, trigger seq) of one subscription live over (start, end). The top-k is
+    kept in rank order beside a flag per candidate for the live window: an expiry leaves it and the
+    best live candidate outside it (the first in the candidates' rank order) fills the place at
+    once (before the seq's arrival, which then competes with that one), an arrival enters it by
+    rank (pushing the k-th out, still live). After each seq's changes the members not in the top-k
+    before are its entries."""
+    n = len(cand)
+    score = _scores(cand, qx, qy, alpha, q_terms, q_w, o_x, o_y, o_off, o_val, o_w, max_dist)
+    ev_t, ev_c, m, order = _timeline(cand, o_seq, o_exp, start, end)
     alive = np.zeros(n, np.bool_)
     in_top = np.zeros(n, np.bool_)
     c_exp = np.empty(n, np.int64)

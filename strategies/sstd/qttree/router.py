@@ -105,7 +105,7 @@ class QTTreeRouter(Router):
             return self.route_range(ev, rows)
         return self.to_every_worker(ev, rows)
 
-    def route_terms(self, ev: Events, rows: np.ndarray) -> Pairs:
+    def route_frequent_terms(self, ev: Events, rows: np.ndarray) -> Pairs:
         """A top-k-terms query (no keywords) to every leaf its rectangle reaches, every textual child
         included: an object with any term may be stored there (SSTD: "finds out all leaf nodes
         that overlap q spatially")."""

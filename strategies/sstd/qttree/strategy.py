@@ -19,7 +19,7 @@ from strategies.sstd.qttree.stats import QueryStats
 
 class QTTreeStrategy(Strategy):
     name = "qttree"
-    families = frozenset({"range", "knn", "terms"})
+    families = frozenset({"range", "knn", "frequent_terms"})
     unit_router = True  # leaves are the migration units (SSTD Section 5; strategies/sstd/balance.py)
     split_kinds: ClassVar[tuple[str, ...]] = ("spatial", "text")
 

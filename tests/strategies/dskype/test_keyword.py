@@ -108,7 +108,7 @@ def test_dskype_hash_sends_query_i_to_worker_i_mod_n_and_objects_to_all(n_worker
     cls = registry.get("dskype_hash")
     for ev in (random_topk_stream(2), random_stream(2)):
         router = cls().fit(ev, n_workers, cls.make_params({}), FitContext((0.0, 0.0, 100.0, 100.0), np.ones(12)))
-        assert isinstance(router, ModHashRouter) and router.families == {"range", "knn", "topk", "terms"}
+        assert isinstance(router, ModHashRouter) and router.families == {"range", "knn", "topk", "frequent_terms"}
         rows, workers = route_stream(router, ev)
         is_obj = ev.kind[rows] == OBJECT
         q_rows, q_workers = rows[~is_obj], workers[~is_obj]

@@ -157,7 +157,7 @@ def test_a_point_outside_the_extent_goes_to_the_nearest_leaf():
 def test_registered_with_its_families_and_bad_params_are_named():
     assert registry.get("dskype_location") is DSkypeLocationStrategy
     assert isinstance(_fit(random_stream(0), 2), DSkypeLocationRouter)
-    assert _fit(random_stream(0), 2).families == {"range", "knn", "topk", "terms"}
+    assert _fit(random_stream(0), 2).families == {"range", "knn", "topk", "frequent_terms"}
     with pytest.raises(ValueError, match=r"smoothing=0 is invalid; allowed: a finite number > 0"):
         DSkypeLocationStrategy.make_params({"smoothing": 0})
     with pytest.raises(ValueError, match=r"budget_exponent=-1 is invalid; allowed: a finite number >= 0"):
