@@ -42,6 +42,9 @@ from strategies import registry
 from strategies.base import FitContext
 
 
+LAST_RUNS = {"runs": 0}  # runs the last invocation made (the sweep's progress line counts them)
+
+
 @dataclass
 class Invocation:
     """What every run of one invocation shares: the prepared dataset, its stream and warm-up
