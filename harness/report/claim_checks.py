@@ -123,7 +123,7 @@ def _better(a: Value, b: Value, higher: bool) -> bool | None:
     return NOISE
 
 
-def _ratio(a: Value, b: Value, higher: bool) -> tuple[float, float, float]:
+def ratio(a: Value, b: Value, higher: bool) -> tuple[float, float, float]:
     """subject / other (other / subject when lower is better): the ratio and its extremes."""
     if not higher:
         a, b = b, a
@@ -206,7 +206,7 @@ def compare(reader: Reader, rows: pd.DataFrame, keys: list[str], chk: dict, high
                 notes.append(f"{where}{at}: {subject} {mine.show(metric)}; {detail} ({_mark(ok)})")
             else:  # ratio_at_least
                 value = float(chk.get("value") or 1.0)
-                ratios = {o: _ratio(mine, v, higher) for o, v in theirs.items()}
+                ratios = {o: ratio(mine, v, higher) for o, v in theirs.items()}
                 each = [_outcome(lo, hi, value) for _, lo, hi in ratios.values()]
                 ok = FAIL if FAIL in each else (NOISE if NOISE in each else HOLD)
                 detail = ", ".join(f"x{r:.2f}" + (f" [{lo:.2f}-{hi:.2f}]" if lo < hi else "") + f" vs {o}"
@@ -302,7 +302,7 @@ def gap_grows(reader: Reader, rows: pd.DataFrame, subject: str, others: list[str
             if any(a is None or b is None for a, b in ends):
                 missing.append(f"{where}: {subject} or {other} missing at x={num(xs[0])} or x={num(xs[-1])}")
                 continue
-            gaps = [_ratio(a, b, higher)[0] for a, b in ends]
+            gaps = [ratio(a, b, higher)[0] for a, b in ends]
             lead = _better(*ends[1], higher)
             ok = FAIL if lead is FAIL or gaps[1] <= gaps[0] else lead
             out.append(ok)

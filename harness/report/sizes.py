@@ -39,6 +39,7 @@ import pandas as pd
 import yaml
 from scipy import stats
 
+from harness.report import claim_checks
 from harness.report import claims as claims_mod
 from harness.report import metrics, results
 from harness.report.claims import BASES, CELL, ClaimResult
@@ -176,9 +177,9 @@ def step_ratios(claim: dict, rows: pd.DataFrame, sweep: str, size: float, axes=p
     bases = BASES if claims_mod.is_basis_dependent(chk["metric"]) else (None,)
     out = []
     for basis in bases:
-        reader = claims_mod._Reader(chk["metric"], basis)
+        reader = claim_checks.Reader(chk["metric"], basis)
         for key, g in good.groupby(list(CELL), dropna=False, sort=True):
-            where = claims_mod._cell_label(key if isinstance(key, tuple) else (key,))
+            where = claim_checks.cell_label(key if isinstance(key, tuple) else (key,))
             rate = reader.common_rate(g, subjects + others)
             for subject in subjects:
                 mine = reader.get(g, subject, rate)
@@ -188,7 +189,7 @@ def step_ratios(claim: dict, rows: pd.DataFrame, sweep: str, size: float, axes=p
                     theirs = reader.get(g, other, rate)
                     if theirs is None:
                         continue
-                    r, lo, hi = claims_mod._ratio(mine, theirs, higher)
+                    r, lo, hi = claim_checks.ratio(mine, theirs, higher)
                     if np.isfinite(r) and r > 0:
                         name = f"{where}: {subject} vs {other}" if len(subjects) > 1 else f"{where} vs {other}"
                         out.append(Ratio(basis, name, size, r, lo, hi))

@@ -42,7 +42,7 @@ def test_the_six_sstd_query_types_run_exact_on_spark_while_units_move(spark, tmp
     for r in rows:
         assert r["status"] == "ok", r.get("traceback")
         assert r["oracle_ok"] is True, (r["strategy"], r["result_digest"])
-        assert r["family"] == "knn+range+terms" and r["epochs"] >= 5
+        assert r["family"] == "frequent_terms+knn+range" and r["epochs"] >= 5
         assert r["snapshot_queries"] > 300  # SRQ, SKQ and STQ batches, and the CTQs' reports
         assert r["snapshot_latency_p50_ms"] > 0 and r["stored_objects_max"] > 0
         assert r["stored_bytes_sum"] >= r["stored_bytes_max"] > r["stored_objects_max"] * 64  # 64: 8 int64 columns
