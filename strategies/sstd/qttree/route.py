@@ -5,6 +5,8 @@ so the router, the builder and FG's rebuild (strategies/sstd/fgtree.py) share on
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
@@ -33,12 +35,30 @@ def _fallback_child(w, node):
 # n_workers pairs per row (pages never written cost nothing), so it resumes only past LAZY_PAIRS.
 
 
+# the flattened tree as the routing kernel reads it (QTTreeRouter's arrays, router.py): per node its
+# kind, first child and split midpoints; per head of a textual run its term -> exit table (offset and
+# length into `exit_table`; `exit_worker`: the exit's worker where the exit is a leaf, else -1), the
+# exit of a row without terms (`empty_exit`) and whether every exit is a leaf (`leaf_run`); per node
+# its leaf and per leaf its worker
+FlatTree = namedtuple("FlatTree", ["kind", "first_child", "mid_x", "mid_y", "exit_off", "exit_len", "exit_table",
+                                   "empty_exit", "leaf_run", "exit_worker", "node_leaf", "leaf_worker"])
+
+# rows to route: their event rows, rectangles (objects: the point in xmin, ymin), keywords as CSR over
+# every event, and per row whether only its last keyword is live (an AND query)
+RouteRows = namedtuple("RouteRows", ["rows", "xmin", "ymin", "xmax", "ymax", "offsets", "values", "last_only"])
+
+
 @njit(cache=True)
-def _route_kernel(rows, begin, points, xmin, ymin, xmax, ymax, offsets, values, last_only, kind, first_child, mid_x,
-                  mid_y, exit_off, exit_len, exit_table, empty_exit, leaf_run, exit_worker, node_leaf, leaf_worker, n_workers,
-                  out_r, out_w, total):
-    """Rows from `begin` on, into out_r/out_w from `total` on; returns (next row, new end).
-    `points`: the rows are objects (xmin, ymin is the point; xmax, ymax are not read)."""
+def route_kernel(batch, begin, points, tree, n_workers, out_r, out_w, total):
+    """`batch` (RouteRows) from `begin` on down the tree (FlatTree), their (row, worker) pairs into
+    out_r/out_w from `total` on; returns (next row, new end). `points`: the rows are objects
+    (xmin, ymin is the point; xmax, ymax are not read). The named tuples are unpacked once per
+    call and the per-row walk stays in this one loop: helper kernels called per row (or inlined
+    with their array arguments) cost numba reference counts per array per call, measurably
+    (docs/decisions.md, issue 38 parts 4-5)."""
+    rows, xmin, ymin, xmax, ymax, offsets, values, last_only = batch
+    (kind, first_child, mid_x, mid_y, exit_off, exit_len, exit_table, empty_exit, leaf_run, exit_worker, node_leaf,
+     leaf_worker) = tree
     n_nodes = len(kind)
     stamp = np.full(n_workers, -1, np.int64)
     st_node = np.empty(4 * n_nodes + 4, np.int64)

@@ -11,9 +11,11 @@ from strategies.sstd.qttree.route import (
     LEAF,
     SPATIAL,
     TEXT,
-    _route_kernel,
+    FlatTree,
+    RouteRows,
     _route_points_spatial,
     fallback_children,
+    route_kernel,
     route_rects_every_child,
 )
 
@@ -64,17 +66,16 @@ class QTTreeRouter(Router):
         cap = min((len(objs) + len(qs)) * self.n_workers, LAZY_PAIRS) + self.n_workers + 1
         out_r, out_w = np.empty(cap, np.int64), np.empty(cap, np.int64)
         total = 0
-        jobs = ((objs, True, ev.x, ev.y, ev.x, ev.y, np.zeros(len(objs), np.bool_)),
-                (qs, False, ev.xmin, ev.ymin, ev.xmax, ev.ymax, ev.op[qs] == AND))
-        for rows, points, xmin, ymin, xmax, ymax, last_only in jobs:
+        tree = FlatTree(self.kind, self.first_child, self.mid_x, self.mid_y, self.exit_off, self.exit_len,
+                        self.exit_table, self.empty_exit, self.leaf_run, self.exit_worker, self.node_leaf,
+                        self.leaf_worker)
+        jobs = ((RouteRows(objs, ev.x, ev.y, ev.x, ev.y, ev.offsets, ev.values, np.zeros(len(objs), np.bool_)), True),
+                (RouteRows(qs, ev.xmin, ev.ymin, ev.xmax, ev.ymax, ev.offsets, ev.values, ev.op[qs] == AND), False))
+        for batch, points in jobs:
             begin = 0
-            while begin < len(rows):
-                begin, total = _route_kernel(
-                    rows, begin, points, xmin, ymin, xmax, ymax, ev.offsets, ev.values, last_only, self.kind,
-                    self.first_child, self.mid_x, self.mid_y, self.exit_off, self.exit_len, self.exit_table,
-                    self.empty_exit, self.leaf_run, self.exit_worker, self.node_leaf, self.leaf_worker, self.n_workers,
-                    out_r, out_w, total)
-                if begin < len(rows):  # out of room: double the buffer
+            while begin < len(batch.rows):
+                begin, total = route_kernel(batch, begin, points, tree, self.n_workers, out_r, out_w, total)
+                if begin < len(batch.rows):  # out of room: double the buffer
                     out_r, out_w = (np.concatenate([a[:total], np.empty(len(a), np.int64)]) for a in (out_r, out_w))
         return out_r[:total], out_w[:total]
 
