@@ -83,6 +83,149 @@ def _needed(internal, nchild, pending, node_depth, node_cost, target) -> np.ndar
     return rank[len(internal):] < stop
 
 
+@dataclass
+class _Children:
+    """One level's candidate children by one kind of split: each member's child key (its node * 4 +
+    the child's position), the distinct keys, each child's R and Eq. (6) cost, and the cost per
+    parent node (the split's C_s or C_h)."""
+
+    key: np.ndarray
+    keys: np.ndarray
+    rect: np.ndarray
+    cost: np.ndarray
+    total: np.ndarray
+
+
+def _children(stats: ObjectStats, rects, offsets, values, mem, key, n_nodes: int, off=None, val=None) -> _Children:
+    """The children that `key` puts the members `mem` in (their terms as CSR when already taken)."""
+    keys, inv = np.unique(key, return_inverse=True)
+    rect = group_mbr(inv, len(keys), rects[mem])
+    if off is None:
+        off, val = csr_take(offsets, values, mem)
+    cost = eq6_numerators(stats, inv, rect, off, val)
+    total = np.zeros(n_nodes, np.int64)
+    np.add.at(total, keys // 4, cost)
+    return _Children(key, keys, rect, cost, total)
+
+
+def _space_children(stats, cx, cy, rects, offsets, values, mem, par, box, n_nodes) -> _Children:
+    """Space-only-Partition of the members `mem` of nodes `par`: the quadrant of their node's box
+    r holding each subscription's location."""
+    pb = box[par]
+    quad = (cy[mem] >= (pb[:, 1] + pb[:, 3]) / 2.0).astype(np.int64) * 2 + (cx[mem] >= (pb[:, 0] + pb[:, 2]) / 2.0)
+    return _children(stats, rects, offsets, values, mem, par * 4 + quad, n_nodes)
+
+
+def _hybrid_children(stats, rects, offsets, values, mem, par, node_rect, n_nodes) -> _Children:
+    """Hybrid-Partition of the members `mem` of nodes `par`: greedy into four subsets by Eq. (5)
+    under the node's R."""
+    off, val = csr_take(offsets, values, mem)
+    c5 = eq5_numerators(stats, node_rect, off, val, group=par)
+    order = np.lexsort((mem, -c5, par))
+    bins = np.empty(len(mem), np.int64)
+    bins[order] = allocate.greedy_per_group(par[order], c5[order], 4)
+    return _children(stats, rects, offsets, values, mem, par * 4 + bins, n_nodes, off, val)
+
+
+class _Tree:
+    """Algorithm 2's tree as it is grown, level by level: per node its parent, depth, box r,
+    rectangle R, cost and size (flat views over the levels), each subscription's current node,
+    and the splits made (node, number of children, whether Space-only)."""
+
+    def __init__(self, stats: ObjectStats, rects, offsets, values, space, n: int):
+        self.cur = np.zeros(n, np.int64)
+        rect = group_mbr(self.cur, 1, rects)
+        self.levels = {"parent": [np.array([-1])], "depth": [np.array([0])],
+                       "box": [np.asarray(space, np.float64).reshape(1, 4)], "rect": [rect],
+                       "cost": [eq6_numerators(stats, self.cur, rect, offsets, values)], "size": [np.array([n])]}
+        self.split_nodes, self.split_nchild, self.split_space = [], [], []
+        self.n_nodes = 1
+        self.depth, self.box, self.rect, self.size = (self.levels[c][0] for c in ("depth", "box", "rect", "size"))
+
+    def grow(self, frontier, mem, par, space_ok, hyb_ok, sp: _Children, hy: _Children) -> np.ndarray:
+        """Split every frontier node the better way (Space-only when C_s < C_h; ties: Hybrid, as
+        the paper), move its members to the children; returns the new nodes' ids."""
+        n_nodes = self.n_nodes
+        use_space = np.zeros(n_nodes, bool)
+        sp_ok_node = np.zeros(n_nodes, bool)
+        sp_ok_node[par[space_ok]] = True
+        hy_ok_node = np.zeros(n_nodes, bool)
+        hy_ok_node[par[hyb_ok]] = True
+        use_space[frontier] = sp_ok_node[frontier] & (~hy_ok_node[frontier] | (sp.total[frontier] < hy.total[frontier]))
+        keep_s = use_space[sp.keys // 4]
+        keep_h = ~use_space[hy.keys // 4]
+        ck = np.concatenate([sp.keys[keep_s], hy.keys[keep_h]])
+        cpar = ck // 4
+        crect = np.concatenate([sp.rect[keep_s], hy.rect[keep_h]])
+        ccost = np.concatenate([sp.cost[keep_s], hy.cost[keep_h]])
+        quads = quadrants(self.box[cpar])
+        n_s = int(keep_s.sum())
+        cbox = np.concatenate([quads[np.arange(n_s), ck[:n_s] % 4], self.box[cpar[n_s:]]])
+        order = np.lexsort((ck % 4, cpar))  # children numbered by parent, then position
+        ck, cpar, crect, ccost, cbox = ck[order], cpar[order], crect[order], ccost[order], cbox[order]
+        new_ids = n_nodes + np.arange(len(ck))
+        # move members: each member's chosen child key, then its new node id
+        key_of = np.empty(len(mem), np.int64)
+        key_of[space_ok] = sp.key
+        via_h = np.zeros(len(mem), np.int64)
+        via_h[hyb_ok] = hy.key
+        key_of = np.where(use_space[par], key_of, via_h)
+        # Within one parent, keys are unique per child; key -> id by search in (parent, key) order
+        # (parent*4+position is increasing in the (parent, position) order).
+        self.cur[mem] = new_ids[np.searchsorted(ck, key_of)]
+        csize = np.bincount(self.cur[mem] - n_nodes, minlength=len(ck))
+        up, uc = np.unique(cpar, return_counts=True)
+        self.split_nodes.append(up)
+        self.split_nchild.append(uc)
+        self.split_space.append(use_space[up])
+        for c, v in (("parent", cpar), ("depth", self.depth[cpar] + 1), ("box", cbox), ("rect", crect),
+                     ("cost", ccost), ("size", csize)):
+            self.levels[c].append(v)
+        self.n_nodes += len(ck)
+        self.depth, self.box, self.rect, self.size = (np.concatenate(self.levels[c])
+                                                      for c in ("depth", "box", "rect", "size"))
+        return new_ids
+
+    def splits(self):
+        """The splits made so far: nodes, their numbers of children, whether Space-only."""
+        if not self.split_nodes:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool)
+        return tuple(np.concatenate(a) for a in (self.split_nodes, self.split_nchild, self.split_space))
+
+
+def _cut(tree: _Tree, target: int) -> tuple[np.ndarray, dict]:
+    """Where the paper's loop stops: the grown splits in descending cost order until the
+    collection holds `target`. Returns which nodes are split and the splits by kind."""
+    internal, nchild, was_space = tree.splits()
+    node_depth, node_cost = tree.depth, np.concatenate(tree.levels["cost"])
+    split = np.zeros(tree.n_nodes, bool)
+    if not len(internal):
+        return split, {"space": 0, "hybrid": 0}
+    order = np.lexsort((internal, node_depth[internal], -node_cost[internal]))
+    gained = 1 + np.cumsum(nchild[order] - 1)  # |collection| after each split
+    reach = np.flatnonzero(gained >= target)
+    k = int(reach[0]) + 1 if len(reach) else len(order)
+    if target <= 1:
+        k = 0
+    split[internal[order[:k]]] = True
+    chosen = was_space[order[:k]]
+    return split, {"space": int(chosen.sum()), "hybrid": int(k - chosen.sum())}
+
+
+def _subsets(tree: _Tree, split: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each subscription's subset: the topmost node on its path whose parent was split (or the
+    root). Returns the subsets' nodes and each subscription's subset index."""
+    node_parent = np.concatenate(tree.levels["parent"])
+    node = tree.cur.copy()
+    for _ in range(int(tree.depth.max()) + 1):
+        p = node_parent[node]
+        up = (p >= 0) & ~split[np.maximum(p, 0)]
+        if not up.any():
+            break
+        node = np.where(up, p, node)
+    return np.unique(node, return_inverse=True)
+
+
 def partition_subsets(stats: ObjectStats, cx: np.ndarray, cy: np.ndarray, rects: np.ndarray, offsets: np.ndarray,
                       values: np.ndarray, space: tuple, target: int, gamma2: int,
                       force_tree: bool = False) -> SubsetPartition:
@@ -107,126 +250,34 @@ def partition_subsets(stats: ObjectStats, cx: np.ndarray, cy: np.ndarray, rects:
         idx = np.arange(n)
         return SubsetPartition(idx, rects.copy(), cost, cost.copy(), idx, {"space": 0, "hybrid": 0, "singletons": n})
 
-    parent = [np.array([-1])]
-    depth = [np.array([0])]
-    box = [np.asarray(space, np.float64).reshape(1, 4)]
-    rect = [group_mbr(np.zeros(n, np.int64), 1, rects)]
-    cost = [eq6_numerators(stats, np.zeros(n, np.int64), rect[0], offsets, values)]
-    size = [np.array([n])]
-    n_nodes = 1
-    split_nodes, split_nchild, split_space = [], [], []
-    kind_count = {"space": 0, "hybrid": 0}
-    cur = np.zeros(n, np.int64)
-    # flat views, refreshed per level
-    f_depth, f_box, f_rect, f_size = depth[0], box[0], rect[0], size[0]
+    tree = _Tree(stats, rects, offsets, values, space, n)
     frontier = np.array([0]) if n >= 2 and target > 1 else np.zeros(0, np.int64)
     deferred = np.zeros(0, np.int64)  # splittable subsets the loop will never reach
     while len(frontier):
-        active = np.zeros(n_nodes, bool)
+        active = np.zeros(tree.n_nodes, bool)
         active[frontier] = True
-        mem = np.flatnonzero(active[cur])
-        par = cur[mem]
-        space_ok = f_depth[par] < MAX_DEPTH
-        hyb_ok = (f_size[par] <= gamma2) | ~space_ok
-        # Space-only-Partition: the quadrant of r holding each subscription's location.
-        ms, ps = mem[space_ok], par[space_ok]
-        pb = f_box[ps]
-        quad = (cy[ms] >= (pb[:, 1] + pb[:, 3]) / 2.0).astype(np.int64) * 2 + (cx[ms] >= (pb[:, 0] + pb[:, 2]) / 2.0)
-        s_keys, s_inv = np.unique(ps * 4 + quad, return_inverse=True)
-        s_rect = group_mbr(s_inv, len(s_keys), rects[ms])
-        s_off, s_val = csr_take(offsets, values, ms)
-        s_cost = eq6_numerators(stats, s_inv, s_rect, s_off, s_val)
-        c_s = np.zeros(n_nodes, np.int64)
-        np.add.at(c_s, s_keys // 4, s_cost)
-        # Hybrid-Partition: greedy into four subsets by Eq. (5) under the parent's R.
-        mh, ph = mem[hyb_ok], par[hyb_ok]
-        h_off, h_val = csr_take(offsets, values, mh)
-        c5 = eq5_numerators(stats, f_rect, h_off, h_val, group=ph)
-        order = np.lexsort((mh, -c5, ph))
-        bins = np.empty(len(mh), np.int64)
-        bins[order] = allocate.greedy_per_group(ph[order], c5[order], 4)
-        h_keys, h_inv = np.unique(ph * 4 + bins, return_inverse=True)
-        h_rect = group_mbr(h_inv, len(h_keys), rects[mh])
-        h_cost = eq6_numerators(stats, h_inv, h_rect, h_off, h_val)
-        c_h = np.zeros(n_nodes, np.int64)
-        np.add.at(c_h, h_keys // 4, h_cost)
-        # The better split per subset: Space-only when C_s < C_h (ties: Hybrid, as the paper).
-        use_space = np.zeros(n_nodes, bool)
-        sp_ok_node = np.zeros(n_nodes, bool)
-        sp_ok_node[ps] = True
-        hy_ok_node = np.zeros(n_nodes, bool)
-        hy_ok_node[ph] = True
-        use_space[frontier] = sp_ok_node[frontier] & (~hy_ok_node[frontier] | (c_s[frontier] < c_h[frontier]))
-        keep_s = use_space[s_keys // 4]
-        keep_h = ~use_space[h_keys // 4]
-        ck = np.concatenate([s_keys[keep_s], h_keys[keep_h]])
-        cpar = ck // 4
-        crect = np.concatenate([s_rect[keep_s], h_rect[keep_h]])
-        ccost = np.concatenate([s_cost[keep_s], h_cost[keep_h]])
-        quads = quadrants(f_box[cpar])
-        n_s = int(keep_s.sum())
-        cbox = np.concatenate([quads[np.arange(n_s), ck[:n_s] % 4], f_box[cpar[n_s:]]])
-        order = np.lexsort((ck % 4, cpar))  # children numbered by parent, then position
-        ck, cpar, crect, ccost, cbox = ck[order], cpar[order], crect[order], ccost[order], cbox[order]
-        new_ids = n_nodes + np.arange(len(ck))
-        # move members: each member's chosen child key, then its new node id
-        key_of = np.empty(len(mem), np.int64)
-        key_of[space_ok] = ps * 4 + quad
-        via_h = np.zeros(len(mem), np.int64)
-        via_h[hyb_ok] = ph * 4 + bins
-        key_of = np.where(use_space[par], key_of, via_h)
-        # Within one parent, keys are unique per child; key -> id by search in (parent, key) order.
-        sort_keys = ck  # parent*4+position is increasing in the (parent, position) order
-        cur[mem] = new_ids[np.searchsorted(sort_keys, key_of)]
-        csize = np.bincount(cur[mem] - n_nodes, minlength=len(ck))
-        up, uc = np.unique(cpar, return_counts=True)
-        split_nodes.append(up)
-        split_nchild.append(uc)
-        split_space.append(use_space[up])
-        parent.append(cpar)
-        depth.append(f_depth[cpar] + 1)
-        box.append(cbox)
-        rect.append(crect)
-        cost.append(ccost)
-        size.append(csize)
-        n_nodes += len(ck)
-        f_depth, f_box, f_rect, f_size = (np.concatenate(a) for a in (depth, box, rect, size))
+        mem = np.flatnonzero(active[tree.cur])
+        par = tree.cur[mem]
+        space_ok = tree.depth[par] < MAX_DEPTH
+        hyb_ok = (tree.size[par] <= gamma2) | ~space_ok
+        sp = _space_children(stats, cx, cy, rects, offsets, values, mem[space_ok], par[space_ok], tree.box,
+                             tree.n_nodes)
+        hy = _hybrid_children(stats, rects, offsets, values, mem[hyb_ok], par[hyb_ok], tree.rect, tree.n_nodes)
+        new_ids = tree.grow(frontier, mem, par, space_ok, hyb_ok, sp, hy)
+        csize = tree.levels["size"][-1]
         pending = np.concatenate([deferred, new_ids[csize >= 2]])
-        need = _needed(np.concatenate(split_nodes), np.concatenate(split_nchild), pending, f_depth,
-                       np.concatenate(cost), target)
+        internal, nchild, _ = tree.splits()
+        need = _needed(internal, nchild, pending, tree.depth, np.concatenate(tree.levels["cost"]), target)
         frontier, deferred = pending[need], pending[~need]
 
-    node_parent = np.concatenate(parent)
-    node_depth = f_depth
-    node_cost = np.concatenate(cost)
-    # Cut the tree where the paper's loop stops: splits in descending cost order until target.
-    internal = np.concatenate(split_nodes) if split_nodes else np.zeros(0, np.int64)
-    nchild = np.concatenate(split_nchild) if split_nchild else np.zeros(0, np.int64)
-    split = np.zeros(n_nodes, bool)
-    if len(internal):
-        order = np.lexsort((internal, node_depth[internal], -node_cost[internal]))
-        gained = 1 + np.cumsum(nchild[order] - 1)  # |collection| after each split
-        reach = np.flatnonzero(gained >= target)
-        k = int(reach[0]) + 1 if len(reach) else len(order)
-        if target <= 1:
-            k = 0
-        split[internal[order[:k]]] = True
-        was_space = np.concatenate(split_space)[order[:k]]
-        kind_count = {"space": int(was_space.sum()), "hybrid": int(k - was_space.sum())}
-    # Each subscription's subset: the topmost node on its path whose parent was split (or root).
-    node = cur.copy()
-    for _ in range(int(node_depth.max()) + 1):
-        p = node_parent[node]
-        up = (p >= 0) & ~split[np.maximum(p, 0)]
-        if not up.any():
-            break
-        node = np.where(up, p, node)
-    leaves, subset_of = np.unique(node, return_inverse=True)
-    s_rects = f_rect[leaves]
+    split, kind_count = _cut(tree, target)
+    leaves, subset_of = _subsets(tree, split)
+    s_rects = tree.rect[leaves]
     member_cost = eq5_numerators(stats, s_rects, offsets, values, group=subset_of)
     order_key = np.full(len(leaves), n, np.int64)
     np.minimum.at(order_key, subset_of, np.arange(n))
-    return SubsetPartition(subset_of, s_rects, node_cost[leaves], member_cost, order_key, kind_count)
+    return SubsetPartition(subset_of, s_rects, np.concatenate(tree.levels["cost"])[leaves], member_cost, order_key,
+                           kind_count)
 
 
 def assign_members(part: SubsetPartition, n_workers: int) -> tuple[np.ndarray, np.ndarray]:
