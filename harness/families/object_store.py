@@ -25,6 +25,7 @@ through the store, the family's answer and its continuous index.
 from __future__ import annotations
 
 import time
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
@@ -33,6 +34,18 @@ from harness.core.events import AND, OBJECT, SNAPSHOT, Events, csr_take
 from harness.core.grid import UniformGrid
 from harness.core.kernels import lower_bound
 from harness.families.base import WorkerOutput
+
+
+# the store's objects as the snapshot kernels read them: id, seq, location, terms as CSR
+StoredObjects = namedtuple("StoredObjects", ["id", "seq", "x", "y", "off", "val"])
+
+# positions by grid cell (cell_ptr into cell_pos), and by (cell, term): the distinct keys
+# cell * vocab + term, each key's range of `post` (starts), the positions
+StoreIndex = namedtuple("StoreIndex", ["cell_ptr", "cell_pos", "keys", "starts", "post"])
+
+# positions by term: the distinct terms, each term's range of `post` (starts), the positions; and the
+# cell box (ix0, ix1, iy0, iy1) the objects occupy
+TermIndex = namedtuple("TermIndex", ["terms", "starts", "post", "box"])
 
 
 class ObjectStore:
@@ -96,8 +109,13 @@ class ObjectStore:
             self._major = (cell_ptr, cell_pos, o.x[cell_pos], o.y[cell_pos], off, val)
         return self._major
 
-    def index(self) -> tuple:
-        """(cell_ptr, cell_pos, ukeys, starts, post): positions by cell, and by (cell, term)."""
+    def stored(self) -> StoredObjects:
+        """The stored objects' columns for the snapshot kernels."""
+        o = self.objects
+        return StoredObjects(o.id, o.seq, o.x, o.y, o.offsets, o.values)
+
+    def index(self) -> StoreIndex:
+        """Positions by cell, and by (cell, term)."""
         if self._index is None:
             o = self.objects
             n = len(o)
@@ -109,12 +127,11 @@ class ObjectStore:
             key = key[order]
             first = np.r_[True, key[1:] != key[:-1]] if len(key) else np.zeros(0, np.bool_)
             starts = np.r_[np.flatnonzero(first), len(key)].astype(np.int64)
-            self._index = (cell_ptr, cell_pos, key[first], starts, owner[order])
+            self._index = StoreIndex(cell_ptr, cell_pos, key[first], starts, owner[order])
         return self._index
 
-    def by_term(self) -> tuple:
-        """(terms, starts, positions): each term's stored objects, by position; and the cell box
-        (ix0, ix1, iy0, iy1) the objects occupy. For kNN queries whose keyword few objects hold,
+    def by_term(self) -> TermIndex:
+        """Each term's stored objects, by position, and the cell box the objects occupy. For kNN queries whose keyword few objects hold,
         and ring searches that need not look past the objects."""
         if self._by_term is None:
             o = self.objects
@@ -125,8 +142,8 @@ class ObjectStore:
             cells = self.cells()
             ix, iy = cells % self.grid.nx, cells // self.grid.nx
             box = (int(ix.min()), int(ix.max()), int(iy.min()), int(iy.max())) if len(o) else (0, -1, 0, -1)
-            self._by_term = (terms[first], np.r_[np.flatnonzero(first), len(terms)].astype(np.int64), owner[order],
-                             np.array(box, np.int64))
+            self._by_term = TermIndex(terms[first], np.r_[np.flatnonzero(first), len(terms)].astype(np.int64),
+                                      owner[order], np.array(box, np.int64))
         return self._by_term
 
     def bounds(self, ev: Events, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -4,6 +4,8 @@ SKQ bounds the second phase's answers by the first phase's distance (`r2`)."""
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
@@ -12,6 +14,11 @@ from harness.core.kernels import axis_cell, lower_bound
 from harness.families.object_store import ObjectStore, cell_candidates, qualifies
 
 DIRECT_POSTINGS = 2048  # an SKQ whose rarest keyword fewer stored objects hold checks them directly
+
+# the snapshot kNN queries to answer: their rows of the events, each one's range of store positions
+# (lo, hi: before it and within its look-back), and the events' id, point, k, largest d2 (r2),
+# operator and keywords
+KnnQueries = namedtuple("KnnQueries", ["rows", "lo", "hi", "id", "x", "y", "k", "r2", "op", "off", "val"])
 
 
 @njit(cache=True, inline="always")
@@ -35,16 +42,21 @@ def _offer(p, o_x, o_y, o_seq, qx, qy, kk, best_d, best_p, have, limit):
 
 
 @njit(cache=True)
-def knn_answers(q_rows, q_lo, q_hi, q_id, q_x, q_y, q_k, q_r2, q_op, q_off, q_val,
-                o_id, o_seq, o_x, o_y, o_off, o_val, cell_ptr, cell_pos, ukeys, starts, post,
-                x0, y0, icw, ich, nx, ny, vocab, t_terms, t_starts, t_post, box, direct, work):
+def knn_answers(queries, objects, index, by_term, grid, vocab, direct, work):
     """Each query's k nearest qualifying stored objects by (d2, seq). Under AND, when the query's
     rarest keyword is held by few stored objects of its bounds (at most `direct`), those are
     checked directly; otherwise the search goes ring by ring around the query's cell, within the
     cells the objects occupy (`box`): ring r lies outside the square of rings < r, so once that
     square's inner distance exceeds the k-th d2 no unscanned object can rank (strictly: an older
     object at the same distance would). `q_r2`: per query, the largest d2 an answer may have (inf:
-    none; SSTD's second SKQ phase). Rows (qid, oid, seq) and d2, query by query."""
+    none; SSTD's second SKQ phase). Rows (qid, oid, seq) and d2, query by query. The queries are
+    KnnQueries, the store's parts its StoredObjects, StoreIndex and TermIndex, `grid` its grid's
+    kernel arguments."""
+    q_rows, q_lo, q_hi, q_id, q_x, q_y, q_k, q_r2, q_op, q_off, q_val = queries
+    o_id, o_seq, o_x, o_y, o_off, o_val = objects
+    cell_ptr, cell_pos, ukeys, starts, post = index
+    t_terms, t_starts, t_post, box = by_term
+    x0, y0, icw, ich, nx, ny = grid
     total = 0
     for i in range(len(q_rows)):
         total += max(q_k[q_rows[i]], 1)
@@ -119,9 +131,8 @@ def answer_knn(store: ObjectStore, ev: Events, rows: np.ndarray,
     if len(rows) == 0 or len(store.objects) == 0:
         return np.zeros((0, 3), np.int64), np.zeros(0), work
     lo, hi = store.bounds(ev, rows)
-    o = store.objects
     r2 = np.full(len(ev), np.inf) if r2 is None else np.asarray(r2, np.float64)
-    ids, d2 = knn_answers(rows, lo, hi, ev.id, ev.x, ev.y, ev.k.astype(np.int64), r2, ev.op, ev.offsets, ev.values,
-                          o.id, o.seq, o.x, o.y, o.offsets, o.values, *store.index(), *store.grid.args, store.vocab,
-                          *store.by_term(), DIRECT_POSTINGS, work)
+    queries = KnnQueries(rows, lo, hi, ev.id, ev.x, ev.y, ev.k.astype(np.int64), r2, ev.op, ev.offsets, ev.values)
+    ids, d2 = knn_answers(queries, store.stored(), store.index(), store.by_term(), store.grid.args, store.vocab,
+                          DIRECT_POSTINGS, work)
     return ids, d2, work

@@ -3,6 +3,8 @@ in the query's rectangle, with its keywords, within its bounds (harness/families
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
@@ -10,12 +12,21 @@ from harness.core.events import Events, pair_keys
 from harness.core.kernels import axis_cell
 from harness.families.object_store import ObjectStore, cell_candidates, qualifies
 
+# the snapshot range queries to answer: their rows of the events, each one's range of store positions
+# (lo, hi: before it and within its look-back), and the events' id, rectangle, operator and keywords
+RangeQueries = namedtuple("RangeQueries", ["rows", "lo", "hi", "id", "xmin", "ymin", "xmax", "ymax", "op", "off",
+                                           "val"])
+
 
 @njit(cache=True)
-def range_answers(q_rows, q_lo, q_hi, q_id, xmin, ymin, xmax, ymax, q_op, q_off, q_val,
-                  o_id, o_x, o_y, o_off, o_val, cell_ptr, cell_pos, ukeys, starts, post,
-                  x0, y0, icw, ich, nx, ny, vocab, work):
-    """(qid, oid) of every stored object in each query's rectangle, keywords and bounds."""
+def range_answers(queries, objects, index, grid, vocab, work):
+    """(qid, oid) of every stored object in each query's rectangle, keywords and bounds. The
+    queries are RangeQueries, the store's parts its StoredObjects and StoreIndex, `grid` its grid's
+    kernel arguments."""
+    q_rows, q_lo, q_hi, q_id, xmin, ymin, xmax, ymax, q_op, q_off, q_val = queries
+    o_id, _, o_x, o_y, o_off, o_val = objects
+    cell_ptr, cell_pos, ukeys, starts, post = index
+    x0, y0, icw, ich, nx, ny = grid
     out_q = np.empty(256, np.int64)
     out_o = np.empty(256, np.int64)
     n = 0
@@ -53,8 +64,6 @@ def answer_range(store: ObjectStore, ev: Events, rows: np.ndarray) -> tuple[np.n
     if len(rows) == 0 or len(store.objects) == 0:
         return np.zeros(0, np.int64), work
     lo, hi = store.bounds(ev, rows)
-    o = store.objects
-    qid, oid = range_answers(rows, lo, hi, ev.id, ev.xmin, ev.ymin, ev.xmax, ev.ymax, ev.op, ev.offsets, ev.values,
-                             o.id, o.x, o.y, o.offsets, o.values, *store.index(), *store.grid.args, store.vocab,
-                             work)
+    queries = RangeQueries(rows, lo, hi, ev.id, ev.xmin, ev.ymin, ev.xmax, ev.ymax, ev.op, ev.offsets, ev.values)
+    qid, oid = range_answers(queries, store.stored(), store.index(), store.grid.args, store.vocab, work)
     return pair_keys(qid, oid), work
