@@ -25,7 +25,7 @@ from harness.core.events import AND, OBJECT, SNAPSHOT, pair_keys
 from harness.families.knn.snapshot import answer_knn
 from harness.families.object_store import ObjectStore
 from harness.families.range.snapshot import answer_range
-from harness.families.terms.snapshot import count_tables, terms_answers
+from harness.families.terms.snapshot import answer_terms, count_tables
 from harness.families.terms.index import copy_masks
 from harness.families.workload import WorkloadConfig
 
@@ -128,15 +128,11 @@ def test_snapshot_answers_against_a_scan(scale, record, kind, area, target):
         o = store.objects
         one = np.ones((len(rows), 1), np.uint64)
         masks = copy_masks((np.arange(len(o)), np.zeros(len(o), np.int64)), len(o), 1)
-        lo, hi = store.bounds(ev, rows)
-        cell_ptr, cell_pos, *major = store.cell_major()
         build_s, tables = cpu_timer(lambda: count_tables(store, np.ones(len(o), np.bool_), SLICE), rounds=1)
 
         def answer():
             work = np.ones(len(rows), np.int64)
-            return terms_answers(rows, lo, hi, ev.xmin, ev.ymin, ev.xmax, ev.ymax, ev.k.astype(np.int64), one, o.x,
-                                 o.y, o.offsets, o.values, masks, cell_ptr, cell_pos, *major, masks[cell_pos],
-                                 *store.grid.args, store.vocab, 0, work, SLICE, *tables)
+            return answer_terms(store, ev, rows, one, masks, 0, work, SLICE, tables)
 
         def form(out):
             return _sorted_rows(np.stack(out, axis=1))

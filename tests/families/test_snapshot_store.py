@@ -189,10 +189,11 @@ def test_snapshot_regions_and_k_are_checked_against_the_space():
 
 @pytest.mark.parametrize("slice_size", [0, 4])
 def test_a_query_one_worker_counts_alone_sends_its_top_k_only(slice_size):
-    """terms_answers: with one bit in the query's mask every object is counted here, so only the
-    top k terms by (count desc, term asc) go to the merge; with two bits every counted term goes
-    (another worker counts the rest). Counts from a plain tally of the objects in the rectangle."""
-    from harness.families.terms.snapshot import count_tables, terms_answers
+    """terms_answers (through answer_terms): with one bit in the query's mask every object is
+    counted here, so only the top k terms by (count desc, term asc) go to the merge; with two bits
+    every counted term goes (another worker counts the rest). Counts from a plain tally of the
+    objects in the rectangle."""
+    from harness.families.terms.snapshot import answer_terms, count_tables
 
     rng = np.random.default_rng(5)
     items = [("o", float(x), float(y), sorted(set(rng.integers(0, 12, 4).tolist())))
@@ -208,15 +209,10 @@ def test_a_query_one_worker_counts_alone_sends_its_top_k_only(slice_size):
     tally = np.bincount(np.concatenate([o.values[o.offsets[p]:o.offsets[p + 1]] for p in np.flatnonzero(inside)]),
                         minlength=12)
     best = sorted(range(12), key=lambda t: (-tally[t], t))[:3]
-    lo, hi = store.bounds(ev, rows)
     o_mask = np.ones((len(o), 1), np.uint64)  # every object held by worker 0 alone
-    cell_ptr, cell_pos, *major = store.cell_major()
     tables = count_tables(store, np.ones(len(o), np.bool_), max(slice_size, 1))
     for q_bits, expect in ((1, best), (3, [t for t in range(12) if tally[t]])):
         q_mask = np.full((1, 1), q_bits, np.uint64)
-        _, term, count = terms_answers(rows, lo, hi, ev.xmin, ev.ymin, ev.xmax, ev.ymax, ev.k.astype(np.int64),
-                                       q_mask, o.x, o.y, o.offsets, o.values, o_mask, cell_ptr, cell_pos, *major,
-                                       o_mask[cell_pos], *store.grid.args, store.vocab, 0, np.ones(1, np.int64),
-                                       slice_size, *tables)
+        _, term, count = answer_terms(store, ev, rows, q_mask, o_mask, 0, np.ones(1, np.int64), slice_size, tables)
         assert sorted(term.tolist()) == sorted(expect)
         assert count.tolist() == tally[term].tolist()

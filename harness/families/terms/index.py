@@ -26,7 +26,7 @@ from harness.core.events import DELETE, INSERT, OBJECT, SNAPSHOT, Events
 from harness.core.timing import CompileClock
 from harness.families.base import IndexContext, StateBundle, WorkerIndex, WorkerOutput
 from harness.families.object_store import ObjectStore
-from harness.families.terms.snapshot import count_tables, terms_answers
+from harness.families.terms.snapshot import answer_terms, count_tables
 
 
 @dataclass
@@ -105,14 +105,10 @@ class TermsIndex(WorkerIndex):
             q_mask, s1 = self._masks(ev.take(rows))
             o_mask, s2 = self._masks(o)
             bookkeeping = s1 + s2
-            lo, hi = self.store.bounds(ev, rows)
-            cell_ptr, cell_pos, *major = self.store.cell_major()
             tables = self._tables(o_mask)
             q_work = np.ones(len(rows), np.int64)
-            qi, term, count = terms_answers(rows, lo, hi, ev.xmin, ev.ymin, ev.xmax, ev.ymax, ev.k.astype(np.int64),
-                                            q_mask, o.x, o.y, o.offsets, o.values, o_mask, cell_ptr, cell_pos, *major,
-                                            o_mask[cell_pos], *self.store.grid.args,
-                                            self.store.vocab, self.worker, q_work, self.slice_size, *tables)
+            qi, term, count = answer_terms(self.store, ev, rows, q_mask, o_mask, self.worker, q_work, self.slice_size,
+                                           tables)
             work[rows] = q_work
             step = ev.step[rows[qi]]
             result = TermCounts(ev.id[rows[qi]], np.where(np.isnan(step), 0, step).astype(np.int64), term, count)

@@ -5,11 +5,26 @@ worker holds (`count_tables`)."""
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
 from harness.core.kernels import axis_cell, lower_bound
+from harness.core.events import Events
 from harness.families.object_store import ObjectStore
+
+# the snapshot terms queries to answer: their rows of the events, each one's range of store positions
+# (lo, hi: before it and within its look-back), and the events' rectangle, k, and per query row the
+# bit mask of the workers it reaches
+TermsQueries = namedtuple("TermsQueries", ["rows", "lo", "hi", "xmin", "ymin", "xmax", "ymax", "k", "mask"])
+
+# stored objects (in store order, or cell-major: ObjectStore.cell_major): location, terms as CSR and
+# the bit mask of the workers holding a copy
+MaskedObjects = namedtuple("MaskedObjects", ["x", "y", "off", "val", "mask"])
+
+# the count tables (`count_tables`) with the slice size they were built for (0: none)
+CountTables = namedtuple("CountTables", ["slice_size", "ptr", "term", "count", "other_ptr", "other_pos"])
 
 
 @njit(cache=True, inline="always")
@@ -66,9 +81,7 @@ def _scan_terms(arr, indirect, a, b, i, q, xmin, ymin, xmax, ymax, q_mask, o_x, 
 
 
 @njit(cache=True)
-def terms_answers(q_rows, q_lo, q_hi, xmin, ymin, xmax, ymax, q_k, q_mask, o_x, o_y, o_off, o_val, o_mask,
-                  cell_ptr, cell_pos, c_x, c_y, c_off, c_val, c_mask, x0, y0, icw, ich, nx, ny, vocab, worker, work,
-                  slice_size, tab_ptr, tab_term, tab_count, other_ptr, other_pos):
+def terms_answers(queries, objects, cell_ptr, cell_pos, by_cell, tables, grid, vocab, worker, work):
     """Per query, the term counts of the stored objects in its rectangle and bounds that this worker
     counts: of the workers holding a copy of an object, the lowest one the query reaches (so each
     object counts once over the workers a query reaches). Rows (query index, term, count).
@@ -81,7 +94,16 @@ def terms_answers(q_rows, q_lo, q_hi, xmin, ymin, xmax, ymax, q_k, q_mask, o_x, 
 
     A query that reaches this worker alone (one bit in its mask) has every object counted here, so
     only its top `q_k` terms by (count desc, term asc) can be in the answer: only those are emitted
-    (the merge ranks the same way), instead of every distinct term of the region."""
+    (the merge ranks the same way), instead of every distinct term of the region.
+
+    The parts: TermsQueries, the stored objects (MaskedObjects) and, cell-major, their positions by
+    cell (cell_ptr into cell_pos) and columns (by_cell), the CountTables, the grid's kernel
+    arguments; `answer_terms` assembles them."""
+    q_rows, q_lo, q_hi, xmin, ymin, xmax, ymax, q_k, q_mask = queries
+    o_x, o_y, o_off, o_val, o_mask = objects
+    c_x, c_y, c_off, c_val, c_mask = by_cell
+    slice_size, tab_ptr, tab_term, tab_count, other_ptr, other_pos = tables
+    x0, y0, icw, ich, nx, ny = grid
     count = np.zeros(vocab, np.int64)
     touched = np.empty(vocab, np.int64)
     out_i = np.empty(256, np.int64)
@@ -160,6 +182,20 @@ def terms_answers(q_rows, q_lo, q_hi, xmin, ymin, xmax, ymax, q_k, q_mask, o_x, 
             n += 1
         work[i] = 1 + checked
     return out_i[:n], out_t[:n], out_c[:n]
+
+
+def answer_terms(store: ObjectStore, ev: Events, rows: np.ndarray, q_mask: np.ndarray, o_mask: np.ndarray,
+                 worker: int, work: np.ndarray, slice_size: int, tables: tuple) -> tuple:
+    """STQ / CTQ reports: `terms_answers` for the snapshot rows `rows` of `ev` (their worker bit
+    masks `q_mask`) over the store's objects (theirs `o_mask`), counted as worker `worker`, with
+    the `count_tables` built for `slice_size` (0: none); writes each row's work into `work`."""
+    o = store.objects
+    lo, hi = store.bounds(ev, rows)
+    cell_ptr, cell_pos, *major = store.cell_major()
+    queries = TermsQueries(rows, lo, hi, ev.xmin, ev.ymin, ev.xmax, ev.ymax, ev.k.astype(np.int64), q_mask)
+    return terms_answers(queries, MaskedObjects(o.x, o.y, o.offsets, o.values, o_mask), cell_ptr, cell_pos,
+                         MaskedObjects(*major, o_mask[cell_pos]), CountTables(slice_size, *tables), store.grid.args,
+                         store.vocab, worker, work)
 
 
 def count_tables(store: ObjectStore, own: np.ndarray, slice_size: int) -> tuple[np.ndarray, ...]:
