@@ -395,6 +395,11 @@ def section(table: pd.DataFrame, sweep: str, attempts: list[dict], claims: list[
             else:
                 cells.append(" / ".join(_short(r.verdicts[b].verdict) for b in BASES))
         lines.append(f"| `{sc.claim['id']}` | " + " | ".join(cells) + " |")
+    why = [f"- `{sc.claim['id']}` at {_n(s)}: {text}" for sc in scs for s in sizes
+           for text in [why_not_measured(sc.steps[s])] if text]
+    if why:
+        lines += ["", "Why a step's verdict is n/m (the cells with no usable run, and the step's runs left out):", "",
+                  *why]
     lines += ["", "### Measured ratios and their trend", "",
               "Ratio = subject / other, oriented so that above 1 means the subject is better; [extremes] from the "
               "runs' repetition intervals. Trend: least squares of log ratio on log size over the steps "
@@ -430,6 +435,26 @@ def section(table: pd.DataFrame, sweep: str, attempts: list[dict], claims: list[
     if figure:
         lines += [f"![size trends]({figure})", ""]
     return lines
+
+
+def why_not_measured(result: ClaimResult) -> str:
+    """Why a claim is not measured at a step (empty when it is, on some basis): the first cell with no
+    usable run, and how many of the step's runs were left out for each reason (failed, the oracle's
+    disagreement, too short, another code version)."""
+    v = next((v for v in result.verdicts.values() if v.kind == "not measured"), None)
+    if v is None or any(w.kind != "not measured" for w in result.verdicts.values()):
+        return ""
+    counts: dict[str, int] = {}
+    for e in v.excluded:
+        if " runs of older code versions" in e:
+            reason, n = "an older code version", int(e.split(" ", 1)[0])
+        else:
+            reason, n = e.split(": ", 1)[-1].rsplit(" (", 1)[0], 1
+        counts[reason] = counts.get(reason, 0) + n
+    left = "; ".join(f"{n} run{'s' if n > 1 else ''} {reason}" for reason, n in counts.items())
+    first = v.missing[0] if v.missing else "no cell"
+    more = f" (+{len(v.missing) - 1} more)" if len(v.missing) > 1 else ""
+    return claims_mod_cell(f"{first}{more}" + (f"; left out: {left}" if left else ""))
 
 
 def claims_mod_cell(text) -> str:

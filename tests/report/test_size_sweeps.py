@@ -197,3 +197,42 @@ def test_the_figure_is_drawn_before_a_step_is_recorded_and_with_failed_steps(tmp
     attempts = [{"step": 1_000_000, "status": "failed", "reason": "killed by SIGKILL", "wall_s": 9.0}]
     out = sizes.figure(table, SWEEP, attempts, tmp_path / "f.png", _claim(), axes=NO_X)
     assert out.stat().st_size > 10_000
+
+
+def test_a_step_not_measured_says_why():
+    # b's run at 10k was too short (its busiest worker under measure.min_bottleneck_s): left out, so
+    # the claim reads no run of b there; the report names the cell and the reason, not a bare n/m
+    table = _sweep({10_000: (200.0, 100.0), 100_000: (200.0, 100.0)})
+    table.loc[(table["variant"] == "b") & (table["x"] == "10000"), "too_short"] = 1.0
+    text = "\n".join(sizes.section(table, SWEEP, [], _claim(), axes=NO_X))
+    assert "| `c` | n/m / n/m | holds / holds |" in text
+    why = [line for line in text.splitlines() if line.startswith("- `c` at 10k:")]
+    assert len(why) == 1 and "no usable run of b" in why[0] and "1 run too short to measure" in why[0]
+    assert not any(line.startswith("- `c` at 100k:") for line in text.splitlines())
+
+
+# the knobs that set how long a workload's measured part is (not what is measured)
+MEASURED_LENGTH = ("updates", "queries", "ctq_span_s", "measured_messages")
+
+
+def test_each_size_sweep_measures_at_least_as_long_as_the_claim_presets_it_judges():
+    # a step shorter than the claim's own preset has its fast strategies' runs 'too short' (issue 40)
+    # and the claim not measured at any step: size_sstd and size_sstd_crq ran the workloads' default
+    # 2,000 snapshot queries and 8,000 updates, so SSTD's SKQ, SRQ and CRQ claims read no run
+    import yaml
+
+    def workload(preset):
+        return (yaml.safe_load((run_sizes.PRESETS_DIR / f"{preset}.yaml").read_text()) or {}).get("workload") or {}
+
+    short = []
+    for claim in claims.load_claims():
+        if not claim.get("sizes"):
+            continue
+        knob, _ = run_sizes.sweep_axis(claim["sizes"])
+        mine, theirs = workload(claim["sizes"]), workload(claim["preset"])
+        for key in MEASURED_LENGTH:
+            if f"workload.{key}" == knob or not isinstance(theirs.get(key), (int, float)):
+                continue
+            if not isinstance(mine.get(key), (int, float)) or mine[key] < theirs[key]:
+                short.append(f"{claim['sizes']} workload.{key}={mine.get(key)} < {claim['preset']}'s {theirs[key]}")
+    assert not short, sorted(set(short))
