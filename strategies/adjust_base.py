@@ -127,10 +127,16 @@ class Adjuster(ParamsMixin, ABC):
         return cls.strategies is None or strategy in cls.strategies
 
     @classmethod
+    def check_params(cls, params: Any) -> None:
+        """Refuse parameter values this adjuster cannot use: a ValueError naming the field, the
+        value and what is allowed. Validation calls it on `adjust.params` before Spark starts, and an
+        adjuster's constructor may call it too. Default: any values."""
+
+    @classmethod
     def check_run(cls, cfg) -> None:
-        """Refuse a job this adjuster cannot run, before Spark starts (its parameter values, in
-        `cfg.adjust.params`, among them): a ValueError naming the field, the value and what is
-        allowed. `cfg` is the whole composed config. Default: nothing to refuse."""
+        """Refuse a job this adjuster cannot run for a reason beyond its own parameters (those are
+        `check_params`'), before Spark starts: a ValueError. `cfg` is the whole composed config.
+        Default: nothing to refuse."""
 
     @abstractmethod
     def adjust(self, router: Router, stats: EpochStats) -> MigrationPlan | None: ...

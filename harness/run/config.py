@@ -476,7 +476,7 @@ def adjustable_runs(cfg, runs: list[RunSpec]) -> list[RunSpec]:
         raise ConfigError(f"{exc} (docs/decisions.md)") from None
     try:
         adj = get_adjuster(cfg.adjust.name)
-        adj.make_params(dict(cfg.adjust.params))
+        adj.check_params(adj.make_params(dict(cfg.adjust.params)))
         adj.check_run(cfg)
     except (TypeError, ValueError) as exc:
         raise ConfigError(str(exc)) from None

@@ -83,10 +83,6 @@ class Ps2Adjuster(Adjuster):
         if params.sigma < 1:
             raise ValueError(f"adjuster {cls.name!r}: sigma must be >= 1")
 
-    @classmethod
-    def check_run(cls, cfg) -> None:
-        cls.check_params(cls.make_params(dict(cfg.adjust.params)))
-
     def select(self, load: np.ndarray, size: np.ndarray, tau: float) -> np.ndarray:
         raise NotImplementedError
 

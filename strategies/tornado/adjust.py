@@ -243,10 +243,6 @@ class TornadoAdjuster(Adjuster):
         if params.beta < 0:
             raise ValueError(f"tornado: beta must be >= 0, got {params.beta}")
 
-    @classmethod
-    def check_run(cls, cfg) -> None:
-        cls.check_params(cls.make_params(dict(cfg.adjust.params)))
-
     # candidates -----------------------------------------------------------------------------------
 
     def candidates(self, rects: np.ndarray, cost: Aggregates, qcount: Aggregates) -> list[Candidate]:

@@ -28,6 +28,7 @@ from numba import njit
 
 from harness.core.events import DELETE, INSERT, SNAPSHOT, Events, pair_keys, small_ints, sorted_runs
 from harness.families.base import NEVER, Merger, MergeOutput, qid_buckets
+from harness.families.knn.nearest import insert_nearest
 
 STATE_SCHEMA = pa.schema([("qid", pa.int64()), ("k", pa.int64()), ("del_seq", pa.int64()), ("oid", pa.int64()),
                           ("seq", pa.int64()), ("d2", pa.float64())])
@@ -59,18 +60,7 @@ def replay(c_qid, c_oid, c_seq, c_d2, slot, k, dele, koff, count, m_d2, m_seq, m
         kk = k[s]
         if c == kk and not d2 < m_d2[base + kk - 1]:
             continue
-        pos = c if c < kk else kk - 1
-        while pos > 0 and m_d2[base + pos - 1] > d2:
-            if pos < kk:
-                m_d2[base + pos] = m_d2[base + pos - 1]
-                m_seq[base + pos] = m_seq[base + pos - 1]
-                m_oid[base + pos] = m_oid[base + pos - 1]
-            pos -= 1
-        m_d2[base + pos] = d2
-        m_seq[base + pos] = c_seq[i]
-        m_oid[base + pos] = c_oid[i]
-        if c < kk:
-            count[s] = c + 1
+        count[s] = insert_nearest(m_d2, m_seq, m_oid, base, c, kk, d2, c_seq[i], c_oid[i])
         changed[s] = True
         entered[i] = True
 

@@ -22,6 +22,7 @@ from numba import njit
 
 from harness.core.events import AND, DELETE, INSERT, OBJECT
 from harness.core.kernels import axis_cell, lower_bound
+from harness.families.knn.nearest import insert_nearest
 from harness.families.knn.postings import link_terms
 
 # a chunk of the epoch's events: kind, seq, id, point, terms as CSR (offsets into the epoch's
@@ -66,23 +67,10 @@ def _enter(s, d2, o_seq, o_id, o_val, o_lo, o_hi, qk, op, q_off, q_val, stamp, b
     stamp[s] = o_seq
     if op[s] == AND and not _has_all(q_off, q_val, s, o_val, o_lo, o_hi):
         return False
-    # insert after every member with d2 <= this one (they are older), dropping the k-th if full
     k = qk[s]
-    c = count[s]
     base = koff[s]
-    pos = c if c < k else k - 1
-    while pos > 0 and top_d[base + pos - 1] > d2:
-        if pos < k:
-            top_d[base + pos] = top_d[base + pos - 1]
-            top_seq[base + pos] = top_seq[base + pos - 1]
-            top_oid[base + pos] = top_oid[base + pos - 1]
-        pos -= 1
-    top_d[base + pos] = d2
-    top_seq[base + pos] = o_seq
-    top_oid[base + pos] = o_id
-    if c < k:
-        c += 1
-        count[s] = c
+    c = insert_nearest(top_d, top_seq, top_oid, base, count[s], k, d2, o_seq, o_id)
+    count[s] = c
     if c == k and top_d[base + k - 1] < bound[s]:
         bound[s] = top_d[base + k - 1]
     return True
