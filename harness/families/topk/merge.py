@@ -22,7 +22,7 @@ from numba import njit
 from harness.core.events import DELETE, INSERT, TOPK, Events, small_ints, sorted_runs
 from harness.families import result_rows
 from harness.families.base import NEVER, Merger, MergeOutput, qid_buckets
-from harness.families.topk.skyband import better
+from harness.families.topk.skyband import better, grown
 
 STATE_SCHEMA = pa.schema([("qid", pa.int64()), ("k", pa.int64()), ("del_seq", pa.int64()), ("mseq", pa.int64()),
                           ("oid", pa.int64()), ("score", pa.float64()), ("count", pa.int64()),
@@ -42,11 +42,88 @@ def unpack(blob: bytes) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True)
+def sorted_changes(ints, score, qid):
+    """The replicas' changes (rows of `ints` with delta != 0: qid, trigger, mseq, oid, delta) by
+    query slot (qid's position), then trigger, then arrival (np.lexsort((trigger, slot))'s order,
+    which replay takes), as per-slot offsets and the columns gathered; two stable counting sorts
+    (trigger, then slot) instead of a lexsort of every change. Returns (offsets, trigger, mseq,
+    oid, delta, score, the first qid not in `qid` or -1)."""
+    n = len(ints)
+    n_q = len(qid)
+    rows = np.empty(n, np.int64)
+    slot = np.empty(n, np.int64)
+    m = 0
+    t_lo, t_hi = np.iinfo(np.int64).max, np.iinfo(np.int64).min
+    # qid -> slot: a table over the ids' range when it is not much wider than the changes (a
+    # binary search of every change took most of this function's time), else a binary search
+    q_lo = qid[0] if n_q else 0
+    dense = n_q > 0 and qid[-1] - q_lo <= 4 * (n + n_q) + 65536
+    table = np.full(qid[-1] - q_lo + 1 if dense else 0, -1, np.int64)
+    if dense:
+        for s in range(n_q):
+            table[qid[s] - q_lo] = s
+    for r in range(n):
+        if ints[r, 4] == 0:  # a threshold row (thresholds() reads those)
+            continue
+        if dense:
+            at = ints[r, 0] - q_lo
+            s = table[at] if 0 <= at < len(table) else n_q
+            s = n_q if s < 0 else s
+        else:
+            s = np.searchsorted(qid, ints[r, 0])
+        if s == n_q or qid[s] != ints[r, 0]:
+            return (np.zeros(n_q + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                    np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64), ints[r, 0])
+        rows[m], slot[m] = r, s
+        t_lo, t_hi = min(t_lo, ints[r, 1]), max(t_hi, ints[r, 1])
+        m += 1
+    by_trig = np.empty(m, np.int64)  # positions 0..m-1 in trigger order, ties in arrival order
+    if m and t_hi - t_lo <= 8 * m + 65536:
+        count = np.zeros(t_hi - t_lo + 2, np.int64)
+        for j in range(m):
+            count[ints[rows[j], 1] - t_lo + 1] += 1
+        for t in range(len(count) - 1):
+            count[t + 1] += count[t]
+        for j in range(m):
+            t = ints[rows[j], 1] - t_lo
+            by_trig[count[t]] = j
+            count[t] += 1
+    else:
+        trig = np.empty(m, np.int64)
+        for j in range(m):
+            trig[j] = ints[rows[j], 1]
+        by_trig[:] = np.argsort(trig, kind="mergesort")
+    offsets = np.zeros(n_q + 1, np.int64)
+    for j in range(m):
+        offsets[slot[j] + 1] += 1
+    for s in range(n_q):
+        offsets[s + 1] += offsets[s]
+    fill = offsets[:-1].copy()
+    o_trig, o_mseq, o_oid, o_delta = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64), np.empty(
+        m, np.int64)
+    o_score = np.empty(m, np.float64)
+    for j in by_trig:
+        at = fill[slot[j]]
+        fill[slot[j]] += 1
+        r = rows[j]
+        o_trig[at], o_mseq[at], o_oid[at], o_delta[at], o_score[at] = ints[r, 1], ints[r, 2], ints[r, 3], ints[r, 4], \
+            score[r]
+    return offsets, o_trig, o_mseq, o_oid, o_delta, o_score, -1
+
+
+@njit(cache=True)
 def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq, r_oid, r_score, r_delta, k, dele):
     """Per query slot q: its union (state rows s_off[q]:s_off[q+1], best first) and its changes
     (rows r_off[q]:r_off[q+1], sorted by trigger). Returns the new union as (offsets, mseq, oid,
     score, count, top), the entries as (slot, oid, trigger, score) and the exits (a member of the
-    global top-k that left it: slot, oid, trigger)."""
+    global top-k that left it: slot, oid, trigger).
+
+    After every seq the union holds only members some replica holds, best first, and its first k
+    are the top-k (flag `top`). A seq's changes move ranks only from the first member they insert
+    or empty; the members before it keep their ranks and flags, so the pass that drops the emptied
+    members and sets the flags starts there, and stops once no emptied member and no top-k member
+    is left behind it and its rank is past k (the rest keeps its flags and only slides over the
+    dropped ones). Entries and exits come out in the order a pass over the whole union gives."""
     n_q = len(k)
     cap_u = len(s_mseq) + len(r_mseq)
     u_off = np.zeros(n_q + 1, np.int64)
@@ -55,29 +132,27 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
     u_score = np.empty(cap_u, np.float64)
     u_count = np.empty(cap_u, np.int64)
     u_top = np.empty(cap_u, np.bool_)
-    e_cap = 64
-    e_slot = np.empty(e_cap, np.int64)
-    e_oid = np.empty(e_cap, np.int64)
-    e_trig = np.empty(e_cap, np.int64)
-    e_score = np.empty(e_cap, np.float64)
+    e_slot, e_oid, e_trig, e_score = (np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, np.int64),
+                                      np.empty(64, np.float64))
     n_e = 0
-    x_cap = 64
-    x_slot = np.empty(x_cap, np.int64)
-    x_oid = np.empty(x_cap, np.int64)
-    x_trig = np.empty(x_cap, np.int64)
+    x_slot, x_oid, x_trig = np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, np.int64)
     n_x = 0
     n_u = 0
     for q in range(n_q):
         base = n_u
+        n_top = 0  # the union's top-k members (its first n_top)
         for i in range(s_off[q], s_off[q + 1]):  # the union as the last epoch left it
             u_mseq[n_u], u_oid[n_u], u_score[n_u] = s_mseq[i], s_oid[i], s_score[i]
             u_count[n_u], u_top[n_u] = s_count[i], s_top[i]
+            n_top += s_top[i]
             n_u += 1
         i = r_off[q]
         while i < r_off[q + 1]:
             trig = r_trig[i]
             if trig > dele[q]:
                 break
+            first = n_u  # the first position whose rank this seq's changes can move
+            emptied = 0  # members whose count reached 0, not yet dropped
             while i < r_off[q + 1] and r_trig[i] == trig:  # every change of this seq
                 found = -1
                 for u in range(base, n_u):
@@ -85,7 +160,13 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
                         found = u
                         break
                 if found >= 0:
+                    was = u_count[found]
                     u_count[found] += r_delta[i]
+                    if was > 0 and u_count[found] <= 0:
+                        emptied += 1
+                        first = min(first, found)
+                    elif was <= 0 and u_count[found] > 0:
+                        emptied -= 1
                 elif r_delta[i] > 0:  # a new member, placed by rank
                     pos = n_u
                     while pos > base and better(r_score[i], r_mseq[i], u_score[pos - 1], u_mseq[pos - 1]):
@@ -95,33 +176,37 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
                     u_mseq[pos], u_oid[pos], u_score[pos] = r_mseq[i], r_oid[i], r_score[i]
                     u_count[pos], u_top[pos] = r_delta[i], False
                     n_u += 1
+                    first = min(first, pos)
                 i += 1
-            w = base  # drop what no replica holds, then the first k are the global top-k
-            rank = 0
-            for u in range(base, n_u):
+            # drop what no replica holds, then the first k are the global top-k
+            tops_left = n_top - min(n_top, first - base)  # flagged members at or after `first`
+            w = first
+            rank = first - base
+            u = first
+            while u < n_u:
+                if emptied == 0 and tops_left == 0 and rank >= k[q]:
+                    break  # the rest keeps its flags (off) and counts; it only slides
+                if u_top[u]:
+                    tops_left -= 1
                 if u_count[u] <= 0 or (rank >= k[q] and u_top[u]):
                     if u_top[u]:  # it leaves the global top-k at this seq
-                        if n_x == x_cap:
-                            x_cap *= 2
-                            x_slot = np.concatenate((x_slot, np.empty(x_cap - n_x, np.int64)))
-                            x_oid = np.concatenate((x_oid, np.empty(x_cap - n_x, np.int64)))
-                            x_trig = np.concatenate((x_trig, np.empty(x_cap - n_x, np.int64)))
+                        if n_x == len(x_slot):
+                            x_slot, x_oid, x_trig = grown(x_slot, n_x + 1), grown(x_oid, n_x + 1), grown(x_trig, n_x + 1)
                         x_slot[n_x], x_oid[n_x], x_trig[n_x] = q, u_oid[u], trig
                         n_x += 1
                         u_top[u] = False
                     if u_count[u] <= 0:
+                        emptied -= 1
+                        u += 1
                         continue
                 if w != u:
                     u_mseq[w], u_oid[w], u_score[w] = u_mseq[u], u_oid[u], u_score[u]
                     u_count[w], u_top[w] = u_count[u], u_top[u]
                 if rank < k[q]:
                     if not u_top[w]:
-                        if n_e == e_cap:
-                            e_cap *= 2
-                            e_slot = np.concatenate((e_slot, np.empty(e_cap - n_e, np.int64)))
-                            e_oid = np.concatenate((e_oid, np.empty(e_cap - n_e, np.int64)))
-                            e_trig = np.concatenate((e_trig, np.empty(e_cap - n_e, np.int64)))
-                            e_score = np.concatenate((e_score, np.empty(e_cap - n_e, np.float64)))
+                        if n_e == len(e_slot):
+                            e_slot, e_oid = grown(e_slot, n_e + 1), grown(e_oid, n_e + 1)
+                            e_trig, e_score = grown(e_trig, n_e + 1), grown(e_score, n_e + 1)
                         e_slot[n_e], e_oid[n_e], e_trig[n_e], e_score[n_e] = q, u_oid[w], trig, u_score[w]
                         n_e += 1
                     u_top[w] = True
@@ -129,7 +214,14 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
                     u_top[w] = False
                 rank += 1
                 w += 1
-            n_u = w
+                u += 1
+            if w != u:  # slide the rest over the dropped members
+                for v in range(u, n_u):
+                    u_mseq[w], u_oid[w], u_score[w] = u_mseq[v], u_oid[v], u_score[v]
+                    u_count[w], u_top[w] = u_count[v], u_top[v]
+                    w += 1
+                n_u = w
+            n_top = min(k[q], n_u - base)
         u_off[q + 1] = n_u
     return (u_off, u_mseq[:n_u], u_oid[:n_u], u_score[:n_u], u_count[:n_u], u_top[:n_u], e_slot[:n_e], e_oid[:n_e],
             e_trig[:n_e], e_score[:n_e], x_slot[:n_x], x_oid[:n_x], x_trig[:n_x])
@@ -172,16 +264,9 @@ class TopkMerger(Merger):
         ints = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, 5), np.int64)
         score = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
         feedback = thresholds(ints, score)
-        ints, score = ints[ints[:, 4] != 0], score[ints[:, 4] != 0]
-        r_slot = np.searchsorted(qid, ints[:, 0])
-        known = r_slot < len(qid)
-        known[known] = qid[r_slot[known]] == ints[known, 0]
-        if not known.all():
-            raise RuntimeError(f"top-k merge: changes for subscriptions never inserted: qid "
-                               f"{np.unique(ints[~known, 0])[:5].tolist()}")
-        order = np.lexsort((ints[:, 1], r_slot))
-        ints, score, r_slot = ints[order], score[order], r_slot[order]
-        r_off = np.searchsorted(r_slot, np.arange(len(qid) + 1))
+        r_off, r_trig, r_mseq, r_oid, r_delta, r_score, unknown = sorted_changes(ints, score, qid)
+        if unknown >= 0:
+            raise RuntimeError(f"top-k merge: changes for subscriptions never inserted: qid {unknown}")
         st = self.state
         mem = st.column("mseq").to_numpy() != HEADER
         s_q = np.searchsorted(qid, st.column("qid").to_numpy()[mem])  # state rows: by query, best first
@@ -190,7 +275,7 @@ class TopkMerger(Merger):
             s_off, st.column("mseq").to_numpy()[mem], st.column("oid").to_numpy()[mem],
             st.column("score").to_numpy()[mem], st.column("count").to_numpy()[mem],
             st.column("top").to_numpy(zero_copy_only=False)[mem],
-            r_off, ints[:, 1], ints[:, 2], ints[:, 3], score, ints[:, 4], k, dele)
+            r_off, r_trig, r_mseq, r_oid, r_score, r_delta, k, dele)
         live = dele == NEVER
         u_q = np.repeat(np.arange(len(qid)), np.diff(u_off))
         keep = live[u_q]
