@@ -1,0 +1,122 @@
+"""The top-k merger at this checkout against the merger of another commit, paired, on the inputs of
+one real merge: a preset's stream is run in process (one measured epoch), the measured epoch's
+merge inputs (the workers' change blobs, the queries, the merger's state) are kept, and both
+mergers merge them in turn, ABBA within each round. Their outputs (entries, exits, new state,
+feedback) must be equal, or the script stops; it prints each round's ratio and the median.
+
+Why a commit and not a baseline in this file: the reference is the merger as it was, not a second
+implementation of it kept here (docs/decisions.md, "The top-k merger's pass starts where a seq's
+changes do").
+
+    PYTHONPATH=. python benchmarks/topk_merge_ab.py --baseline 82b0eac --results /work/res-pc/150 \
+        [--preset dskype_mechanisms --dataset synthetic --strategy dskype_keyword --rounds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from audit_strategies import compose, load_stream, run_in_process  # noqa: E402
+
+MERGE_PATH = "harness/families/topk/merge.py"
+
+
+def merger_at(commit: str):
+    """The top-k merge module as it was at `commit` (imported from a temporary file)."""
+    root = Path(__file__).resolve().parents[1]
+    source = subprocess.run(["git", "show", f"{commit}:{MERGE_PATH}"], cwd=root, check=True, capture_output=True,
+                            text=True).stdout
+    path = Path(tempfile.mkdtemp()) / f"topk_merge_{commit}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def measured_merge_inputs(args) -> tuple:
+    """(blobs, queries, state) of the first merge of the measured epoch of one in-process run."""
+    from harness.families.topk import merge as current
+    from strategies.base import FitContext
+
+    cfg = compose(args.preset, [f"dataset={args.dataset}", "workload=topk_q", f"strategy={args.strategy}"],
+                  args.results)
+    ds, events, warmup = load_stream(cfg, Path(args.results))
+    context = FitContext(ds.extent, ds.vocab.column("df").to_numpy().astype(np.float64), int(cfg.seed))
+    calls = []
+    original = current.TopkMerger.merge
+
+    def keep(self, blobs, queries):
+        calls.append((list(blobs), queries, self.state))
+        return original(self, blobs, queries)
+
+    current.TopkMerger.merge = keep
+    try:
+        run_in_process(events, warmup, args.strategy, int(cfg.workers), context,
+                       {k: dict(v) for k, v in dict(cfg.index).items()}, {}, 1)
+    finally:
+        current.TopkMerger.merge = original
+    if not calls:
+        raise SystemExit(f"{args.preset} on {args.dataset} merged no top-k results")
+    return calls[-1]  # the measured epoch's (one bucket in process)
+
+
+def timed(module, blobs, queries, state):
+    merger = module.TopkMerger()
+    merger.restore(state)
+    t0 = time.perf_counter()
+    out = merger.merge(blobs, queries)
+    return time.perf_counter() - t0, out, merger.export_state()
+
+
+def same(a, b) -> bool:
+    (_, out_a, st_a), (_, out_b, st_b) = a, b
+    feedback = (out_a.feedback is None and out_b.feedback is None) or out_a.feedback.equals(out_b.feedback)
+    return (np.array_equal(out_a.keys, out_b.keys) and out_a.rows.equals(out_b.rows) and out_a.exits.equals(out_b.exits)
+            and st_a.to_pandas().equals(st_b.to_pandas()) and feedback)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--baseline", required=True, help="the commit whose merger is the reference")
+    ap.add_argument("--results", required=True, help="a results folder whose cache holds the preset's data")
+    ap.add_argument("--preset", default="dskype_mechanisms")
+    ap.add_argument("--dataset", default="synthetic")
+    ap.add_argument("--strategy", default="dskype_keyword")
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    from harness.families.topk import merge as current
+
+    baseline = merger_at(args.baseline)
+    blobs, queries, state = measured_merge_inputs(args)
+    rows = sum(len(b) for b in blobs) // 48
+    print(f"{args.preset} / {args.dataset} / {args.strategy}: {len(blobs)} blobs, about {rows:,} changes", flush=True)
+    for module in (baseline, current):  # compile both before timing
+        timed(module, blobs, queries, state)
+    ratios = []
+    for r in range(args.rounds):
+        order = (baseline, current, current, baseline) if r % 2 == 0 else (current, baseline, baseline, current)
+        runs = {id(m): [] for m in (baseline, current)}
+        for module in order:
+            runs[id(module)].append(timed(module, blobs, queries, state))
+        if not same(runs[id(baseline)][0], runs[id(current)][0]):
+            raise SystemExit("the two mergers' outputs differ")
+        base_s = np.mean([x[0] for x in runs[id(baseline)]])
+        cur_s = np.mean([x[0] for x in runs[id(current)]])
+        ratios.append(base_s / cur_s)
+        print(f"round {r + 1}: baseline {base_s * 1e3:.0f} ms, this checkout {cur_s * 1e3:.0f} ms, "
+              f"x{ratios[-1]:.2f}", flush=True)
+    print(f"median x{np.median(ratios):.2f} over {args.rounds} rounds (outputs equal in every round)")
+
+
+if __name__ == "__main__":
+    main()
