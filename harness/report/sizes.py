@@ -287,12 +287,17 @@ def evaluate_sweep(table: pd.DataFrame, sweep: str, claims: list[dict] | None = 
 
 def step_costs(table: pd.DataFrame, sweep: str, attempts: list[dict]) -> pd.DataFrame:
     """One row per step: its status (and reason), the step process's wall time and peak memory
-    (its newest recorded attempt), and from its runs: how many ok and failed, the sum of their wall
-    times, data and oracle time, and the driver's and executors' peak memory."""
+    (its newest recorded attempt), every attempt it took (`attempts`, their wall time summed and
+    their largest peak: a step that ran out of memory, then resumed, cost all of it), and from its
+    runs: how many ok and failed, the sum of their wall times, data and oracle time, and the
+    driver's and executors' peak memory."""
     rows = sweep_rows(table, sweep)
     by_step: dict[float, dict] = {}
+    tried: dict[float, list[dict]] = {}
     for a in attempts:
         by_step[float(a["step"])] = a  # the newest attempt per step
+        if a.get("wall_s") is not None:  # started (an estimate or a refusal ran nothing)
+            tried.setdefault(float(a["step"]), []).append(a)
     sizes = sorted(set(rows["size"].dropna().unique()) | set(by_step))
     out = []
     for s in sizes:
@@ -313,6 +318,12 @@ def step_costs(table: pd.DataFrame, sweep: str, attempts: list[dict]) -> pd.Data
                                                         if isinstance(e, str) and e}))
         out.append({"size": s, "status": status, "reason": reason, "runs_ok": len(ok), "runs_failed": len(bad),
                     "step_wall_s": a.get("wall_s"), "step_peak_bytes": a.get("maxrss_bytes"),
+                    "attempts": len(tried.get(s, [])),
+                    "attempts_wall_s": sum(float(t["wall_s"]) for t in tried.get(s, [])) or None,
+                    "attempts_peak_bytes": max((t["maxrss_bytes"] for t in tried.get(s, [])
+                                                if t.get("maxrss_bytes") is not None), default=None),
+                    "earlier": "; ".join(f"{t['status']}" + (f" ({t['reason']})" if t.get("reason") else "")
+                                         + f" in {float(t['wall_s']):.0f} s" for t in tried.get(s, [])[:-1]),
                     "extrapolated_s": a.get("extrapolated_s"),
                     "runs_wall_s": col("wall_s"), "data_s": col("time_data_s", "max"),
                     "oracle_s": col("time_oracle_s", "max"),
@@ -368,17 +379,22 @@ def section(table: pd.DataFrame, sweep: str, attempts: list[dict], claims: list[
              "Step wall time and peak: the step's process (harness/run/sizes.py; ru_maxrss of the process tree, "
              "the largest process, not a sum). Runs: ok/failed; the sum of their wall times; data preparation "
              "and oracle time (cached after a workload's first run); the largest driver and executor peaks the "
-             "runs recorded.", "",
-             "| size | status | step wall | step peak | runs ok/failed | runs' wall | data | oracle | driver peak "
-             "| executor peak | reason |", "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "runs recorded. Attempts: how many times the step was started, with the wall time of all of them "
+             "and their largest peak (a resumed step runs only what its earlier attempts did not finish).", "",
+             "| size | status | step wall | step peak | attempts (all) | runs ok/failed | runs' wall | data | oracle "
+             "| driver peak | executor peak | reason |",
+             "|---:|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|"]
     for _, c in costs.iterrows():
         wall = _secs(c["step_wall_s"])
         if c["status"] == "skipped" and c.get("extrapolated_s") is not None:
             wall = f"~{_secs(c['extrapolated_s'])} (extrapolated, not run)"
-        lines.append(f"| {_n(c['size'])} | {c['status']} | {wall} | {_gib(c['step_peak_bytes'])} | "
+        tries = (f"{c['attempts']} ({_secs(c['attempts_wall_s'])}, {_gib(c['attempts_peak_bytes'])})"
+                 if c["attempts"] > 1 else str(c["attempts"]))
+        reason = "; ".join(x for x in (c["reason"], f"earlier attempts: {c['earlier']}" if c["earlier"] else "") if x)
+        lines.append(f"| {_n(c['size'])} | {c['status']} | {wall} | {_gib(c['step_peak_bytes'])} | {tries} | "
                      f"{c['runs_ok']}/{c['runs_failed']} | {_secs(c['runs_wall_s'])} | {_secs(c['data_s'])} | "
                      f"{_secs(c['oracle_s'])} | {_gib(c['driver_peak_bytes'])} | {_gib(c['executor_peak_bytes'])} | "
-                     f"{claims_mod_cell(c['reason']) or '-'} |")
+                     f"{claims_mod_cell(reason) or '-'} |")
     lines += [""]
     if not scs:
         return lines + ["No claim of conf/claims.yaml names this sweep (`sizes:`).", ""]

@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             _record(root, args.preset, row)
             print(f"{args.preset} {knob}={step}: skipped ({row['reason']})", flush=True)
             break
-        log = root / "sizes" / args.preset / "logs" / f"{step}.log"
+        log = attempt_log(root, args.preset, step)
         before = _runs_of(root, args.preset, step)
         row = run_step(args.preset, knob, step, root, args.overrides, min(args.timeout, left) if left != float("inf")
                        else args.timeout, log)
@@ -181,6 +181,16 @@ def main(argv: list[str] | None = None) -> int:
         if row["new_runs"]:  # a resumed step's time says nothing about its cost
             done.append((float(step), row["wall_s"]))
     return 0
+
+
+def attempt_log(root: Path, preset: str, step: int) -> Path:
+    """A new log file for this attempt at `step` (<step>.log, then <step>.2.log, ...): a resumed or
+    retried step keeps the logs of the attempts before it, which say why they stopped."""
+    folder = root / "sizes" / preset / "logs"
+    n = 1
+    while (folder / (f"{step}.log" if n == 1 else f"{step}.{n}.log")).exists():
+        n += 1
+    return folder / (f"{step}.log" if n == 1 else f"{step}.{n}.log")
 
 
 def _runs_of(root: Path, preset: str, step: int) -> int:

@@ -155,6 +155,33 @@ def test_failed_and_refused_steps_are_shown_with_their_reason():
     assert c.loc[0, "runs_failed"] == 1 and "MemoryError" in c.loc[0, "reason"]
 
 
+def test_every_attempt_at_a_step_is_counted_and_its_log_kept(tmp_path):
+    table = _sweep({10_000: (200.0, 100.0)}).assign(wall_s=5.0)
+    attempts = [{"step": 10_000, "status": "failed", "reason": "killed by SIGKILL (the out-of-memory killer's signal)",
+                 "wall_s": 3001.0, "maxrss_bytes": 20 * 2**30},
+                {"step": 10_000, "status": "failed", "reason": "over the step time limit (2100 s): stopped",
+                 "wall_s": 2101.0, "maxrss_bytes": 9 * 2**30},
+                {"step": 10_000, "status": "ok", "reason": "", "wall_s": 203.0, "maxrss_bytes": 4 * 2**30},
+                {"step": 100_000, "status": "skipped", "reason": "not started: no estimate", "wall_s": None,
+                 "maxrss_bytes": None}]
+    costs = sizes.step_costs(table, SWEEP, attempts).set_index("size")
+    first = costs.loc[10_000]
+    assert first["status"] == "ok" and first["step_wall_s"] == 203.0  # the newest attempt
+    assert first["attempts"] == 3 and first["attempts_wall_s"] == 3001.0 + 2101.0 + 203.0
+    assert first["attempts_peak_bytes"] == 20 * 2**30
+    assert "SIGKILL" in first["earlier"] and "time limit" in first["earlier"] and "203" not in first["earlier"]
+    assert costs.loc[100_000, "attempts"] == 0  # a refusal started nothing
+    text = "\n".join(sizes.section(table, SWEEP, attempts, _claim(), axes=NO_X))
+    assert "| 3 (5305 s, 20.0 GiB) |" in text and "earlier attempts: failed (killed by SIGKILL" in text
+    (tmp_path / "sizes" / SWEEP / "logs").mkdir(parents=True)
+    names = []
+    for _ in range(3):
+        log = run_sizes.attempt_log(tmp_path, SWEEP, 1000)
+        log.write_text("x")
+        names.append(log.name)
+    assert names == ["1000.log", "1000.2.log", "1000.3.log"]
+
+
 def test_the_step_runner_extrapolates_wall_time_log_log():
     done = [(1e4, 10.0), (1e5, 100.0)]
     assert run_sizes.extrapolate_seconds(done, 1e6) == pytest.approx(1000.0)
