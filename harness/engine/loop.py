@@ -20,6 +20,10 @@ from harness.core.events import DELETE, INSERT, Events
 from harness.engine.epochs import epoch_row, epoch_stats, migration_pause, plan_step, stall
 from harness.engine.migration import MigrationResult
 from harness.engine.pipeline import EpochResult
+
+# what an adjuster's plan may report about its cell selection besides select_cells_s (PS2Stream's
+# Phase II, timed several times: strategies/ps2stream/adjust.py), copied into the epoch's row
+SELECTION_EXTRAS = ("select_cells_s_ci_lo", "select_cells_s_ci_hi", "select_candidates")
 from harness.engine.rounds import finish_epoch
 from harness.engine.setup import FamilySetup
 from harness.engine.versions import Version, keep_versions, versioned
@@ -150,7 +154,9 @@ def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, b
                     router = step.plan.router
                     out.plans.append(step.plan)
                     pause = migration_pause(step, mig)
-                    row.update(select_cells_s=float(step.plan.info.get("select_cells_s", step.select_s)),
+                    info = step.plan.info
+                    row.update(select_cells_s=float(info.get("select_cells_s", step.select_s)),
+                               **{k: float(info[k]) for k in SELECTION_EXTRAS if k in info},
                                migrated_queries=mig.moved_queries, migrated_bytes=mig.moved_bytes,
                                migration_s=mig.migration_s, migration_job_s=mig.job_s,
                                operation=str(step.plan.info.get("operation", adjuster.name)))

@@ -264,7 +264,13 @@ _METRICS = [
     Metric("migrated_bytes", "migrated data", "bytes", "worker state moved between workers", "lower", "{:,.1f}",
            display_unit="KB", scale=1e-3),
     Metric("select_s", "plan time", "s", "the adjuster's time to choose its plans", "lower", **_MS),
-    Metric("select_cells_s", "cell selection time", "s", "the part of select_s spent choosing cells", "lower", **_MS),
+    Metric("select_cells_s", "cell selection time", "s", "the part of select_s spent choosing cells (PS2Stream: "
+           "Phase II alone, the median of six timings on the same cells)", "lower", **_MS),
+    *(Metric(f"select_cells_s_ci_{end}", f"cell selection time, {side} end", "s", f"{side} end of the interval of "
+             "select_cells_s's median over its six counted timings (summed over adjustments)", "lower", **_MS)
+      for end, side in (("lo", "lower"), ("hi", "upper"))),
+    Metric("select_candidates", "candidate cells", "cells", "cells Phase II chose from, summed over the run's "
+           "adjustments", None, _COUNT),
     Metric("migration_s", "migration time", "s", "time moving state between workers", "lower", **_MS),
     Metric("migration_job_s", "migration job time", "s", "Spark wall-clock time of the migration job", None,
            "{:.3f}"),

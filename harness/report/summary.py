@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from harness.core.events import DELETE, INSERT, OBJECT, SNAPSHOT, Events, row_bytes
+from harness.engine.loop import SELECTION_EXTRAS
 from harness.engine.monitor import worker_table
 from harness.families import registry as families
 from harness.report import latency as latency_model
@@ -19,7 +20,10 @@ from harness.report.network import Copies, NetworkProfile, resources
 from harness.report.repetitions import kept, median_interval
 from harness.report.timestamps import per_timestamp, timestamp_metrics, timestamp_series
 
-SERIES_TOTALS = ("migrated_queries", "migrated_bytes", "select_s", "migration_s", "select_cells_s")
+# summed over a run's adjustments (the sum of the selections' interval ends bounds the sum's;
+# those and the candidate count only when every adjustment reported them)
+SERIES_TOTALS = ("migrated_queries", "migrated_bytes", "select_s", "migration_s", "select_cells_s",
+                 "select_cells_s_ci_lo", "select_cells_s_ci_hi", "select_candidates")
 
 
 @dataclass
@@ -227,7 +231,10 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     metrics["stored_replication"] = stored_replication(measured, events, warmup)
     metrics.update(family_figures(workers, measured))
     metrics.update(snapshot_metrics(lat, events.kind[warmup:], copies, workers, events.family[warmup:]))
+    adjusted = [r for r in series if "operation" in r]
     for key in SERIES_TOTALS:
+        if key in SELECTION_EXTRAS and not (adjusted and all(key in r for r in adjusted)):
+            continue  # an interval or count only when every adjustment reported it
         metrics[key] = float(sum(r.get(key, 0.0) for r in series))
     metrics["adjustments"] = float(sum(1 for r in series if "operation" in r))
     sample = pd.DataFrame({"latency_ms": np.sort(lat)[:: max(1, len(lat) // 20000)] * 1000.0})

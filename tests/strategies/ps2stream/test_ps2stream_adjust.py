@@ -266,6 +266,25 @@ def test_phase2_moves_the_selected_cells_of_the_most_to_the_least_loaded_worker(
     assert sorted(plan.unit.tolist()) == [1, 2]  # largest first: 500 bytes (load 100), then 90
 
 
+def test_phase2_is_timed_six_times_on_the_same_cells_and_random_cells_stay_those_of_one_draw():
+    router = grid_router([0, 0, 0, 0, 1, 2], 3)
+    units = [(u, 0, 10 + 7 * u, 5 + 3 * u) for u in range(4)] + [(4, 1, 30, 9), (5, 2, 20, 9)]
+    workers = {0: {"candidates": 400}, 1: {"candidates": 150}, 2: {"candidates": 100}}
+    ra = get_adjuster("ra")
+    timed, once = (ra(ra.make_params({"measure": "checks"}), 3, CTX, "grid") for _ in range(2))
+    plan = timed.adjust(router, stats_of(units, workers, 3))
+    info = plan.info
+    assert info["select_candidates"] == 4
+    assert 0 < info["select_cells_s_ci_lo"] <= info["select_cells_s"] <= info["select_cells_s_ci_hi"]
+    # one untimed draw from the same seed picks the same cells and leaves the generator where the
+    # timed selection left it
+    load = np.array([float(u[2]) for u in units[:4]])
+    size = np.array([float(u[3]) for u in units[:4]])
+    picked = select_ra(load, size, info["tau"], once.rng)
+    assert sorted(plan.unit.tolist()) == sorted(picked.tolist())
+    assert timed.rng.bit_generator.state == once.rng.bit_generator.state
+
+
 def test_tau_under_definition_1_accounts_for_both_workers():
     o = {0: 40.0, 1: 10.0}
     q = {0: 30.0, 1: 20.0}
