@@ -106,15 +106,19 @@ def stall(res, pause: dict[int, float]) -> None:
 
 
 def migration_pause(step, mig) -> dict[int, float]:
-    """Per worker stall of a migration: its own moving work (sending or receiving), plus the plan
-    selection time on the workers the load leaves (PS2Stream: the overloaded worker selects the
-    cells it gives away; a plan gathering from several workers stalls them all)."""
+    """Per worker stall of a migration: its own moving work (sending or receiving), plus the
+    deciding time on the workers the load leaves (PS2Stream: the overloaded worker selects the
+    cells it gives away; a plan gathering from several workers stalls them all). The deciding
+    time is the part of the plan step the adjuster says its paper's workers do (`stall_s` in the
+    plan's info: PS2Stream's Phase I trials and Phase II selection), else the whole plan step
+    (`select_s`), which also counts the harness building the new router object."""
     sources = {w for w in step.plan.src.tolist() if w >= 0}
     if (step.plan.src < 0).any():
         sources |= set(mig.pause_s)
+    deciding = float(step.plan.info.get("stall_s", step.select_s))
     pause = dict(mig.pause_s)
     for w in sources:
-        pause[w] = pause.get(w, 0.0) + step.select_s
+        pause[w] = pause.get(w, 0.0) + deciding
     return dict(sorted(pause.items()))
 
 

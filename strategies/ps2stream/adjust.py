@@ -150,7 +150,9 @@ class Ps2Adjuster(Adjuster):
                                 "tau_initial": float(model.tau()), "phase1": []}
         new, moves, touched = router, [], EMPTY
         if isinstance(router, GridtRouter) and p.p > 0:
+            t_phase1 = time.perf_counter()
             new, moves, touched = self.phase1(router, stats, unit_load, mine, w_o, w_l, model, info)
+            info["phase1_s"] = time.perf_counter() - t_phase1  # its trial splits and merges
         tau = model.tau()
         chosen = EMPTY
         if model.ratio() > p.sigma and tau > 0:  # Phase II while the constraint is still violated
@@ -161,7 +163,11 @@ class Ps2Adjuster(Adjuster):
                 info["phase2_skipped"] = {"cells": len(chosen), "load": moved}
                 chosen = EMPTY
         info.update(tau=float(tau), cells=len(chosen), moved_load=float(unit_load[chosen].sum()),
-                    moved_bytes=float(unit_size[chosen].sum()))
+                    moved_bytes=float(unit_size[chosen].sum()),
+                    # what stalls the overloaded worker: its Phase I trials and Phase II selection,
+                    # not the harness building the new router (docs/decisions.md, "The stall of a
+                    # PS2Stream adjustment")
+                    stall_s=float(info.get("phase1_s", 0.0) + info.get("select_cells_s", 0.0)))
         phase = "+".join(x for x, did in (("I", bool(moves)), ("II", len(chosen) > 0)) if did)
         if not phase:
             return None

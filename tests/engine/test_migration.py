@@ -168,3 +168,15 @@ def test_live_queries_are_inserted_and_not_yet_deleted():
         if ev.kind[i] == INSERT:
             deleted = any(ev.kind[j] == 2 and ev.id[j] == ev.id[i] for j in range(cut))
             assert (ev.id[i] in ids) == (not deleted)
+
+
+def test_the_workers_the_load_leaves_stall_for_what_the_adjuster_says_they_decide():
+    from harness.engine.epochs import Step, migration_pause
+    from harness.engine.migration import MigrationResult
+
+    mig = MigrationResult(moved_queries=3, moved_bytes=300, pause_s={0: 0.002, 1: 0.003}, job_s=0.1)
+    plan = lambda info: MigrationPlan(None, np.array([4]), np.array([0]), np.array([1]), info)  # noqa: E731
+    # no stall_s: the whole plan step (select_s) stalls the source worker, as before
+    assert migration_pause(Step(plan({}), 0.5), mig) == {0: pytest.approx(0.502), 1: 0.003}
+    # stall_s given (PS2Stream: Phase I trials + Phase II selection): only that
+    assert migration_pause(Step(plan({"stall_s": 0.01}), 0.5), mig) == {0: pytest.approx(0.012), 1: 0.003}

@@ -275,6 +275,7 @@ def test_phase2_is_timed_six_times_on_the_same_cells_and_random_cells_stay_those
     plan = timed.adjust(router, stats_of(units, workers, 3))
     info = plan.info
     assert info["select_candidates"] == 4
+    assert info["stall_s"] == pytest.approx(info.get("phase1_s", 0.0) + info["select_cells_s"])
     assert 0 < info["select_cells_s_ci_lo"] <= info["select_cells_s"] <= info["select_cells_s_ci_hi"]
     # one untimed draw from the same seed picks the same cells and leaves the generator where the
     # timed selection left it
