@@ -8,7 +8,7 @@ Per run: the throughput over the measured epochs (events over the sum of each ep
 worker time, stalls included), each epoch's busiest worker and stall, and the plan steps' time.
 Every run must equal the oracle.
 
-    PYTHONPATH=. python benchmarks/adjustment_stall.py --results <folder with the preset's cache>
+    PYTHONPATH=. python benchmarks/adjustment_stall.py --results <folder with the preset's cache> [epochs.size=120000]
 """
 
 from __future__ import annotations
@@ -61,13 +61,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", required=True)
     ap.add_argument("--preset", default="ps2stream_adjustment")
+    ap.add_argument("overrides", nargs="*", help="Hydra overrides for every run (e.g. epochs.size=120000)")
     args = ap.parse_args()
     base = None
     for label, adjust, stall in (("kdt", "none", "as run"), ("kdt + gr (Phase I and selection stall, as run)", "gr",
                                                             "as run"),
                                  ("kdt + gr (the whole plan step stalls)", "gr", "plan step"),
                                  ("kdt + gr (the selection alone stalls)", "gr", "selection")):
-        cfg = compose(args.preset, [f"adjust={adjust}"], args.results)
+        cfg = compose(args.preset, [f"adjust={adjust}", *args.overrides], args.results)
         ds, events, warmup = load_stream(cfg, Path(args.results))
         out = run(cfg, ds, events, warmup, adjust, stall)
         base = base or out["throughput"]
