@@ -58,6 +58,7 @@ def run_metrics(epochs, workers: pd.DataFrame, n_dispatchers: int, n_input_objec
         "candidates_sum": float(workers["candidates"].sum()),
         "results_raw": float(workers["results"].sum()),
         "worker_index_bytes_max": float(workers["index_bytes"].max()),
+        "worker_index_bytes_mean": float(workers["index_bytes"].mean()),
         "partitions_actual": float((workers["events"] > 0).sum()),
         "replicas_dropped": float(workers["replicas_dropped"].sum()) if "replicas_dropped" in workers else 0.0,
         "resent": float(workers["resent"].sum()) if "resent" in workers else 0.0,
@@ -238,6 +239,8 @@ _METRICS = [
     Metric("dispatcher_bytes", "dispatcher memory", "bytes", "bytes of the router's arrays", "lower", **_MB),
     Metric("worker_index_bytes_max", "largest worker index", "bytes", "bytes of the largest worker index", "lower",
            **_MB),
+    Metric("worker_index_bytes_mean", "mean worker index", "bytes", "bytes of the average worker's index (what "
+           "PS2Stream's Fig. 10 reports)", "lower", **_MB),
     Metric("driver_peak_rss_bytes", "driver peak memory", "bytes",
            "peak resident set of the driver's Python process and its JVM when the run ended", "lower", **_MB),
     Metric("executor_peak_rss_bytes", "executor peak memory", "bytes",
