@@ -6,9 +6,12 @@ seq order, pass its keyword predicate (OR: a common term; AND: all its terms) or
 object enters A(s) iff fewer than k earlier passing objects have d2 <= its own. That is the
 strict entry rule restated: A before o holds the k smallest earlier objects by (d2, seq), and
 d2(o) < d2 of its k-th member exactly when fewer than k earlier objects are within d2(o).
-It keeps the k smallest distances so far in a sorted array, so a subscription costs
-O(objects x k); compiled with numba, the subscriptions in one chunk per core (`in_chunks`), so
-that runs of tens of thousands of subscriptions finish.
+It keeps the k smallest distances so far in a sorted array. A subscription reads only the objects
+that share one of its keywords, from per-term lists of object positions built once per stream
+(the objects a keyword predicate can pass are exactly those; AND reads its rarest keyword's and
+checks the rest), so it costs O(its keywords' objects x k) rather than O(objects x k), which
+is what lets a run of a million subscriptions be checked; compiled with numba, the
+subscriptions in one chunk per core (`in_chunks`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from harness.core.events import AND, DELETE, INSERT, KNN, OBJECT, Events
+from harness.core.events import AND, DELETE, INSERT, KNN, OBJECT, Events, csr_take
 from harness.families.chunks import in_chunks
 from harness.families.snapshot_oracle import answer_snapshots, keywords_pass, visible
 
@@ -36,14 +39,30 @@ def _keep(best, who, have, kk, d2, o):
     return have + 1 if have < kk else have
 
 
-@njit(cache=True, nogil=True)
-def _entries(q_rows, q_end, kind, seq, ids, x, y, op, k, offsets, values, n_terms_max):
-    """(query id, object id) of every entry, query by query."""
+def term_postings(kind: np.ndarray, offsets: np.ndarray, values: np.ndarray, n_terms: int):
+    """The objects' positions (in `np.flatnonzero(kind == OBJECT)`, so in seq order) per term, as
+    CSR (term offsets, positions ascending within a term)."""
     objs = np.flatnonzero(kind == OBJECT)
+    o_off, o_val = csr_take(offsets, values, objs)
+    pos = np.repeat(np.arange(len(objs), dtype=np.int64), np.diff(o_off))
+    terms = o_val.astype(np.int64)
+    order = np.argsort(terms, kind="stable")  # positions stay ascending within a term
+    t_off = np.zeros(n_terms + 2, np.int64)
+    np.cumsum(np.bincount(terms, minlength=n_terms + 1), out=t_off[1:])
+    return objs, t_off, pos[order]
+
+
+@njit(cache=True, nogil=True)
+def _entries(q_rows, q_end, seq, ids, x, y, op, k, offsets, values, n_terms_max, objs, t_off, t_pos):
+    """(query id, object id) of every entry, query by query. A query reads only the objects
+    sharing one of its keywords (AND: those of its rarest keyword, then checked for the others),
+    from the terms' position lists, in seq order."""
+    obj_seq = seq[objs]
     out_q = np.empty(1024, np.int64)
     out_o = np.empty(1024, np.int64)
     n = 0
     mark = np.zeros(n_terms_max + 1, np.bool_)
+    cand = np.empty(1024, np.int64)
     for qi in range(len(q_rows)):
         i = q_rows[qi]
         kk = max(k[i], 1)
@@ -51,19 +70,40 @@ def _entries(q_rows, q_end, kind, seq, ids, x, y, op, k, offsets, values, n_term
         who = np.zeros(kk, np.int64)
         have = 0
         need = offsets[i + 1] - offsets[i]
+        first = np.searchsorted(obj_seq, seq[i], side="right")
+        last = np.searchsorted(obj_seq, q_end[qi], side="left")
+        rarest, n_c = -1, 0
         for j in range(offsets[i], offsets[i + 1]):
-            mark[values[j]] = True
-        start = np.searchsorted(seq[objs], seq[i], side="right")
-        for p in range(start, len(objs)):
-            o = objs[p]
-            if seq[o] >= q_end[qi]:
-                break
-            common = 0
-            for j in range(offsets[o], offsets[o + 1]):
-                if values[j] <= n_terms_max and mark[values[j]]:
-                    common += 1
-            if common == 0 or (op[i] == AND and common < need):
+            t = values[j]
+            mark[t] = True
+            if t <= n_terms_max and (rarest < 0 or t_off[t + 1] - t_off[t] < t_off[rarest + 1] - t_off[rarest]):
+                rarest = t
+        for j in range(offsets[i], offsets[i + 1]):  # the candidates' positions within [first, last)
+            t = values[j]
+            if op[i] == AND and t != rarest:
                 continue
+            lo = t_off[t] + np.searchsorted(t_pos[t_off[t]:t_off[t + 1]], first)
+            hi = t_off[t] + np.searchsorted(t_pos[t_off[t]:t_off[t + 1]], last)
+            if n_c + hi - lo > len(cand):
+                cand = np.concatenate((cand, np.empty(max(len(cand), n_c + hi - lo), np.int64)))
+            cand[n_c:n_c + hi - lo] = t_pos[lo:hi]
+            n_c += hi - lo
+            if op[i] == AND:
+                break
+        order = np.sort(cand[:n_c])
+        prev = -1
+        for p in order:
+            if p == prev:  # an object with two of the query's keywords
+                continue
+            prev = p
+            o = objs[p]
+            if op[i] == AND:
+                common = 0
+                for j in range(offsets[o], offsets[o + 1]):
+                    if values[j] <= n_terms_max and mark[values[j]]:
+                        common += 1
+                if common < need:
+                    continue
             dx = x[o] - x[i]
             dy = y[o] - y[i]
             d2 = dx * dx + dy * dy
@@ -102,13 +142,15 @@ def knn_oracle(stream: Events) -> np.ndarray:
     top = int(stream.values.max()) if len(stream.values) else 0
     k = stream.k.astype(np.int64)
 
+    objs, t_off, t_pos = term_postings(stream.kind, stream.offsets, stream.values, top)
+
     def entries(part: np.ndarray) -> np.ndarray:
-        q, o = _entries(ins[part], end[part], stream.kind, stream.seq, stream.id, stream.x, stream.y, stream.op,
-                        k, stream.offsets, stream.values, top)
+        q, o = _entries(ins[part], end[part], stream.seq, stream.id, stream.x, stream.y, stream.op, k,
+                        stream.offsets, stream.values, top, objs, t_off, t_pos)
         return (q << np.int64(32)) | o
 
-    n_objects = int((stream.kind == OBJECT).sum())
-    return np.unique(np.concatenate([*in_chunks(entries, len(ins), work=len(ins) * n_objects // 2), snapshots]))
+    per_term = len(t_pos) // max(top, 1) + 1  # a query reads about this many objects per keyword
+    return np.unique(np.concatenate([*in_chunks(entries, len(ins), work=len(ins) * per_term), snapshots]))
 
 
 # -- snapshot kNN queries (SSTD's SKQ): the k nearest visible objects with the keywords ------------------
