@@ -9,7 +9,8 @@ leaves when message i + |W| arrives; time-based, their `tau` (T seconds): messag
 first message with ts >= ts_i + T arrives (the objects' expiry column is not read). Scores follow
 Skype's Eq. 1 with the weights of scoring.py's docstring (smoothed idf rounded to 2^-20,
 L2-normalised sets, sums in ascending term order), written out again here; the replay is compiled
-only because a Python loop over every (subscription, message) takes minutes at test-run sizes.
+only because a Python loop over every (subscription, message) takes minutes at test-run sizes, and
+the subscriptions are split over the cores (`in_chunks`, threads; the replay releases the GIL).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 from numba import njit
 
 from harness.core.events import DELETE, INSERT, OBJECT, TOPK, Events
+from harness.families.chunks import in_chunks
 from harness.families.topk.keys import entry_keys
 
 INF = np.iinfo(np.int64).max
@@ -117,7 +119,7 @@ def _timeline(cand, o_seq, o_exp, start, end):
     return ev_t, ev_c, m, order
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _replay(start, end, k, qx, qy, alpha, q_terms, q_w, cand, o_seq, o_exp, o_x, o_y, o_off, o_val, o_w, max_dist):
     """Entries (candidate, trigger seq) of one subscription live over (start, end). The top-k is
     kept in rank order beside a flag per candidate for the live window: an expiry leaves it and the
@@ -232,21 +234,28 @@ def topk_oracle(events: Events) -> np.ndarray:
     term_objs = owner[obj_entry][by_term]
     term_off = np.searchsorted(events.values[obj_entry][by_term], np.arange(len(idf) + 1))
     deleted = {int(i): int(s) for i, s in zip(events.id[kind == DELETE], events.seq[kind == DELETE])}
-    out_q, out_o, out_t = [], [], []
-    for r in subs.tolist():
-        lo, hi = events.offsets[r], events.offsets[r + 1]
-        terms = events.values[lo:hi]
-        cand = np.unique(np.concatenate([term_objs[term_off[t]:term_off[t + 1]] for t in terms.tolist()]
-                                        or [np.zeros(0, np.int64)]))
-        qid = int(events.id[r])
-        start, end = int(events.seq[r]), deleted.get(qid, INF)
-        cand = cand[(o_seq[cand] < end) & (o_exp[cand] > start)]  # in the window at some point of its life
-        c, t = _replay(start, end, int(events.k[r]), float(events.x[r]),
-                       float(events.y[r]), float(events.alpha[r]), terms, o_w[lo:hi], cand, o_seq, o_exp, events.x,
-                       events.y, events.offsets, events.values, o_w, max_dist)
-        out_q.append(np.full(len(c), qid, np.int64))
-        out_o.append(events.id[cand[c]])
-        out_t.append(t)
-    if not out_q:
+
+    def entries(part: np.ndarray) -> np.ndarray:
+        """The entry keys of the subscriptions subs[part] (a thread's share: the replay releases the GIL)."""
+        out_q, out_o, out_t = [], [], []
+        for r in subs[part].tolist():
+            lo, hi = events.offsets[r], events.offsets[r + 1]
+            terms = events.values[lo:hi]
+            cand = np.unique(np.concatenate([term_objs[term_off[t]:term_off[t + 1]] for t in terms.tolist()]
+                                            or [np.zeros(0, np.int64)]))
+            qid = int(events.id[r])
+            start, end = int(events.seq[r]), deleted.get(qid, INF)
+            cand = cand[(o_seq[cand] < end) & (o_exp[cand] > start)]  # in the window at some point of its life
+            c, t = _replay(start, end, int(events.k[r]), float(events.x[r]),
+                           float(events.y[r]), float(events.alpha[r]), terms, o_w[lo:hi], cand, o_seq, o_exp, events.x,
+                           events.y, events.offsets, events.values, o_w, max_dist)
+            out_q.append(np.full(len(c), qid, np.int64))
+            out_o.append(events.id[cand[c]])
+            out_t.append(t)
+        if not out_q:
+            return np.zeros(0, np.int64)
+        return entry_keys(np.concatenate(out_q), np.concatenate(out_o), np.concatenate(out_t))
+
+    if len(subs) == 0:
         return np.zeros(0, np.int64)
-    return np.unique(entry_keys(np.concatenate(out_q), np.concatenate(out_o), np.concatenate(out_t)))
+    return np.unique(np.concatenate(in_chunks(entries, len(subs), work=len(subs) * len(objs))))
