@@ -268,9 +268,9 @@ _METRICS = [
            display_unit="KB", scale=1e-3),
     Metric("select_s", "plan time", "s", "the adjuster's time to choose its plans", "lower", **_MS),
     Metric("select_cells_s", "cell selection time", "s", "the part of select_s spent choosing cells (PS2Stream: "
-           "Phase II alone, the median of six timings on the same cells)", "lower", **_MS),
+           "Phase II alone, the median of twenty timings on the same cells)", "lower", **_MS),
     *(Metric(f"select_cells_s_ci_{end}", f"cell selection time, {side} end", "s", f"{side} end of the interval of "
-             "select_cells_s's median over its six counted timings (summed over adjustments)", "lower", **_MS)
+             "select_cells_s's median over its twenty counted timings (summed over adjustments)", "lower", **_MS)
       for end, side in (("lo", "lower"), ("hi", "upper"))),
     Metric("select_candidates", "candidate cells", "cells", "cells Phase II chose from, summed over the run's "
            "adjustments", None, _COUNT),

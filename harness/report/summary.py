@@ -17,7 +17,7 @@ from harness.families import registry as families
 from harness.report import latency as latency_model
 from harness.report.metrics import run_metrics
 from harness.report.network import Copies, NetworkProfile, resources
-from harness.report.repetitions import kept, median_interval
+from harness.core.repetitions import kept, median_interval
 from harness.report.timestamps import per_timestamp, timestamp_metrics, timestamp_series
 
 # summed over a run's adjustments (the sum of the selections' interval ends bounds the sum's;
@@ -261,7 +261,7 @@ def repeated_figures(measured, copies: Copies, n_obj: int, n_q: int, n_workers: 
 
 def summarise_repetitions(repetitions: list[list], series: list[dict], events: Events, warmup: int, n_workers: int,
                           n_dispatchers: int, latency_cfg, profile: NetworkProfile, measure) -> RunSummary:
-    """The run's summary over its repetitions (harness/report/repetitions.py): the repetition whose
+    """The run's summary over its repetitions (harness/core/repetitions.py): the repetition whose
     throughput is the median's gives the figures (its whole summary, the latency model's included,
     is computed for it alone), the throughputs themselves are the medians with their intervals, and
     every counted repetition's throughputs are kept (`reps_*`, JSON lists)."""

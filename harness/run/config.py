@@ -98,7 +98,7 @@ class LatencyConfig:
 
 @dataclass
 class MeasureConfig:
-    """How often each measured epoch is timed (harness/report/repetitions.py)."""
+    """How often each measured epoch is timed (harness/core/repetitions.py)."""
 
     repeat: int = 1  # runs of each measured epoch from the same state (conf/config.yaml sets the default run's)
     discard: int = 1  # of them, the first ones not counted (compilation, first touch), when repeat > discard

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from harness.core.events import INSERT, OBJECT, Events
+from harness.core.repetitions import median_interval
 from strategies.adjust_base import Adjuster, EpochStats, MigrationPlan, unit_table
 from strategies.base import Router
 from strategies.ps2stream.gridt import GridtRouter
@@ -54,7 +55,7 @@ from strategies.ps2stream.textsplit import CellProfile, text_merge, text_split
 from strategies.routers.dual import DualRouter
 
 MEASURES = ("load", "checks", "busy_s")
-SELECTION_TIMINGS = 7  # Phase II's selection is timed this often on the same cells, the first dropped
+SELECTION_TIMINGS = 21  # Phase II's selection is timed this often on the same cells, the first dropped
 
 
 class Ps2Adjuster(Adjuster):
@@ -91,19 +92,19 @@ class Ps2Adjuster(Adjuster):
         """Phase II's choice, timed SELECTION_TIMINGS times on the same cells (the random generator
         put back before each, so RA draws the same cells and leaves the generator as one call
         would); into `info`: the median of the timings after the first (`select_cells_s`, Figs.
-        12a/13: the selection alone), their extremes (`select_cells_s_ci_lo/_hi`: for six
-        timings the order-statistic interval of the median, as harness/report/repetitions.py takes
-        it) and the number of candidate cells (GR's, SI's and RA's time follows it; DP's also the
-        sizes)."""
+        12a/13: the selection alone), its 95% order-statistic interval (`select_cells_s_ci_lo/_hi`,
+        harness/core/repetitions.py: of twenty timings the 6th and 15th, so that one timing
+        preempted on a busy machine does not widen it) and the number of candidate cells (GR's,
+        SI's and RA's time follows it; DP's also the sizes)."""
         start = copy.deepcopy(self.rng)
 
         def fresh() -> None:
             self.rng = copy.deepcopy(start)
 
         chosen, seconds = selection_timings(self.select, load, size, tau, before=fresh)
-        kept = np.asarray(seconds[1:] if len(seconds) > 1 else seconds)
-        info.update(select_cells_s=float(np.median(kept)), select_cells_s_ci_lo=float(kept.min()),
-                    select_cells_s_ci_hi=float(kept.max()), select_candidates=int(len(load)))
+        median, lo, hi, _ = median_interval(seconds[1:] if len(seconds) > 1 else seconds)
+        info.update(select_cells_s=median, select_cells_s_ci_lo=lo, select_cells_s_ci_hi=hi,
+                    select_candidates=int(len(load)))
         return chosen
 
     # -- entry point -----------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from harness.core.events import row_bytes
 from harness.engine.calibrate import fit, synthetic_events
 from harness.report.latency import event_latencies
 from harness.report.network import Copies, NetworkProfile, resources
-from harness.report.repetitions import kept, median_interval
+from harness.core.repetitions import kept, median_interval
 
 PROFILE = NetworkProfile(name="test", send_s_per_message=1e-6, send_s_per_byte=1e-9, send_s_per_block=1e-4,
                          recv_s_per_message=2e-6, recv_s_per_byte=2e-9, recv_s_per_block=3e-4, block_bytes=100,
