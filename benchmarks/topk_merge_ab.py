@@ -8,7 +8,7 @@ Why a commit and not a baseline in this file: the reference is the merger as it 
 implementation of it kept here (docs/decisions.md, "The top-k merger's pass starts where a seq's
 changes do").
 
-    PYTHONPATH=. python benchmarks/topk_merge_ab.py --baseline 82b0eac --results /work/res-pc/150 \
+    PYTHONPATH=. python benchmarks/topk_merge_ab.py --baseline e3beed4 --results /work/res-pc/150 \
         [--preset dskype_mechanisms --dataset synthetic --strategy dskype_keyword --rounds 5]
 """
 
