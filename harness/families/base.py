@@ -35,7 +35,7 @@ from typing import Any, Callable, ClassVar, Iterator
 import numpy as np
 import pyarrow as pa
 
-from harness.core.events import DELETE, SNAPSHOT, Events, splitmix64
+from harness.core.events import DELETE, INSERT, OBJECT, SNAPSHOT, Events, splitmix64
 from harness.core.metric import Metric
 from harness.core.params import ParamsMixin
 
@@ -375,6 +375,12 @@ class Family(ParamsMixin):
     @abstractmethod
     def oracle(stream: Events) -> np.ndarray:
         """Distinct final result keys of a whole stream, by brute force."""
+
+    @classmethod
+    def oracle_checks(cls, stream: Events) -> float:
+        """About how many (object, query) pairs `oracle` examines on `stream`, which `oracle.max_checks`
+        bounds on the driver. Default: every object against every query."""
+        return float((stream.kind == OBJECT).sum()) * float(np.isin(stream.kind, (INSERT, SNAPSHOT)).sum())
 
     @classmethod
     def build_workload(cls, objects: pa.Table, term_df: np.ndarray, extent, cfg, seed: int):

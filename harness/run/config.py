@@ -108,7 +108,9 @@ class MeasureConfig:
 @dataclass
 class OracleConfig:
     enabled: bool = True
-    max_checks: float = 2.0e10  # past this many objects x queries, the brute force on the driver is too big ...
+    # past this many pairs a family's brute force examines (Family.oracle_checks: by default
+    # objects x queries; kNN: its queries' keyword lists), the brute force on the driver is too big ...
+    max_checks: float = 2.0e10
     # ... and then: auto: the family's scale oracle on Spark if it has one (range: a tiled join), else
     # none (oracle_ok = null); brute: always the brute force; tiled: always the scale oracle
     method: str = "auto"

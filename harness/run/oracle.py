@@ -33,7 +33,8 @@ def cached_oracle(events: Events, folder: Path, cfg, spark=None, events_path: st
     family = families.get(names[0])
     n_obj = int((events.kind == OBJECT).sum())
     n_q = int(np.isin(events.kind, (INSERT, SNAPSHOT)).sum())
-    fits = n_obj * n_q <= cfg.oracle.max_checks
+    # each family's brute force says what it reads (kNN: its keywords' objects, not all of them)
+    fits = max(families.get(name).oracle_checks(events) for name in names) <= cfg.oracle.max_checks
     if cfg.oracle.method == "brute" or (cfg.oracle.method == "auto" and fits):
         digest, method = brute_digest(events, names), "brute"
     # the scale oracles answer one family's subscriptions only

@@ -147,3 +147,23 @@ def test_fast_naive_knn_vector():
     ev, expected = fast_naive_vector()
     np.testing.assert_array_equal(
         knn_oracle(ev), keys([(q, oid) for oid, qs in enumerate(expected, start=1) for q in qs]))
+
+
+def test_the_oracle_cost_the_knn_family_reports_counts_its_keywords_objects():
+    """run/oracle.py skips a brute force over oracle.max_checks: the kNN one reads only the objects
+    of a query's keywords, so its estimate is those lists' lengths, not objects x queries."""
+    from harness.families import registry as families
+    from harness.families.base import Family
+
+    objects = [("obj", {1}), ("obj", {1, 2}), ("obj", {3}), ("obj", {3}), ("obj", {3})]
+    queries = [("ins", {1}), ("ins", {2, 3})]
+    rows = objects + queries
+    kind = np.array([OBJECT if k == "obj" else INSERT for k, _ in rows], np.int8)
+    lens = [len(t) for _, t in rows]
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    values = np.concatenate([sorted(t) for _, t in rows]).astype(np.int32)
+    stream = Events({"kind": kind, "seq": np.arange(len(rows), dtype=np.int64)}, offsets, values)
+    knn = families.get("knn")
+    # query {1}: 2 objects; query {2, 3}: 1 + 3 objects
+    assert knn.oracle_checks(stream) == 6.0
+    assert Family.oracle_checks.__func__(knn, stream) == 5.0 * 2.0  # the default: objects x queries

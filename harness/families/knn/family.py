@@ -69,6 +69,17 @@ class KnnFamily(Family):
     workload_fields = QUERY_SHAPE
 
     @classmethod
+    def oracle_checks(cls, stream: Events) -> float:
+        """The brute force reads, per subscription, the objects of its keywords' lists (oracle.py):
+        the sum over queries of their keywords' object counts (an upper bound: it counts an object
+        once per shared keyword and over the whole stream, not the query's life)."""
+        is_obj = stream.kind == OBJECT
+        lens = np.diff(stream.offsets)
+        df = np.bincount(stream.values[np.repeat(is_obj, lens)], minlength=int(stream.values.max(initial=0)) + 1)
+        queries = np.isin(stream.kind, (INSERT, SNAPSHOT))
+        return float(df[stream.values[np.repeat(queries, lens)]].sum())
+
+    @classmethod
     def snapshot_rounds(cls, params: dict | None = None) -> int:
         return 2 if cls.make_params(params).skq_protocol == "two_phase" else 1
 
