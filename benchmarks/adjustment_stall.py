@@ -14,6 +14,7 @@ Every run must equal the oracle.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -33,8 +34,7 @@ def run(cfg, ds, events, warmup, adjust: str, stall: str) -> dict:
     def charged(step, mig):
         info = {k: v for k, v in step.plan.info.items() if k != "stall_s"}
         seconds = step.select_s if stall == "plan step" else float(info.get("select_cells_s", 0.0))
-        plan = epochs.MigrationPlan(step.plan.router, step.plan.unit, step.plan.src, step.plan.dst, info)
-        return original(epochs.Step(plan, seconds), mig)
+        return original(epochs.Step(dataclasses.replace(step.plan, info=info), seconds), mig)
 
     context = FitContext(ds.extent, ds.vocab.column("df").to_numpy().astype(np.float64), int(cfg.seed))
     params = dict(cfg.adjust.params) if adjust != "none" else None

@@ -3,20 +3,19 @@
 12b, 14). The preset's runs cannot: each adjuster changes the state the next epoch starts from,
 so after the first adjustment they see different cells. Here the preset's stream runs in process
 with GR, every Phase II input (the overloaded worker's candidate cells: load L_g, size S_g, and
-tau) is kept, and all four selections are applied to each, timed `--timings` times (the first
-dropped). Printed per live-query count: the candidates, each method's cells, bytes moved and
+tau) is kept, and all four registered adjusters' selections are applied to each, timed as the
+runs time them (`Ps2Adjuster.timed_select`). Printed per live-query count: the candidates, each method's cells, bytes moved and
 median time, GR's saving over SI and RA, and how strongly size follows load (Spearman), which is
 what decides whether "smallest size for the load" can save anything over "largest first".
 
     PYTHONPATH=. python benchmarks/audit_selection.py --results <folder with the preset's cache> \
-        [--preset ps2stream_migration --queries 10000,40000 --timings 7]
+        [--preset ps2stream_migration --queries 10000,40000]
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -52,11 +51,14 @@ def phase2_inputs(cfg, ds, events, warmup) -> list[tuple[np.ndarray, np.ndarray,
     return kept
 
 
-def methods(seed: int):
-    from strategies.ps2stream.selection import select_dp, select_gr, select_ra, select_si
+def adjusters(cfg, ds):
+    """The four registered Phase II adjusters with their default parameters, as the runs build them."""
+    from strategies.adjust_base import get_adjuster
+    from strategies.base import FitContext
 
-    return {"dp": lambda l, s, t: select_dp(l, s, t, 1024.0), "gr": select_gr, "si": select_si,
-            "ra": lambda l, s, t: select_ra(l, s, t, np.random.default_rng([seed, 0xAD]))}
+    context = FitContext(ds.extent, ds.vocab.column("df").to_numpy().astype(np.float64), int(cfg.seed))
+    return {name: get_adjuster(name)(get_adjuster(name).make_params({}), int(cfg.workers), context,
+                                     str(cfg.strategy.name)) for name in ("dp", "gr", "si", "ra")}
 
 
 def main() -> None:
@@ -64,7 +66,6 @@ def main() -> None:
     ap.add_argument("--results", required=True)
     ap.add_argument("--preset", default="ps2stream_migration")
     ap.add_argument("--queries", default="10000,40000")
-    ap.add_argument("--timings", type=int, default=7)
     args = ap.parse_args()
     for mu in args.queries.split(","):
         cfg = compose(args.preset, [f"workload.queries={mu}", "adjust=gr"], args.results)
@@ -77,16 +78,13 @@ def main() -> None:
             print(f"  selection {i + 1}: {len(load)} cells ({int(cand.sum())} with load), tau = {tau:.4g} of "
                   f"{load.sum():.4g}; Spearman(load, size) = {rho:.2f}")
             moved = {}
-            for name, select in methods(int(cfg.seed)).items():
-                times = []
-                for _ in range(args.timings):
-                    t0 = time.perf_counter()
-                    chosen = select(load, size, tau)
-                    times.append(time.perf_counter() - t0)
+            for name, adj in adjusters(cfg, ds).items():
+                info: dict = {}
+                chosen = adj.timed_select(load, size, tau, info)  # as the runs time it
                 moved[name] = float(size[chosen].sum())
                 print(f"    {name}: {len(chosen)} cells, {moved[name]:,.0f} bytes, load {load[chosen].sum():.4g}, "
-                      f"median {np.median(times[1:]) * 1e3:.3f} ms [{min(times[1:]) * 1e3:.3f}-"
-                      f"{max(times[1:]) * 1e3:.3f}]")
+                      f"median {info['select_cells_s'] * 1e3:.3f} ms [{info['select_cells_s_ci_lo'] * 1e3:.3f}-"
+                      f"{info['select_cells_s_ci_hi'] * 1e3:.3f}]")
             if moved["gr"] > 0:
                 print(f"    GR moves x{moved['si'] / moved['gr']:.2f} less than SI, x{moved['ra'] / moved['gr']:.2f} "
                       f"less than RA (the paper: 1.43-1.67x)")
