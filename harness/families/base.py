@@ -405,3 +405,15 @@ class Family(ParamsMixin):
         the whole space until its ball is known) may show the state the warm-up ends in; routing
         itself always uses the events' own columns."""
         return sample
+
+
+def keyword_list_checks(stream: Events) -> float:
+    """The (object, query) pairs a brute force reads when it walks, per query, the objects of its
+    keywords' lists (kNN's and top-k's oracles): the sum over queries of their keywords' object
+    counts. An upper bound: an object counts once per shared keyword and over the whole stream, not
+    the query's life."""
+    is_obj = stream.kind == OBJECT
+    lens = np.diff(stream.offsets)
+    df = np.bincount(stream.values[np.repeat(is_obj, lens)], minlength=int(stream.values.max(initial=0)) + 1)
+    queries = np.isin(stream.kind, (INSERT, SNAPSHOT))
+    return float(df[stream.values[np.repeat(queries, lens)]].sum())

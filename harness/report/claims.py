@@ -209,7 +209,9 @@ def _ok_mask(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     why = pd.Series("", index=rows.index, dtype=object)
     why[rows["status"] != "ok"] = "failed"
     if "oracle_ok" in rows:
-        bad = rows["oracle_ok"].map(lambda v: v is False or v == 0 or v == "False")
+        # object dtype: a nullable boolean column's missing value (no oracle ran) is pd.NA, which
+        # has no truth value; an unchecked run is read, only a disagreeing one is not
+        bad = rows["oracle_ok"].astype(object).map(lambda v: not pd.isna(v) and (v is False or v == 0 or v == "False"))
         why[(why == "") & bad] = "disagreed with the oracle"
     if "too_short" in rows:
         short = pd.to_numeric(rows["too_short"], errors="coerce").fillna(0) > 0

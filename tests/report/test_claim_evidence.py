@@ -50,6 +50,15 @@ def test_runs_that_failed_the_oracle_or_were_too_short_are_excluded_and_listed()
     assert v.verdict == "not measured" and any("failed" in e for e in v.excluded)
 
 
+def test_an_unchecked_run_is_read_and_a_wrong_one_excluded_when_oracle_ok_is_a_nullable_boolean():
+    """A runs table whose oracle_ok holds True, False and unchecked (no oracle ran) comes back from
+    Parquet as pandas' nullable boolean; the unchecked run is read, the wrong one is not."""
+    table = pd.DataFrame([_row("a", 200.0), _row("b", 100.0), _row("b", 300.0, started="2026-02-01")])
+    table["oracle_ok"] = pd.array([None, True, False], dtype="boolean")
+    v = claims.evaluate(_claim(), table)
+    assert v.verdict == "holds" and any("disagreed with the oracle" in e for e in v.excluded)
+
+
 def test_a_foreign_presets_newer_row_and_older_code_are_ignored():
     table = pd.DataFrame([_row("a", 200.0, code_version="v2"), _row("b", 100.0, code_version="v2")])
     foreign = pd.DataFrame([_row("a", 1.0, preset="other", started="2026-05-01", code_version="v2")])

@@ -20,7 +20,7 @@ import numpy as np
 from datasets.workloads.knn import build_knn_workload, validate_knn_workload
 
 from harness.core.events import INSERT, KNN, OBJECT, SNAPSHOT, Events
-from harness.families.base import Family, IndexContext
+from harness.families.base import Family, IndexContext, keyword_list_checks
 from harness.families.knn.geometry import narrowed_to_balls
 from harness.families.knn.index import KnnIndex
 from harness.families.knn.merge import KnnMerger
@@ -70,14 +70,8 @@ class KnnFamily(Family):
 
     @classmethod
     def oracle_checks(cls, stream: Events) -> float:
-        """The brute force reads, per subscription, the objects of its keywords' lists (oracle.py):
-        the sum over queries of their keywords' object counts (an upper bound: it counts an object
-        once per shared keyword and over the whole stream, not the query's life)."""
-        is_obj = stream.kind == OBJECT
-        lens = np.diff(stream.offsets)
-        df = np.bincount(stream.values[np.repeat(is_obj, lens)], minlength=int(stream.values.max(initial=0)) + 1)
-        queries = np.isin(stream.kind, (INSERT, SNAPSHOT))
-        return float(df[stream.values[np.repeat(queries, lens)]].sum())
+        """The brute force reads, per subscription, the objects of its keywords' lists (oracle.py)."""
+        return keyword_list_checks(stream)
 
     @classmethod
     def snapshot_rounds(cls, params: dict | None = None) -> int:

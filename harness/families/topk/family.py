@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from datasets.workloads.topk import build_topk_workload, validate_topk_window, validate_topk_workload
 from harness.core.events import TOPK, Events
-from harness.families.base import Family, IndexContext
+from harness.families.base import Family, IndexContext, keyword_list_checks
 from harness.families.topk import figures
 from harness.families.topk.index import TopkIndex
 from harness.families.topk.merge import TopkMerger
@@ -73,6 +73,12 @@ class TopkFamily(Family):
         if key.get("window_by", "count") == "count":
             return {k: v for k, v in key.items() if k not in ("window_by", "window_s")}
         return key
+
+    @classmethod
+    def oracle_checks(cls, stream: Events) -> float:
+        """The brute force replays, per subscription, the messages of its keywords' lists
+        (oracle.py: the candidates sharing a keyword), not every message."""
+        return keyword_list_checks(stream)
 
     @classmethod
     def check_params(cls, params) -> None:
