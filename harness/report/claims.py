@@ -204,14 +204,18 @@ def _cell_frame(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def disagreed_with_oracle(value) -> bool:
+    """Whether a run's `oracle_ok` says it disagreed. A nullable boolean column's missing value (no
+    oracle ran) is pd.NA, which has no truth value: an unchecked run did not disagree."""
+    return not pd.isna(value) and (value is False or value == 0 or value == "False")
+
+
 def _ok_mask(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """(usable, why not) per run: ok status, the oracle's answer (or no oracle), long enough."""
     why = pd.Series("", index=rows.index, dtype=object)
     why[rows["status"] != "ok"] = "failed"
     if "oracle_ok" in rows:
-        # object dtype: a nullable boolean column's missing value (no oracle ran) is pd.NA, which
-        # has no truth value; an unchecked run is read, only a disagreeing one is not
-        bad = rows["oracle_ok"].astype(object).map(lambda v: not pd.isna(v) and (v is False or v == 0 or v == "False"))
+        bad = rows["oracle_ok"].astype(object).map(disagreed_with_oracle)
         why[(why == "") & bad] = "disagreed with the oracle"
     if "too_short" in rows:
         short = pd.to_numeric(rows["too_short"], errors="coerce").fillna(0) > 0

@@ -112,7 +112,7 @@ def preset_runs(preset: str, table: pd.DataFrame, version: str | None) -> pd.Dat
 def _flags(row: pd.Series) -> str:
     """Why the claims do not read a run shown in a report ("" when they do)."""
     flags = []
-    if row.get("oracle_ok") is False or row.get("oracle_ok") == 0:
+    if claims_mod.disagreed_with_oracle(row.get("oracle_ok")):
         flags.append("oracle mismatch")
     if pd.to_numeric(row.get("too_short"), errors="coerce") > 0:
         flags.append("too short")
