@@ -60,6 +60,7 @@ from strategies.ps2stream.gridt_route import (
     fill_points_h2,
     fill_rects_h1,
     points_h2_bound,
+    rect_workers,
     rects_h1_bound,
 )
 
@@ -273,16 +274,10 @@ class GridtRouter(Router):
         return key // self.n_workers, key % self.n_workers
 
     def snapshot_targets(self, ev: Events, rows: np.ndarray) -> Pairs:
-        """Every worker of every cell a snapshot query's rectangle overlaps."""
-        r, c = kernels.rect_cells(np.asarray(rows, np.int64), ev.xmin, ev.ymin, ev.xmax, ev.ymax, *self.grid.args)
-        space = self.cell_worker[c] >= 0
-        tmap = self.cell_tmap[c[~space]]
-        n_slots = self.tmc_ptr[tmap + 1] - self.tmc_ptr[tmap]
-        slot = np.arange(int(n_slots.sum())) - np.repeat(np.cumsum(n_slots) - n_slots, n_slots)
-        r = np.concatenate([r[space], np.repeat(r[~space], n_slots)])
-        w = np.concatenate([self.cell_worker[c[space]], self.tmc_worker[np.repeat(self.tmc_ptr[tmap], n_slots) + slot]])
-        key = np.unique(r * self.n_workers + w)
-        return key // self.n_workers, key % self.n_workers
+        """Every worker of every cell a snapshot query's rectangle overlaps, once, by row."""
+        return rect_workers(np.unique(np.asarray(rows, np.int64)), ev.xmin, ev.ymin, ev.xmax, ev.ymax,
+                            *self.grid.args, self.cell_worker, self.cell_tmap, self.tmc_ptr, self.tmc_worker,
+                            self.n_workers)
 
     route_frequent_terms = snapshot_targets  # top-k-terms queries (SSTD's STQ and CTQ reports): a snapshot's rule
 

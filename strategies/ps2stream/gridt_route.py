@@ -186,3 +186,49 @@ def fill_rects_h1(rows, op, offsets, values, xmin, ymin, xmax, ymax, x0, y0, inv
                     total += stamp[w] != i
                     stamp[w] = i
     return total
+
+
+@njit(cache=True)
+def rect_workers(rows, xmin, ymin, xmax, ymax, x0, y0, inv_cw, inv_ch, nx, ny, cell_worker, cell_tmap, tmc_ptr,
+                 tmc_worker, n_workers):
+    """(row, worker) once for every worker of every cell each rectangle overlaps (a space cell's
+    worker; every worker of a text cell's term map), rows in the given order and workers ascending.
+    A rectangle stops scanning cells once it holds every worker, and no (row, cell) pair is ever
+    stored: a snapshot query as wide as the space (SSTD's second SKQ round when fewer than k
+    objects qualify) costs n_workers pairs, not one per cell."""
+    out_r = np.empty(len(rows) * n_workers, np.int64)
+    out_w = np.empty(len(rows) * n_workers, np.int64)
+    mark = np.zeros(n_workers, np.bool_)
+    total = 0
+    for i in range(len(rows)):
+        r = rows[i]
+        mark[:] = False
+        found = 0
+        ix0 = axis_cell(xmin[r], x0, inv_cw, nx)
+        ix1 = axis_cell(xmax[r], x0, inv_cw, nx)
+        iy = axis_cell(ymin[r], y0, inv_ch, ny)
+        iy1 = axis_cell(ymax[r], y0, inv_ch, ny)
+        while iy <= iy1 and found < n_workers:
+            for ix in range(ix0, ix1 + 1):
+                c = iy * nx + ix
+                w = cell_worker[c]
+                if w >= 0:
+                    if not mark[w]:
+                        mark[w] = True
+                        found += 1
+                else:
+                    t = cell_tmap[c]
+                    for s in range(tmc_ptr[t], tmc_ptr[t + 1]):
+                        w = tmc_worker[s]
+                        if not mark[w]:
+                            mark[w] = True
+                            found += 1
+                if found == n_workers:
+                    break
+            iy += 1
+        for w in range(n_workers):
+            if mark[w]:
+                out_r[total] = r
+                out_w[total] = w
+                total += 1
+    return out_r[:total], out_w[:total]
