@@ -1,7 +1,7 @@
 """Where a preset's runs spend their time and copies (issue 40: the measured cause behind a verdict),
 read from a runs table without running anything.
 
-One row per cell (dataset, workload, workers, x, variant): the newest ok run, with its throughput
+One row per cell (dataset, workload, workers, x, facet, variant): the newest ok run, with its throughput
 on both bases and their repetition intervals, the headline's bottleneck resource and the seconds
 each modelled resource would take (busiest worker's CPU, dispatcher CPU, links, the merge stage),
 the busiest worker against the mean (time and load), and the copies an object, a query and a
@@ -18,7 +18,7 @@ import argparse
 
 import pandas as pd
 
-CELL = ["dataset", "workload", "workers", "x", "variant"]
+CELL = ["dataset", "workload", "workers", "x", "facet", "variant"]
 COLUMNS = ["throughput_compute_eps", "throughput_compute_eps_ci_lo", "throughput_compute_eps_ci_hi",
            "throughput_network_eps", "bottleneck_resource", "resource_worker_cpu_s",
            "resource_dispatcher_cpu_s", "resource_worker_link_s", "resource_dispatcher_link_s",
@@ -37,12 +37,13 @@ def table(runs: pd.DataFrame, preset: str, where: dict[str, str] | None = None,
         ok = ok[ok[key].astype(str) == value]
     if ok.empty:
         raise SystemExit(f"no ok run of the preset {preset!r} matches {where or {}}")
-    ok = ok.sort_values("started_at").groupby(CELL, as_index=False, dropna=False).last()
+    cell = [c for c in CELL if c in ok.columns]
+    ok = ok.sort_values("started_at").groupby(cell, as_index=False, dropna=False).last()
     missing = [c for c in (extra or []) if c not in ok.columns]
     if missing:
         raise SystemExit(f"--columns: the runs table has no column {missing}")
-    cols = CELL + [c for c in COLUMNS + list(extra or []) if c in ok.columns]
-    return ok[cols].sort_values(CELL).reset_index(drop=True)
+    cols = cell + [c for c in COLUMNS + list(extra or []) if c in ok.columns]
+    return ok[cols].sort_values(cell).reset_index(drop=True)
 
 
 def main() -> None:
