@@ -3,8 +3,8 @@ network's or the computation's?), read from a runs table without running anythin
 
 Each run row carries `throughput_by_bandwidth` (the network model re-evaluated at the profile's
 `sweep_bandwidths_bps`; "0" = unlimited links, CPU costs and the merge stage still charged), the
-compute-only figure and the headline's bottleneck. Prints one row per (workload, workers, variant):
-the newest ok run of the preset. Usage, from the repository root:
+compute-only figure and the headline's bottleneck. Prints one row per cell (dataset, workload, workers, x, variant):
+the newest ok run (run_anatomy.newest_per_cell). Usage, from the repository root:
 
     python benchmarks/bandwidth_table.py ps2stream_baselines --runs results/runs.parquet
 """
@@ -15,15 +15,16 @@ import argparse
 import json
 
 import pandas as pd
+from run_anatomy import newest_per_cell  # a sibling script: run as python benchmarks/bandwidth_table.py
 
 
 def table(runs: pd.DataFrame, preset: str) -> pd.DataFrame:
-    ok = runs[(runs.experiment == preset) & (runs.status == "ok")].sort_values("started_at")
-    ok = ok.groupby(["workload", "workers", "variant"], as_index=False).last()
+    ok = newest_per_cell(runs, preset)
     rows = []
     for r in ok.itertuples():
         by_bw = json.loads(r.throughput_by_bandwidth) if isinstance(r.throughput_by_bandwidth, str) else {}
-        row = {"workload": r.workload, "workers": r.workers, "variant": r.variant,
+        row = {"dataset": r.dataset, "workload": r.workload, "workers": r.workers, "x": r.x,
+               "facet": getattr(r, "facet", None), "variant": r.variant,
                "compute": r.throughput_compute_eps, "bottleneck": r.bottleneck_resource,
                "merge_s": r.resource_merge_s, "worker_link_s": r.resource_worker_link_s,
                "busy_max_mean": r.busy_max_mean, "code": r.code_version}

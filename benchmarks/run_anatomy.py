@@ -26,10 +26,9 @@ COLUMNS = ["throughput_compute_eps", "throughput_compute_eps_ci_lo", "throughput
            "query_replication", "stored_replication", "repetitions", "too_short", "oracle_ok"]
 
 
-def table(runs: pd.DataFrame, preset: str, where: dict[str, str] | None = None,
-          extra: list[str] | None = None) -> pd.DataFrame:
-    """The newest ok run of each cell of `preset`, narrowed by `where` (column -> value, compared
-    as text), with COLUMNS and `extra` (those the table has)."""
+def newest_per_cell(runs: pd.DataFrame, preset: str, where: dict[str, str] | None = None) -> pd.DataFrame:
+    """The newest ok run of each cell of `preset` (every column), narrowed by `where` (column ->
+    value, compared as text); also what bandwidth_table.py reads."""
     ok = runs[(runs.experiment == preset) & (runs.status == "ok")]
     for key, value in (where or {}).items():
         if key not in ok.columns:
@@ -38,7 +37,14 @@ def table(runs: pd.DataFrame, preset: str, where: dict[str, str] | None = None,
     if ok.empty:
         raise SystemExit(f"no ok run of the preset {preset!r} matches {where or {}}")
     cell = [c for c in CELL if c in ok.columns]
-    ok = ok.sort_values("started_at").groupby(cell, as_index=False, dropna=False).last()
+    return ok.sort_values("started_at").groupby(cell, as_index=False, dropna=False).last()
+
+
+def table(runs: pd.DataFrame, preset: str, where: dict[str, str] | None = None,
+          extra: list[str] | None = None) -> pd.DataFrame:
+    """`newest_per_cell` with COLUMNS and `extra` (those the table has)."""
+    ok = newest_per_cell(runs, preset, where)
+    cell = [c for c in CELL if c in ok.columns]
     missing = [c for c in (extra or []) if c not in ok.columns]
     if missing:
         raise SystemExit(f"--columns: the runs table has no column {missing}")
