@@ -13,7 +13,7 @@ WORKERS ?= 2
 CORES ?= 1
 MEMORY ?= 2g
 
-.PHONY: venv run test test-cluster sweep experiment reproduce report site record plots bench bench-check mlflow-ui clean cluster-up cluster-status cluster-down
+.PHONY: venv browser run test test-cluster sweep experiment reproduce report site record plots bench bench-check mlflow-ui clean cluster-up cluster-status cluster-down
 
 venv: $(STAMP)
 
@@ -33,8 +33,21 @@ $(STAMP): requirements.txt pyproject.toml
 run: $(STAMP)  ## the default experiment: the four baseline strategies on STS-Q1, 8 workers, comparison table (ARGS=strategy=all: every one)
 	$(PY) -m harness $(ARGS)
 
+# The results site's browser test drives Debian's headless Chromium through its driver; nothing
+# downloads a browser at run time. Installed here when missing, so `make test` passes by itself on
+# a fresh machine (as root, or through sudo); otherwise the command to run is named.
+BROWSER_PACKAGES := chromium chromium-driver
+browser:  ## the system's headless Chromium and chromedriver (Debian's packages) for the site's browser test, installed when missing
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then exit 0; fi; \
+	  echo "installing Debian's $(BROWSER_PACKAGES) for the results site's browser test (once)"; \
+	  if [ "$$(id -u)" = 0 ]; then as=""; elif command -v sudo >/dev/null 2>&1; then as="sudo"; else \
+	    echo "make test needs $(BROWSER_PACKAGES): run 'apt-get update && apt-get install -y $(BROWSER_PACKAGES)' as root" >&2; exit 2; fi; \
+	  { $$as apt-get update -q && $$as env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(BROWSER_PACKAGES); } >/tmp/stps-browser-install.log 2>&1 \
+	    || { tail -20 /tmp/stps-browser-install.log >&2; echo "installing $(BROWSER_PACKAGES) failed (log above)" >&2; exit 2; }; \
+	  command -v chromium && command -v chromedriver
+
 TEST_PROCS ?= 2
-test: $(STAMP)  ## the test suite in TEST_PROCS processes (tiny workloads, real Spark, MLflow and Hydra; the slow cluster fault tests are make test-cluster's)
+test: $(STAMP) browser  ## the test suite in TEST_PROCS processes (tiny workloads, real Spark, MLflow and Hydra; the slow cluster fault tests are make test-cluster's)
 	$(PY) -m pytest -q -m "not slow" -n $(TEST_PROCS) $(ARGS)
 
 test-cluster: $(STAMP)  ## every test that starts a real standalone cluster on loopback (make test runs the fast one), and the other slow ones

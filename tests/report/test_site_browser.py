@@ -29,7 +29,7 @@ from harness.report.site_data import tally_groups
 from harness.report.site_record import CHROMIUM_FLAGS
 from tests.report import site_tiny
 
-INSTALL = "apt-get update && apt-get install -y chromium chromium-driver"
+INSTALL = "make browser (apt-get update && apt-get install -y chromium chromium-driver)"
 
 
 def _browser_paths() -> tuple[str, str]:
@@ -37,7 +37,7 @@ def _browser_paths() -> tuple[str, str]:
     if not Path(chromium).exists() or driver is None:
         pytest.fail(f"the results site's browser test needs the system's headless Chromium and its driver, and "
                     f"{'chromium' if not Path(chromium).exists() else 'chromedriver'} is missing: install them "
-                    f"with `{INSTALL}` (as root; .ci/run does it). No browser is downloaded at run time.",
+                    f"with `{INSTALL}` (as root; `make test` does it when they are missing). No browser is downloaded at run time.",
                     pytrace=False)
     return chromium, driver
 
