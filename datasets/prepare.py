@@ -115,6 +115,7 @@ def cache_key(cfg) -> dict:
         key["locations"] = str(cfg.locations)
         if cfg.locations == "gaussian":
             key["location_sd_deg"] = float(cfg.location_sd_deg)
+        key["space"] = "places_box"  # extent = the global space, not the data's bbox (issue 47)
     if source == "file" and getattr(cfg, "text_rest_of_line", False):  # off: the key of caches made before it
         key["text_rest_of_line"] = True
     if source == "file":
@@ -213,23 +214,44 @@ def prepare_dataset(cfg, spark, cache_root: pathlib.Path) -> PreparedDataset:
                          f"{ {k: v for k, v in bad_rows.items() if v} })" + (f"; {hint}" if hint else ""))
     if hint:
         log.warning("%s: %s", cfg.name, hint)
-    objects, extent, origin = _finish(table, has_ts)
+    objects, extent, origin = _finish(table, has_ts, global_space(cfg))
     ds = PreparedDataset(cfg.name, objects, vocab, extent, origin, bad_rows, n_input, str(path), swapped, rescued)
     _save(ds, path, cache_key(cfg), time.perf_counter() - t0)
     return _load(path) if path.exists() else ds
 
 
-def _finish(table: pa.Table, has_ts: bool):
-    """Order by (ts, row), number the objects, fill row-order time, project to km."""
+def global_space(cfg) -> tuple[float, float, float, float] | None:
+    """The (lon, lat) box a synthetic location variant's extent is (SSTD's Uni and Gau), or None:
+    the data's own bounding box.
+
+    SSTD sizes query regions as shares of "the global space" (sstd.txt l.320) and centres Gau at
+    "the mid-points of the space's axes" (l.338): the space TW14 spans, whatever the variant draws.
+    A Gaussian of sd 1 degree spans some 900 km, so the data's own box made a 1% region 1/16 of
+    TW14's (fidelity review, cause F). Uni and Gau therefore take the places' box, the space the
+    TW14 stand-in's locations come from, as their extent and projection centre."""
+    if source_of(cfg.name) != "synthetic" or cfg.locations == "places":
+        return None
+    return tuple(float(v) for v in synthetic.build_model(cfg)["box"])
+
+
+def _finish(table: pa.Table, has_ts: bool, space: tuple[float, float, float, float] | None = None):
+    """Order by (ts, row), number the objects, fill row-order time, project to km. The extent is the
+    objects' bounding box, or the projected `space` (lon0, lat0, lon1, lat1) when one is given."""
     table = table.take(pc.sort_indices(table, sort_keys=[("ts", "ascending"), ("_row", "ascending")]))
     n = table.num_rows
     ts = table.column("ts").to_numpy() if has_ts else np.arange(n, dtype=np.float64)
     lon = table.column("lon").to_numpy()
     lat = table.column("lat").to_numpy()
-    lon0, lat0 = bbox_centre(lon, lat)
+    box_lon, box_lat = (lon, lat) if space is None else (np.array(space[0::2]), np.array(space[1::2]))
+    lon0, lat0 = bbox_centre(box_lon, box_lat)
     x, y = project(lon, lat, lon0, lat0)
     terms = table.column("terms").combine_chunks().cast(pa.list_(pa.int32()))
     objects = pa.table([pa.array(np.arange(n, dtype=np.int64)), pa.array(ts, pa.float64()), pa.array(lon),
                         pa.array(lat), pa.array(x), pa.array(y), terms], schema=OBJECT_SCHEMA)
-    extent = (float(x.min()), float(y.min()), float(x.max()), float(y.max()))
+    if space is None:
+        extent = (float(x.min()), float(y.min()), float(x.max()), float(y.max()))
+    else:  # the space's projected corners (a box about the centre projects to a rectangle), holding every object
+        bx, by = project(box_lon[[0, 1, 0, 1]], box_lat[[0, 0, 1, 1]], lon0, lat0)
+        extent = (float(min(bx.min(), x.min())), float(min(by.min(), y.min())),
+                  float(max(bx.max(), x.max())), float(max(by.max(), y.max())))
     return objects, extent, (lon0, lat0)

@@ -7,9 +7,11 @@
   worker-level |O_w| * q_w of `stats.workers` (docs/decisions.md).
 - PM and FM (Section 5.2): the reallocations of reallocation.py; they only read per-unit
   statistics, so they work on any router with units.
-- FG (Section 5.3): the QT-tree adjustment of fgtree.py. `fg` escalates as SSTD recommends
-  (PM, then FM, then FG: "PM+FM+FG", Section 7.6); `escalate: false` gives FG alone, and `fm`
-  with `escalate: true` gives PM+FM, so all of Fig. 14's plans can be run.
+- FG (Section 5.3): the QT-tree adjustment of fgtree.py, alone (`fg`: the paper's plan (v), sstd.txt
+  l.378). The escalations are adjusters of their own: `pmfm` (plan (iv), PM then FM) and `pmfmfg`
+  (plan (vi), PM then FM then FG: SSTD's recommended plan, l.386), so each of Section 7.6's six
+  plans has one name and a claim reads the plan its figure names (ADR in docs/decisions.md, "SSTD's
+  FG is FG").
 """
 
 from __future__ import annotations
@@ -107,47 +109,52 @@ class PMAdjuster(_Reallocation):
 
 
 class FMAdjuster(_Reallocation):
-    """`fm`: SSTD's full reallocation (Section 5.2); `escalate` tries PM first (PM+FM)."""
+    """`fm`: SSTD's full reallocation (Section 5.2) alone, plan (iii) of Section 7.6."""
 
     name = "fm"
-
-    @dataclass
-    class Params:
-        lam: float = 6.0  # lambda of Definition 4 (Section 7.6: 6)
-        escalate: bool = False  # PM first, FM only if PM's predicted ratio stays > lambda
+    plan_steps: tuple[str, ...] = ("fm",)
 
     def adjust(self, router: Router, stats: EpochStats) -> MigrationPlan | None:
         hit, ratio = self.detect(stats)
         if not hit:
             return None
-        best, tried = self._escalate(("pm", "fm") if self.params.escalate else ("fm",), router, stats, ratio)
+        best, tried = self._escalate(self.plan_steps, router, stats, ratio)
         return None if best is None else self._plan(router, *best, tried)
 
 
+class PMFMAdjuster(FMAdjuster):
+    """`pmfm`: plan (iv) of Section 7.6, "using PM followed by FM" (sstd.txt l.378): FM only when
+    PM's predicted ratio stays above lambda."""
+
+    name = "pmfm"
+    plan_steps = ("pm", "fm")
+
+
 class FGAdjuster(_Reallocation):
-    """`fg`: QT-tree adjustment (Section 5.3) then FM on the new tree; by default escalating
-    PM -> FM -> FG (SSTD's recommended PM+FM+FG), `escalate: false` for FG alone."""
+    """`fg`: the QT-tree adjustment of Section 5.3 (split the most loaded leaf, merge the least
+    loaded siblings, then FM on the new tree) and nothing else: plan (v) of Section 7.6
+    (sstd.txt l.378). PM and FM are never tried first; `pmfmfg` is the escalating plan."""
 
     name = "fg"
     strategies = frozenset({"qttree", "quadtree", "text_only"})
+    escalation: tuple[str, ...] = ()  # reallocations tried before FG, in order
 
     @dataclass
     class Params:
         lam: float = 6.0  # lambda of Definition 4 (Section 7.6: 6)
         epsilon: float = 0.5  # Eq. 3: spatial split if h-hat <= epsilon (Section 7.6: 0.5)
-        escalate: bool = True  # PM, then FM, then FG (Section 5.3's summary; Section 7.6's PM+FM+FG)
         max_rounds: int = 64  # split/merge rounds at most (the paper argues termination only)
 
     def adjust(self, router: Router, stats: EpochStats) -> MigrationPlan | None:
         if not isinstance(router, QTTreeRouter):
-            raise TypeError(f"fg adjusts QT-trees (qttree, quadtree, text_only), not {type(router).__name__}")
+            raise TypeError(f"{self.name} adjusts QT-trees (qttree, quadtree, text_only), not {type(router).__name__}")
         hit, ratio = self.detect(stats)
         if not hit:
             return None
         tried: list[dict] = []
         fallback = None
-        if self.params.escalate:
-            fallback, tried = self._escalate(("pm", "fm"), router, stats, ratio)
+        if self.escalation:
+            fallback, tried = self._escalate(self.escalation, router, stats, ratio)
             if fallback is not None and fallback[1]["ratio_predicted"] <= float(self.params.lam):
                 return self._plan(router, *fallback, tried)
         plan = FGTree(router, stats.recent, stats.live, self.split_kinds(), self.params).adjust(self.n_workers)
@@ -161,3 +168,12 @@ class FGAdjuster(_Reallocation):
             return tuple(getattr(registry.get(self.strategy), "split_kinds", ("spatial", "text")))
         except ValueError:
             return ("spatial", "text")
+
+
+class PMFMFGAdjuster(FGAdjuster):
+    """`pmfmfg`: plan (vi) of Section 7.6, SSTD's recommended PM+FM+FG (sstd.txt l.386): PM; if its
+    predicted ratio still exceeds lambda, FM; if that too, FG. Each step is planned from the
+    current placement; if FG finds nothing, the last of PM and FM that improved is the plan."""
+
+    name = "pmfmfg"
+    escalation = ("pm", "fm")

@@ -123,9 +123,11 @@ def test_the_fig7_configs_compose_and_their_cache_keys_differ():
 
 
 @pytest.mark.spark
-def test_prepared_gau_holds_the_tw14_generators_text_and_times_in_a_smaller_extent(spark, tmp_path):
-    """Through Hydra and prepare_dataset as the runner calls them (one Spark preparation: TW14's
-    objects are regenerated directly, partition by partition, as the Spark job seeds them)."""
+def test_prepared_gau_holds_the_tw14_generators_text_and_times_in_tw14s_space(spark, tmp_path):
+    """Through Hydra and prepare_dataset as the runner calls them (one Spark preparation each: TW14's
+    objects are regenerated directly, partition by partition, as the Spark job seeds them). Gau's
+    extent is the global space TW14 spans, centred on its axes' mid-points (sstd.txt l.320, l.338),
+    so a query region of a given share has TW14's area, not a share of Gau's own ~900 km box."""
     cfg = _composed("dataset=synthetic_gauss", "dataset.size=2000", "dataset.partitions=2")
     gau = prepare_dataset(cfg, spark, tmp_path)
     assert Path(gau.cache_path).name.startswith("synthetic_gauss-") and gau.objects.num_rows == 2000
@@ -137,5 +139,13 @@ def test_prepared_gau_holds_the_tw14_generators_text_and_times_in_a_smaller_exte
     words = np.array(gau.vocab.column("term").to_pylist(), dtype=object)
     offsets, ids = list_to_csr(gau.objects.column("terms"))
     assert all(set(words[ids[offsets[i]:offsets[i + 1]]]) == set(text[i].split()) for i in range(len(text)))
-    x0, y0, x1, y1 = gau.extent  # +-4 sd of 1 degree: under 900 km, against the US's ~5,000 x 2,900 km
-    assert x1 - x0 < 1000 and y1 - y0 < 1000
+    x = gau.objects.column("x").to_numpy()
+    y = gau.objects.column("y").to_numpy()
+    assert np.ptp(x) < 1000 and np.ptp(y) < 1000  # +-4 sd of 1 degree: the objects stay in a hot spot
+    x0, y0, x1, y1 = gau.extent
+    assert x0 <= x.min() and x.max() <= x1 and y0 <= y.min() and y.max() <= y1
+    assert abs((x0 + x1) / 2) < 1 and abs((y0 + y1) / 2) < 1  # centred on the space's mid-points
+    tw = prepare_dataset(_composed("dataset=synthetic", "dataset.size=2000", "dataset.partitions=2"), spark, tmp_path)
+    tx0, ty0, tx1, ty1 = tw.extent
+    area_gau, area_tw = (x1 - x0) * (y1 - y0), (tx1 - tx0) * (ty1 - ty0)
+    assert area_gau > 4000 * 2000 and abs(area_gau / area_tw - 1) < 0.1  # the same share, the same area

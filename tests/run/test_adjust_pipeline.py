@@ -30,7 +30,7 @@ def config(root: Path, *overrides):
 
 
 def test_every_issue_adjuster_is_registered():
-    assert {"none", "dp", "gr", "si", "ra", "pm", "fm", "fg", "tornado"} <= set(adjuster_names())
+    assert {"none", "dp", "gr", "si", "ra", "pm", "fm", "pmfm", "fg", "pmfmfg", "tornado"} <= set(adjuster_names())
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from strategies import registry
 from strategies.adjust_base import UNIT_COLUMNS, EpochStats, get_adjuster
 from strategies.base import FitContext, route_stream
 from harness.core.allocate import karmarkar_karp, subset_loads
-from strategies.sstd.balance import FGAdjuster, FMAdjuster, PMAdjuster
+from strategies.sstd.balance import FGAdjuster, FMAdjuster, PMAdjuster, PMFMAdjuster, PMFMFGAdjuster
 from strategies.sstd.fgtree import FGTree
 from strategies.sstd.qttree.assemble import assemble, to_router
 from strategies.sstd.qttree.cost import CostModel
@@ -260,7 +260,7 @@ def test_escalation_stops_at_the_first_method_that_meets_lambda():
     owner = router.unit_owner()
     n = len(owner)
     per = np.bincount(owner, minlength=4)[owner].astype(float)
-    fg = FGAdjuster(FGAdjuster.Params(lam=1.5), 4, CTX, "quadtree")
+    fg = PMFMFGAdjuster(PMFMFGAdjuster.Params(lam=1.5), 4, CTX, "quadtree")
     # one worker has everything, spread over its leaves: PM (halving it with an idle worker) is
     # not enough for 1.5 when two other workers stay idle, FM is
     load = np.where(owner == 0, 1.0, 0.0)
@@ -270,8 +270,11 @@ def test_escalation_stops_at_the_first_method_that_meets_lambda():
     load = np.select([owner == 0, owner == 1], [4.0, 1.0], 2.5) / per
     plan = fg.adjust(router, synthetic_stats(load, np.ones(n), owner, 4))
     assert plan.info["operation"] == "pm"
-    fm = FMAdjuster(FMAdjuster.Params(lam=1.5, escalate=True), 4, CTX, "quadtree")
-    assert fm.adjust(router, synthetic_stats(load, np.ones(n), owner, 4)).info["operation"] == "pm"
+    pmfm = PMFMAdjuster(PMFMAdjuster.Params(lam=1.5), 4, CTX, "quadtree")
+    assert pmfm.adjust(router, synthetic_stats(load, np.ones(n), owner, 4)).info["operation"] == "pm"
+    # FM alone never tries PM first, FG alone neither PM nor FM (sstd.txt l.378, plans (iii), (v))
+    fm = FMAdjuster(FMAdjuster.Params(lam=1.5), 4, CTX, "quadtree")
+    assert [t["operation"] for t in fm.adjust(router, synthetic_stats(load, np.ones(n), owner, 4)).info["tried"]] == ["fm"]
 
 
 # --- FG -------------------------------------------------------------------------------------------
@@ -303,7 +306,7 @@ def hot_leaf_case(name="quadtree", hot=(30.0, 62.0)):
 def test_fg_splits_the_hot_leaf_and_balances():
     router, recent, live, live_start = hot_leaf_case()
     stats = epoch_stats(router, recent, live_start, live)
-    fg = FGAdjuster(FGAdjuster.Params(escalate=False), 4, CTX, "quadtree")
+    fg = FGAdjuster(FGAdjuster.Params(), 4, CTX, "quadtree")
     plan = fg.adjust(router, stats)
     assert plan.info["operation"] == "fg" and plan.info["splits"]["spatial"] >= 1 and plan.info["splits"]["text"] == 0
     hot_leaf = router.leaf_worker.size and router.units(make_events([("o", 30.0, 62.0, [1])]), [0])[1][0]
@@ -328,7 +331,7 @@ def test_fg_splits_textually_where_queries_cover_the_leaf():
     live = live_of(warm)
     recent = uniform_stream(2, 2500, 0, big=True, hot=(30.0, 62.0), hot_share=0.8)
     stats = epoch_stats(router, recent, live, live)
-    plan = FGAdjuster(FGAdjuster.Params(escalate=False), 4, CTX, "qttree").adjust(router, stats)
+    plan = FGAdjuster(FGAdjuster.Params(), 4, CTX, "qttree").adjust(router, stats)
     assert plan.info["splits"] == {"spatial": 0, "text": 1}
     assert worker_ratio(router, recent, live) > 6 >= worker_ratio(plan.router, recent, live)
     validate_plan(plan, router, live, 4)
@@ -424,14 +427,14 @@ def drift_runs():
     ev = drifting_stream()
     ctx = FitContext((0.0, 0.0, 100.0, 100.0), np.bincount(ev.values).astype(np.float64), 0)
     runs = {}
-    for key, adjust, params in (("none", "none", {}), ("pm", "pm", {}), ("fm", "fm", {}), ("fg", "fg", {}),
-                                ("fg_only", "fg", {"escalate": False})):
+    for key, adjust, params in (("none", "none", {}), ("pm", "pm", {}), ("fm", "fm", {}), ("pmfmfg", "pmfmfg", {}),
+                                ("fg", "fg", {})):
         runs[key] = simulate(ev, 1200, "qttree", 4, epoch_events=300, adjust=adjust, adjust_params=params,
                              strategy_params={"theta": 16}, context=ctx)
     return runs
 
 
-@pytest.mark.parametrize("key,ops", [("pm", {"pm"}), ("fm", {"fm"}), ("fg", {"pm", "fm", "fg"}), ("fg_only", {"fg"})])
+@pytest.mark.parametrize("key,ops", [("pm", {"pm"}), ("fm", {"fm"}), ("pmfmfg", {"pm", "fm", "fg"}), ("fg", {"fg"})])
 def test_end_to_end_exact_and_better_balanced(drift_runs, key, ops):
     static, run = drift_runs["none"], drift_runs[key]
     assert static.exact and run.exact
@@ -440,6 +443,8 @@ def test_end_to_end_exact_and_better_balanced(drift_runs, key, ops):
     tail = slice(3, None)  # the drift has built up
     imb = [np.mean([e["load_max_mean"] for e in res.epochs[tail]]) for res in (run, static)]
     assert imb[0] < 0.75 * imb[1]
-    if key.startswith("fg"):
+    if key == "fg":  # FG alone never runs PM or FM (sstd.txt l.378, plan (v))
+        assert all(t["operation"] == "fg" for p in run.plans for t in p.info["tried"])
+    if "fg" in key:
         assert any(p.info["operation"] == "fg" for p in run.plans)
         assert run.router.n_leaves != 16 or not np.array_equal(run.router.kind, static.router.kind)
