@@ -22,7 +22,10 @@ cell, alphas and largest weights cannot reach its smallest theta is skipped whol
 others are read, sorted by the message weight a subscription needs through that term (Thm 5.1 as a
 sort key, Thm 5.4's early stop), only as far as the message's largest weight from that term on
 reaches (Def. 5's refined prefix); each subscription read is bounded by the common keyword's
-product plus Eq. 5 over the rest (Thm 5.2) and by its exact spatial similarity. Registration and
+product plus Eq. 5 over the rest (Thm 5.2) and by its exact spatial similarity. That is IGPT, the
+default `method`; Skype's baselines are selectable (skype.txt l.729-737): ipt reads every block
+whole with the same individual bounds (l.761), ciq finds the candidates in CIQ's inverted files
+over covering cells (ciq.py, l.64). Registration and
 re-evaluation search the window's message index, built once per epoch (message_index.py;
 docs/decisions.md, "Top-k subscriptions").
 
