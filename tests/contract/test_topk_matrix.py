@@ -19,6 +19,7 @@ from tests.helpers import random_objects
 from tests.streams import random_topk_stream
 
 STRATEGIES = registry.supporting("topk")
+METHODS = families.get("topk").methods  # every index.topk.method (IGPT, IPT, CIQ)
 
 
 @pytest.fixture(scope="module")
@@ -34,12 +35,14 @@ def test_the_term_partitioners_and_hash_route_topk_and_space_partitioners_do_not
     assert not {"grid", "kdtree", "kdt", "qttree", "agrid", "dkmsks", "sop"} & set(STRATEGIES)
 
 
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("n_workers", [2, 16])
-def test_topk_results_equal_the_oracle(topk, strategy, n_workers):
-    res = simulate(topk.events, topk.warmup, strategy, n_workers, epoch_events=len(topk.events) // 5)
+def test_topk_results_equal_the_oracle(topk, strategy, n_workers, method):
+    res = simulate(topk.events, topk.warmup, strategy, n_workers, epoch_events=len(topk.events) // 5,
+                   index_params={"topk": {"method": method}})
     assert len(res.epochs) >= 2
-    assert res.exact, (strategy, n_workers, res.digest, res.oracle_digest)
+    assert res.exact, (strategy, n_workers, method, res.digest, res.oracle_digest)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -103,10 +106,16 @@ def test_a_window_larger_than_the_dataset_is_refused():
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), mode=st.sampled_from(["cskyband", "skyband", "recompute", "kmax"]),
        strategy=st.sampled_from(["hash", "dskype_keyword", "dskype_prefix"]), epoch=st.integers(4, 40),
-       window=st.integers(1, 30), pair_cost=st.sampled_from([1.0, 150.0, 1e6]))
-def test_every_reevaluation_mode_equals_the_oracle(seed, mode, strategy, epoch, window, pair_cost):
+       window=st.integers(1, 30), pair_cost=st.sampled_from([1.0, 150.0, 1e6]), method=st.sampled_from(METHODS))
+def test_every_reevaluation_mode_equals_the_oracle(seed, mode, strategy, epoch, window, pair_cost, method):
     ev = random_topk_stream(seed, n_objects=70, n_queries=10, window=window, k_max=6)
     res = simulate(ev, window, strategy, 3, epoch_events=epoch,
                    index_params={"topk": {"reevaluation": mode, "skyband_ratio": 0.8, "kmax": 4,
-                                          "pair_cost": pair_cost}})
-    assert res.exact, (seed, mode, strategy, epoch, window, pair_cost)
+                                          "pair_cost": pair_cost, "method": method}})
+    assert res.exact, (seed, mode, strategy, epoch, window, pair_cost, method)
+
+
+def test_every_method_is_tested_and_a_bad_method_is_refused_naming_the_allowed():
+    assert set(METHODS) == {"igpt", "ipt", "ciq"}
+    with pytest.raises(ConfigError, match="index.topk.method='tree'.*allowed: igpt, ipt, ciq"):
+        validate(composed("workload=topk_q", "strategy=hash", "index.topk.method=tree"))

@@ -4,9 +4,11 @@ against the window, deletion. Entries are checked as (query, object, trigger seq
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from harness.core.events import DELETE, INSERT, OBJECT, OR, TOPK, Events
 from harness.engine.simulate import simulate
+from harness.families import registry as families
 from harness.families.topk.keys import entry_keys
 from harness.families.topk.oracle import topk_oracle
 
@@ -35,6 +37,11 @@ def keys(*triples):
 
 
 PIZZA, COFFEE, SHOES = 0, 1, 2
+METHODS = families.get("topk").methods  # every index.topk.method: each one equals the oracle
+
+
+def run(ev, warmup, workers, method):
+    return simulate(ev, warmup, "hash", workers, epoch_events=1, index_params={"topk": {"method": method}})
 
 
 def fig1():
@@ -47,29 +54,32 @@ def fig1():
     ], window=4)
 
 
-def test_fig1_u1_refills_with_e3_u3_takes_e5_u2_keeps_e2():
+@pytest.mark.parametrize("method", METHODS)
+def test_fig1_u1_refills_with_e3_u3_takes_e5_u2_keeps_e2(method):
     expected = keys((1, 1, 4), (2, 2, 5), (3, 4, 6),  # registrations against the window
                     (1, 3, 7), (3, 5, 7))  # at e5's arrival: u1's refill after e1 expires, u3's new best
     assert np.array_equal(np.sort(topk_oracle(fig1())), expected)
     for workers in (1, 2, 3):
-        res = simulate(fig1(), 7, "hash", workers, epoch_events=1)
+        res = run(fig1(), 7, workers, method)
         assert res.exact and res.digest.startswith("5:"), (workers, res.digest)
 
 
-def test_a_tie_goes_to_the_newer_message_and_no_keyword_in_common_never_enters():
+@pytest.mark.parametrize("method", METHODS)
+def test_a_tie_goes_to_the_newer_message_and_no_keyword_in_common_never_enters(method):
     ev = stream([(OBJECT, 1, 10, [COFFEE]), (INSERT, 7, 0, [COFFEE], 1, 0.5),
                  (OBJECT, 2, 10, [COFFEE]),  # the same score: the newer one wins (kScore <= Score)
                  (OBJECT, 3, 0, [SHOES]),  # at the subscription's own point, but no common keyword
                  (OBJECT, 4, 5, [COFFEE, SHOES])], window=10)
     assert np.array_equal(np.sort(topk_oracle(ev)), keys((7, 1, 1), (7, 2, 2), (7, 4, 4)))
-    assert simulate(ev, 2, "hash", 2, epoch_events=1).exact
+    assert run(ev, 2, 2, method).exact
 
 
-def test_an_expiry_refills_from_the_window_and_a_deleted_query_gets_nothing():
+@pytest.mark.parametrize("method", METHODS)
+def test_an_expiry_refills_from_the_window_and_a_deleted_query_gets_nothing(method):
     ev = stream([(OBJECT, 1, 0, [COFFEE]), (OBJECT, 2, 90, [COFFEE]), (INSERT, 1, 0, [COFFEE], 1, 0.9),
                  (INSERT, 2, 0, [COFFEE], 2, 0.9), (OBJECT, 3, 95, [PIZZA]),  # o1 expires: q1 refills o2
                  (DELETE, 2, 0, [COFFEE], 2, 0.9), (OBJECT, 4, 0, [COFFEE])], window=2)
     expected = keys((1, 1, 2), (2, 1, 3), (2, 2, 3), (1, 2, 4), (1, 4, 6))
     assert np.array_equal(np.sort(topk_oracle(ev)), expected)
     for workers in (1, 2):
-        assert simulate(ev, 4, "hash", workers, epoch_events=1).exact
+        assert run(ev, 4, workers, method).exact

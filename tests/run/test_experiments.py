@@ -150,7 +150,7 @@ def test_top_k_claims_are_checkable_from_the_skype_and_dskype_presets():
     presets = {name: _preset_cells(name) for name in PRESETS if name.startswith(("dskype_", "skype_"))}
     listed = [c for c in claims.load_claims() if c["paper"] == "dskype"]
     assert {c["preset"] for c in listed if c["check"].get("across") == "x"} == \
-        {"skype_reevaluation", "dskype_hybrid", "dskype_k", "dskype_subscriptions"}
+        {"skype_reevaluation", "skype_index", "skype_index_time", "dskype_hybrid", "dskype_k", "dskype_subscriptions"}
     for c in listed:
         chk, where = c["check"], c["check"].get("where") or {}
         named = {str(v) for v in claims._subjects(chk)} | {str(o) for o in chk.get("others") or []}

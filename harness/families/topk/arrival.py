@@ -32,6 +32,12 @@ from harness.families.topk.skyband import KMAX, better, grown
 
 SEEN, PRUNED, CANDIDATE = 0, 1, 2
 
+# how an arrival finds the subscriptions it may enter (`index.topk.method`, skype.txt l.729-737):
+# igpt = Skype's individual and group pruning (this module); ipt = its individual pruning only
+# (`arrival_candidates(group=False)`, l.761); ciq = Chen et al.'s index, Skype's baseline (ciq.py, l.731)
+IGPT, IPT, CIQ = 0, 1, 2
+METHODS = {"igpt": IGPT, "ipt": IPT, "ciq": CIQ}
+
 
 @njit(cache=True, inline="always")
 def consider(s, stamp, t, s_wt, m_wt, s_rest_sum, s_rest_max, m_rest_sum, m_rest_max, alpha, dx, dy, s_seen, lam,
@@ -56,7 +62,7 @@ def consider(s, stamp, t, s_wt, m_wt, s_rest_sum, s_rest_max, m_rest_sum, m_rest
 @njit(cache=True)
 def arrival_candidates(m, t, stamp, m_off, m_val, m_w, m_x, m_y, m_rmax, m_rsum, sub_index, ov_head, ov_next, ov_sub,
                        ov_j, s_w, s_wsum, s_rmax, s_seen, lam, theta, s_redo, s_ins, s_del, s_x, s_y, s_alpha,
-                       max_dist, cand):
+                       max_dist, cand, group=True):
     """The live subscriptions message m may enter at t, into cand; returns their count, the pairs
     pruned one by one and the blocks skipped whole. Terms rarest first, so a subscription is met
     first at its rarest common keyword, where its text bound is loosest. Per block of the term
@@ -65,7 +71,13 @@ def arrival_candidates(m, t, stamp, m_off, m_val, m_w, m_x, m_y, m_rmax, m_rsum,
     this term on (Def. 5). The overflow holds those whose theta fell below the one they were posted
     with. Each one read: Thm 5.2's text bound (`text_bound`), then the exact spatial similarity
     with it (a skip is certain: the margin dwarfs rounding). Kept apart from run_events, whose
-    growing arrays would otherwise make numba count references in this loop."""
+    growing arrays would otherwise make numba count references in this loop.
+
+    group=False is Skype's IPT (skype.txt l.761: "IPT, which only employs individual pruning
+    technique"): no block is skipped whole (Thm 5.3) and every block is read to its end (no early
+    termination, Thm 5.4, nor the refined prefix's cut of the sorted block), each subscription
+    checked on its own with the same individual bounds against its current theta (so the overflow
+    lists are not needed)."""
     (blk_off, blk_cell, blk_start, blk_theta, blk_alo, blk_ahi, blk_w, blk_rsum, blk_rmax, geometry, e_sub, e_w,
      e_rsum, e_rmax, e_key, e_x, e_y, e_alpha) = sub_index
     lo_m, n_mt = m_off[m], m_off[m + 1] - m_off[m]
@@ -82,14 +94,16 @@ def arrival_candidates(m, t, stamp, m_off, m_val, m_w, m_x, m_y, m_rmax, m_rsum,
         u = q - lo_m
         mw = m_w[q]
         for b in range(blk_off[term], blk_off[term + 1]):
-            reach_s = cell_reach(blk_cell[b], geometry, mx, my, max_dist)
-            reach_t = min(1.0, text_bound(blk_w[b], mw, blk_rsum[b], blk_rmax[b], m_rsum[u], m_rmax[u]))
-            a_lo, a_hi = blk_alo[b], blk_ahi[b]
-            if max(a_lo * reach_s + (1.0 - a_lo) * reach_t, a_hi * reach_s + (1.0 - a_hi) * reach_t) \
-                    < blk_theta[b] - MARGIN:
-                skipped += 1
-                continue
-            hi_p = upper_bound(e_key, blk_start[b], blk_start[b + 1], m_rmax[u + 1])
+            hi_p = blk_start[b + 1]
+            if group:
+                reach_s = cell_reach(blk_cell[b], geometry, mx, my, max_dist)
+                reach_t = min(1.0, text_bound(blk_w[b], mw, blk_rsum[b], blk_rmax[b], m_rsum[u], m_rmax[u]))
+                a_lo, a_hi = blk_alo[b], blk_ahi[b]
+                if max(a_lo * reach_s + (1.0 - a_lo) * reach_t, a_hi * reach_s + (1.0 - a_hi) * reach_t) \
+                        < blk_theta[b] - MARGIN:
+                    skipped += 1
+                    continue
+                hi_p = upper_bound(e_key, blk_start[b], hi_p, m_rmax[u + 1])
             # the entry's own columns in sequence, the few dynamic ones by s; `consider`'s checks written
             # out, since through the helper (inlined) this loop took half as long again at 156k subscriptions
             for p in range(blk_start[b], hi_p):
@@ -111,7 +125,7 @@ def arrival_candidates(m, t, stamp, m_off, m_val, m_w, m_x, m_y, m_rmax, m_rsum,
                     continue
                 cand[n_cand] = s
                 n_cand += 1
-        e = ov_head[term]
+        e = ov_head[term] if group else -1
         while e >= 0:
             s, jj = ov_sub[e], ov_j[e]
             e = ov_next[e]

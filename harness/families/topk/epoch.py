@@ -23,8 +23,9 @@ from numba import njit
 
 from harness.core.kernels import monotonic_ns
 from harness.families.base import NEVER
-from harness.families.topk.arrival import arrival_candidates, enter_candidates, post_overflow
+from harness.families.topk.arrival import CIQ, IGPT, IPT, arrival_candidates, enter_candidates, post_overflow
 from harness.families.topk.buffers import emit_changes, oldest_lists, room_for, set_oldest, snap_growing, snap_room
+from harness.families.topk.ciq import ciq_candidates
 from harness.families.topk.message_index import best_candidates
 from harness.families.topk.reevaluation import expire, rebuild
 from harness.families.topk.skyband import grown
@@ -56,18 +57,20 @@ def epoch_scratch(m_off, n_sub, lam, n_terms):
 
 
 @njit(cache=True)
-def run_events(stream, window0, win, grid, scratch, subs, sub_index, bufs, arena, a_used, policy, work):
+def run_events(stream, window0, win, grid, scratch, subs, sub_index, ciq, bufs, arena, a_used, policy, work):
     """The epoch's events and expiries (`stream`) in seq order through the subscriptions' buffers,
     `window0` messages in the window as it starts (module docstring). Returns the change rows
     (state.Changes) and their count, the arena and its use, the re-evaluations, the pairs scored,
     offered and pruned, the blocks skipped, and the nanoseconds spent on arrivals and on expiries
-    with their re-evaluations (Skype's AMP and EMP, summed); adds each event's work to `work`."""
+    with their re-evaluations (Skype's AMP and EMP, summed); adds each event's work to `work`.
+    An arrival finds its candidates as `policy.method` says: IGPT and IPT in the subscription
+    blocks (`sub_index`, arrival.py), CIQ in its inverted files (`ciq`, ciq.py)."""
     ev_seq, ev_kind, ev_ref, exp_seq, exp_msg = stream
     m_seq, m_exp, m_x, m_y, m_off, m_val, m_w = win
     s_ins, s_del, s_x, s_y, s_k, s_alpha, s_off, s_val, s_w, s_wsum, s_rmax = subs
     b_off, b_cap, b_len, b_old, theta, lam = bufs
     a_msg, a_score, a_dom = arena
-    mode, ratio, kmax, pair_cost, max_dist = policy
+    mode, ratio, kmax, pair_cost, max_dist, method = policy
     n_ev, n_exp = len(ev_seq), len(exp_seq)
     n_sub, n_msg = len(s_k), len(m_seq)
     (o_slot, o_trig, o_msg, o_score, o_delta, s_seen, s_touch, s_redo, m_seen, m_mark, touched, snap_off, snap_msg,
@@ -123,9 +126,15 @@ def run_events(stream, window0, win, grid, scratch, subs, sub_index, bufs, arena
                 m = ref
                 live += 1
                 stamp += 1
-                n_cand, n_pruned, n_skipped = arrival_candidates(
-                    m, t, stamp, m_off, m_val, m_w, m_x, m_y, m_rmax, m_rsum, sub_index, ov_head, ov_next, ov_sub, ov_j,
-                    s_w, s_wsum, s_rmax, s_seen, lam, theta, s_redo, s_ins, s_del, s_x, s_y, s_alpha, max_dist, cand)
+                if method == CIQ:
+                    n_cand, n_pruned = ciq_candidates(m, t, m_off, m_val, m_w, m_x, m_y, ciq, theta, s_redo, s_ins,
+                                                      s_del, s_alpha, cand)
+                    n_skipped = 0
+                else:
+                    n_cand, n_pruned, n_skipped = arrival_candidates(
+                        m, t, stamp, m_off, m_val, m_w, m_x, m_y, m_rmax, m_rsum, sub_index, ov_head, ov_next, ov_sub,
+                        ov_j, s_w, s_wsum, s_rmax, s_seen, lam, theta, s_redo, s_ins, s_del, s_x, s_y, s_alpha,
+                        max_dist, cand, method != IPT)
                 pruned += n_pruned
                 skipped += n_skipped
                 a_msg, a_score, a_dom, touched, snap_off, snap_msg, snap_score = room_for(
@@ -151,7 +160,7 @@ def run_events(stream, window0, win, grid, scratch, subs, sub_index, bufs, arena
                     a_score, a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w,
                     grid, scratch, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
                 scored += n_c
-                if lam[s] < posted[s] and not in_ov[s]:
+                if method == IGPT and lam[s] < posted[s] and not in_ov[s]:  # IPT, CIQ: theta read live
                     in_ov[s] = True
                     ov_head, ov_next, ov_sub, ov_j, n_ov = post_overflow(s, s_off, s_val, ov_head, ov_next, ov_sub, ov_j,
                                                                     n_ov)
@@ -172,7 +181,7 @@ def run_events(stream, window0, win, grid, scratch, subs, sub_index, bufs, arena
                 a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w, grid,
                 scratch, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist)
             scored += n_c
-            if lam[s] < posted[s] and not in_ov[s]:
+            if method == IGPT and lam[s] < posted[s] and not in_ov[s]:  # IPT, CIQ: theta read live
                 in_ov[s] = True
                 ov_head, ov_next, ov_sub, ov_j, n_ov = post_overflow(s, s_off, s_val, ov_head, ov_next, ov_sub, ov_j, n_ov)
         if n_redo:

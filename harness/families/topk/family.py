@@ -21,6 +21,7 @@ from datasets.workloads.topk import build_topk_workload, validate_topk_window, v
 from harness.core.events import TOPK, Events
 from harness.families.base import Family, IndexContext, keyword_list_checks
 from harness.families.topk import figures
+from harness.families.topk.arrival import METHODS
 from harness.families.topk.index import TopkIndex
 from harness.families.topk.merge import TopkMerger
 from harness.families.topk.oracle import topk_oracle
@@ -47,6 +48,10 @@ class TopkFamily(Family):
         kmax: int = 60  # Skype's tuned default (Fig. 10: 20-120)
         # cskyband: Eq. 13's price of one scored pair in buffer operations (skyband.py; calibrated 150)
         pair_cost: float = PAIR_COST
+        # how an arriving message finds the subscriptions it may enter (Skype Sec. 8.1.1, l.729-737):
+        # igpt = Skype's individual and group pruning (Sec. 5, arrival.py); ipt = its individual pruning
+        # only (l.761); ciq = Chen et al.'s CIQ, Skype's baseline (l.64, l.731; ciq.py)
+        method: str = "igpt"
 
     @dataclass
     class WorkloadKnobs:
@@ -80,8 +85,12 @@ class TopkFamily(Family):
         (oracle.py: the candidates sharing a keyword), not every message."""
         return keyword_list_checks(stream)
 
+    methods = tuple(METHODS)  # every `index.topk.method`; the oracle tests run each of them
+
     @classmethod
     def check_params(cls, params) -> None:
+        if params.method not in METHODS:
+            raise ValueError(f"index.topk.method={params.method!r} is invalid; allowed: {', '.join(METHODS)}")
         if params.reevaluation not in ("cskyband", "skyband", "recompute", "kmax"):
             raise ValueError(f"index.topk.reevaluation={params.reevaluation!r} is invalid; allowed: cskyband, "
                              "skyband, recompute, kmax")

@@ -22,7 +22,10 @@ cell, alphas and largest weights cannot reach its smallest theta is skipped whol
 others are read, sorted by the message weight a subscription needs through that term (Thm 5.1 as a
 sort key, Thm 5.4's early stop), only as far as the message's largest weight from that term on
 reaches (Def. 5's refined prefix); each subscription read is bounded by the common keyword's
-product plus Eq. 5 over the rest (Thm 5.2) and by its exact spatial similarity. Registration and
+product plus Eq. 5 over the rest (Thm 5.2) and by its exact spatial similarity. That is IGPT, the
+default `method`; Skype's baselines are selectable (skype.txt l.729-737): ipt reads every block
+whole with the same individual bounds (l.761), ciq finds the candidates in CIQ's inverted files
+over covering cells (ciq.py, l.64). Registration and
 re-evaluation search the window's message index, built once per epoch (message_index.py;
 docs/decisions.md, "Top-k subscriptions").
 
@@ -42,8 +45,10 @@ import pyarrow as pa
 
 from harness.core.events import DELETE, INSERT, OBJECT, TOPK, Events
 from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
+from harness.families.topk.arrival import CIQ, METHODS
 from harness.families.topk.bounds import rest_max, suffix_weights, text_floors
 from harness.families.topk.buffers import HEADER, RESULT_SCHEMA, buffer_oldest, kept_rows, message_rows, top_rows
+from harness.families.topk.ciq import ciq_index
 from harness.families.topk.epoch import run_events, thresholds
 from harness.families.topk.message_index import message_grid, search_scratch
 from harness.families.topk.scoring import normalised_weights
@@ -69,7 +74,7 @@ class TopkIndex(WorkerIndex):
     family = "topk"
 
     def __init__(self, context: IndexContext, reevaluation: str = "cskyband", skyband_ratio: float = 0.95,
-                 kmax: int = 60, pair_cost: float = PAIR_COST, **params):
+                 kmax: int = 60, pair_cost: float = PAIR_COST, method: str = "igpt", **params):
         super().__init__(context)
         if context.term_weight is None:
             raise ValueError("the top-k index scores with the stream's term weights; build it through "
@@ -78,6 +83,7 @@ class TopkIndex(WorkerIndex):
         self.max_dist = float(context.max_dist) or 1.0
         self.mode = {"cskyband": CSKYBAND, "skyband": RATIO, "recompute": RATIO, "kmax": KMAX}[reevaluation]
         self.kmax = int(kmax)
+        self.method = METHODS[method]  # how an arrival finds its candidates (family.Params.method)
         self.pair_cost = float(pair_cost)
         self.ratio = 1.0 if reevaluation == "recompute" else float(skyband_ratio)
         self.span: tuple[int, int] | None = None
@@ -130,12 +136,12 @@ class TopkIndex(WorkerIndex):
         subs = Events.concat([self.subs, events.take(ins)])
         s_del, orphans = deletion_seqs(subs.id, events.take(np.flatnonzero(events.kind == DELETE)))
         s_ins = np.concatenate([np.full(len(self.subs), -1, np.int64), np.maximum(events.seq[ins], lo - 1)])
-        win, sb, bufs, arena, (grid, scratch, sub_index) = self._epoch_state(msgs, subs, s_ins, s_del)
+        win, sb, bufs, arena, (grid, scratch, sub_index, ciq) = self._epoch_state(msgs, subs, s_ins, s_del)
         stream, keep_ev = self._stream(events, lo, hi, is_obj, ins, ignored, subs, win.exp)
         work_kept = np.zeros(int(keep_ev.sum()), np.int64)
         (changes, n_out, arena, _, reevals, scored, offered, pruned, skipped, arrival_ns, expiry_ns) = run_events(
-            stream, len(self.window), win, grid, scratch, sb, sub_index, bufs, arena, int(bufs.cap.sum()),
-            Policy(self.mode, self.ratio, self.kmax, self.pair_cost, self.max_dist), work_kept)
+            stream, len(self.window), win, grid, scratch, sb, sub_index, ciq, bufs, arena, int(bufs.cap.sum()),
+            Policy(self.mode, self.ratio, self.kmax, self.pair_cost, self.max_dist, self.method), work_kept)
         work = np.zeros(len(events), np.int64)
         work[keep_ev] = work_kept
         o_slot, o_msg, o_delta = changes.slot[:n_out], changes.msg[:n_out], changes.delta[:n_out]
@@ -183,10 +189,14 @@ class TopkIndex(WorkerIndex):
         s_rmax = rest_max(subs.offsets, s_w)
         sub_index = subscription_blocks(subs.x, subs.y, subs.offsets, subs.values, s_w, s_wsum, s_rmax, theta, lam,
                                         s_alpha, n_terms)
+        # CIQ's inverted files only when it is the method (an empty one otherwise: the loop takes both)
+        ciq = ciq_index(subs.x, subs.y, subs.offsets, subs.values, s_w, self.max_dist, n_terms,
+                        int(np.diff(msgs.offsets).max(initial=0))) if self.method == CIQ else ciq_index(
+            subs.x[:0], subs.y[:0], subs.offsets[:1], subs.values[:0], s_w[:0], self.max_dist, n_terms, 1)
         win = Window(msgs.seq, expiry_seqs(msgs.win), msgs.x, msgs.y, msgs.offsets, msgs.values, m_w)
         sb = Subscriptions(s_ins, s_del, subs.x, subs.y, s_k, s_alpha, subs.offsets, subs.values, s_w, s_wsum, s_rmax)
         return (win, sb, Buffers(b_off, b_cap, b_len, b_old, theta, lam), Arena(a_msg, a_score, a_dom),
-                (grid, scratch, sub_index))
+                (grid, scratch, sub_index, ciq))
 
     def _stream(self, events: Events, lo: int, hi: int, is_obj: np.ndarray, ins: np.ndarray, ignored: np.ndarray,
                 subs: Events, m_exp: np.ndarray) -> tuple[Stream, np.ndarray]:

@@ -37,5 +37,6 @@ Changes = namedtuple("Changes", ["slot", "trig", "msg", "score", "delta"])
 Stream = namedtuple("Stream", ["seq", "kind", "ref", "exp_seq", "exp_msg"])
 
 # how buffers are refilled (skyband.py's CSKYBAND, RATIO or KMAX, its ratio, Kmax's k', cSkyband's
-# price of a scored pair in buffer operations) and MaxDist
-Policy = namedtuple("Policy", ["mode", "ratio", "kmax", "pair_cost", "max_dist"])
+# price of a scored pair in buffer operations), MaxDist, and how an arrival finds its candidates
+# (arrival.py's IGPT or IPT, ciq.py's CIQ: `index.topk.method`)
+Policy = namedtuple("Policy", ["mode", "ratio", "kmax", "pair_cost", "max_dist", "method"])
