@@ -29,7 +29,7 @@ import numpy as np
 from harness.core.events import Events, csr_take
 from strategies.base import FitContext, Router, Strategy
 from strategies.load import sample_parts
-from strategies.routers.termmap import PartitionedTermRouter
+from strategies.routers.termmap import PartitionedTermRouter, object_terms_for
 
 
 @dataclass
@@ -129,14 +129,18 @@ class DSkypeKeywordStrategy(Strategy):
 
     @dataclass
     class Params:
-        pass
+        # "all" (the paper): a message to every bolt whose keyword run meets its terms (Sec. 7.3.3,
+        # skype.txt l.616; communication cost min(|m.psi|, N_sb), l.697); "live": only those of its
+        # terms that routed a subscription (PS2Stream's rule; ignored with top-k subscriptions)
+        object_terms: str = "all"
 
     def fit(self, sample: Events, n_workers: int, params: Params, context: FitContext) -> Router:
         objs_rows, subs_rows = sample_parts(sample)
         n_workers, vocab = checked_sizes(self.name, n_workers, context)
         term_worker, info = runs_of(ItemRanks.of(sample, subs_rows, vocab), ItemRanks.of(sample, objs_rows, vocab),
                                     vocab, n_workers)
-        return PartitionedTermRouter(n_workers, term_worker, info)
+        return PartitionedTermRouter(n_workers, term_worker, info,
+                                     object_terms_for(self.name, params.object_terms, sample, context))
 
 
 def checked_sizes(name: str, n_workers, context: FitContext) -> tuple[int, int]:

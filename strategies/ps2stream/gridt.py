@@ -45,6 +45,7 @@ from harness.core import kernels
 from harness.core.events import INSERT, OBJECT, RANGE, SNAPSHOT, TERMS, Events, csr_take, splitmix64
 from strategies.base import Pairs, Router
 from harness.core.grid import UniformGrid
+from strategies.routers.live_terms import merge_first_seqs
 from strategies.ps2stream.gridt_grow import assign_new_terms, expand_h2_keys, merge_h2, object_tables
 from strategies.ps2stream.gridt_keys import (
     TERM_BITS,
@@ -177,12 +178,7 @@ class GridtRouter(Router):
         from strategies.load import routing_terms
 
         r, t = routing_terms(ev, rows)
-        terms = np.r_[self.wide_term, t]
-        seqs = np.r_[self.wide_seq, ev.seq[r]]
-        order = np.lexsort((seqs, terms))
-        terms, seqs = terms[order], seqs[order]
-        first = np.r_[True, terms[1:] != terms[:-1]]
-        self.wide_term, self.wide_seq = terms[first], seqs[first]
+        self.wide_term, self.wide_seq = merge_first_seqs(self.wide_term, self.wide_seq, t, ev.seq[r])
 
     def _observe_chunk(self, ev: Events, rows: np.ndarray) -> None:
         """H2 entries for the (cell, routing term) pairs of the insertions `rows` (see merge_h2)."""

@@ -38,7 +38,7 @@ from harness.core.events import Events, csr_take
 from harness.core import allocate
 from strategies.base import FitContext, Router, Strategy
 from strategies.load import term_loads
-from strategies.routers.termmap import PartitionedTermRouter
+from strategies.routers.termmap import PartitionedTermRouter, object_terms_for
 from strategies.ps2stream.textpart import dedup_sets, drop_terms, sample_items, spread_unseen, water_level
 
 KAHYPAR_INI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kahypar_km1.ini")
@@ -154,12 +154,16 @@ def hypergraph_partition(sample: Events, loads: np.ndarray, n_workers: int, epsi
 class HypergraphTextStrategy(Strategy):
     name = "text_hypergraph"
     families = frozenset({"range", "topk"})
+    filters_objects = True  # object_terms="live": an object no subscription's routing term holds goes nowhere
 
     @dataclass
     class Params:
         epsilon: float = 0.03  # allowed imbalance over the water level (KaHyPar's usual 3%)
         hub_degree: int = 50  # terms in more nets than this are placed by LPT before KaHyPar
         max_nets: int = 5_000  # sample items that build the nets (a seeded subset beyond this)
+        # "live": an object to the workers of its terms that routed a subscription before it
+        # (Definition 2, ps2stream.txt l.102; H2, l.197); "all": to those of all its terms
+        object_terms: str = "live"
 
     def fit(self, sample: Events, n_workers: int, params: Params, context: FitContext) -> Router:
         loads = term_loads(sample, context.vocab_size)
@@ -167,4 +171,5 @@ class HypergraphTextStrategy(Strategy):
             sample, loads, n_workers, params.epsilon, params.hub_degree, params.max_nets, context.seed
         )
         spread_unseen(term_worker, context.term_df, n_workers)
-        return PartitionedTermRouter(n_workers, term_worker, info)
+        return PartitionedTermRouter(n_workers, term_worker, info,
+                                     object_terms_for(self.name, params.object_terms, sample, context))

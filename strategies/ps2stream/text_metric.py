@@ -39,7 +39,7 @@ from numba import njit
 from harness.core.events import AND, Events, csr_take
 from strategies.base import FitContext, Router, Strategy
 from strategies.load import routing_terms, sample_parts, term_loads
-from strategies.routers.termmap import PartitionedTermRouter
+from strategies.routers.termmap import PartitionedTermRouter, object_terms_for
 from strategies.ps2stream.textpart import (
     dedup_sets,
     sample_items,
@@ -147,13 +147,18 @@ def metric_partition(sample: Events, n_workers: int, beta: float, epsilon: float
 class MetricTextStrategy(Strategy):
     name = "text_metric"
     families = frozenset({"range", "topk"})
+    filters_objects = True  # object_terms="live": an object no subscription's routing term holds goes nowhere
 
     @dataclass
     class Params:
         beta: float = 1.0  # penalty per unit of load above the balance bound, times k workers
         epsilon: float = 0.03  # slack of the balance bound over the water level
+        # "live": an object to the workers of its terms that routed a subscription before it
+        # (Definition 2, ps2stream.txt l.102; H2, l.197); "all": to those of all its terms
+        object_terms: str = "live"
 
     def fit(self, sample: Events, n_workers: int, params: Params, context: FitContext) -> Router:
         term_worker, info = metric_partition(sample, n_workers, params.beta, params.epsilon, context.vocab_size)
         spread_unseen(term_worker, context.term_df, n_workers)
-        return PartitionedTermRouter(n_workers, term_worker, info)
+        return PartitionedTermRouter(n_workers, term_worker, info,
+                                     object_terms_for(self.name, params.object_terms, sample, context))

@@ -108,6 +108,34 @@ def route_term_sets(rows, offsets, values, term_worker, n_workers):
 
 
 @njit(cache=True)
+def route_live_term_sets(rows, seq, offsets, values, term_worker, term_seq, every_seq, n_workers):
+    """Each object to the distinct workers of those of its terms that routed a subscription before
+    it (term_seq[t] < its seq: PS2Stream's H2, l.197), or of all its terms when it comes after
+    every_seq (a subscription routed to every worker lives: route_term_sets). An object none of
+    whose terms qualifies goes nowhere."""
+    bound = 0
+    for i in range(len(rows)):
+        bound += min(offsets[rows[i] + 1] - offsets[rows[i]], n_workers)
+    out_r = np.empty(bound + 1, np.int64)  # + 1: the last discarded write below
+    out_w = np.empty(bound + 1, np.int64)
+    stamp = np.full(n_workers, -1, np.int64)
+    total = 0
+    for i in range(len(rows)):
+        r = rows[i]
+        s = seq[r]
+        every = s > every_seq
+        for j in range(offsets[r], offsets[r + 1]):
+            t = values[j]
+            if every or term_seq[t] < s:
+                w = term_worker[t]
+                out_r[total] = r  # branch-free duplicate stamp, as route_term_sets
+                out_w[total] = w
+                total += stamp[w] != i
+                stamp[w] = i
+    return out_r[:total], out_w[:total]
+
+
+@njit(cache=True)
 def kd_descend(rows, x, y, split_dim, split_val, left, right, leaf_worker):
     """Each point down a kd-tree: left when its coordinate is < the split value."""
     out = np.empty(len(rows), np.int64)

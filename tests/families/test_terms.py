@@ -75,7 +75,8 @@ def test_text_partitioners_do_replicate_objects_here():
     ev = random_terms_stream(3)
     cls = registry.get("text_frequency")
     router = cls().fit(ev.take(np.arange(30)), 4, cls.make_params({}), default_context(ev))
-    rows, _ = router.route(ev)
+    router.observe_inserts(ev, np.flatnonzero(ev.kind == INSERT))
+    rows, _ = router.storing_copies(ev)  # as a run with frequent-terms queries routes (workers keep objects)
     objs = np.flatnonzero(ev.kind == OBJECT)
     assert np.bincount(rows, minlength=len(ev))[objs].max() > 1
 

@@ -129,8 +129,9 @@ def test_hypergraph_partition_is_balanced_within_epsilon():
 def test_co_occurring_terms_share_a_worker_more_than_under_frequency(name):
     ev, vocab = topic_sample()
     ctx = context(vocab)
-    base = object_copies(fit("text_frequency", ev, 4, ctx), ev)
-    router = fit(name, ev, 4, ctx)
+    # the partitions' model multicasts an object over all its terms (object_terms="all")
+    base = object_copies(fit("text_frequency", ev, 4, ctx, object_terms="all"), ev)
+    router = fit(name, ev, 4, ctx, object_terms="all")
     ours = object_copies(router, ev)
     assert ours < 0.6 * base, (ours, base)
     # terms of one topic mostly share a worker
@@ -146,7 +147,7 @@ def test_metric_keeps_model_loads_balanced_on_topics():
     assert loads.max() / loads.mean() < 1.08  # epsilon = 0.03 plus the granularity of terms
     # the model: per-term work plus one per item copy received
     objs, qs = sample_parts(ev)
-    router = TermMapRouter(4, np.where(term_worker < 0, 0, term_worker))
+    router = TermMapRouter(4, np.where(term_worker < 0, 0, term_worker), object_terms="all")
     _, wo = router.route_objects(ev, objs)
     or_rows = qs[ev.op[qs] == OR]
     _, wq = router.route_range(ev, or_rows)
