@@ -383,6 +383,10 @@ class RTreeRouter(Router):
     def regions(self) -> np.ndarray:
         return tile_regions(*self._tiles())
 
+    def size_bytes(self) -> int:
+        """Dispatcher memory: the router's arrays and its R-tree's."""
+        return super().size_bytes() + int(sum(v.nbytes for v in self.tree.values() if isinstance(v, np.ndarray)))
+
     def describe(self) -> dict:
         ex = self.extent
         reg = self.regions()
