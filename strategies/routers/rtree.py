@@ -25,7 +25,6 @@ from harness.core import kernels
 from harness.core.events import OBJECT, Events
 from harness.core.kernels import upper_bound
 from strategies.base import Pairs, Router
-from strategies.routers.kernels import _pair_buffers, _push
 
 
 @njit(cache=True, inline="always")
@@ -262,49 +261,71 @@ def route_rects_rtree(rows, xmin, ymin, xmax, ymax, node_mbr, child_lo, child_hi
     """Each closed rectangle down the R-tree (every child whose rectangle it overlaps) to the
     distinct values leaf_worker[leaf] of the tiles it overlaps (leaf_worker = arange(n_leaves),
     n_out = n_leaves lists the leaves). Returns (rows, values, per-row nodes visited, per-row entry
-    rectangles tested). A rectangle no tile meets (NaN sides) takes the cuts' walk, as `tiles`."""
+    rectangles tested). A rectangle no tile meets (NaN sides) takes the cuts' walk, as `tiles`.
+    Two passes, as route_rects_str: count, then fill (the probes are counted in the first)."""
     n = len(rows)
-    out_r, out_w, stamp = _pair_buffers(n, n_out)
     visits = np.zeros(n, np.int32)
     tests = np.zeros(n, np.int32)
     stack = np.empty(len(child_lo) + 1, np.int64)
+    stamp = np.full(n_out, -1, np.int64)
+    out_r = np.empty(0, np.int64)
+    out_w = np.empty(0, np.int64)
     total = 0
-    for i in range(n):
-        r = rows[i]
-        a0 = xmin[r]
-        b0 = ymin[r]
-        a1 = xmax[r]
-        b1 = ymax[r]
-        before = total
-        nv = 0
-        nt = 0
-        stack[0] = 0
-        top = 1
-        while top > 0:
-            top -= 1
-            k = stack[top]
-            nv += 1
-            nt += child_hi[k] - child_lo[k]
-            if k < n_internal:
-                for c in range(child_lo[k], child_hi[k]):
-                    if node_mbr[c, 0] <= a1 and a0 <= node_mbr[c, 2] and node_mbr[c, 1] <= b1 and b0 <= node_mbr[c, 3]:
-                        stack[top] = c
-                        top += 1
-            else:
-                for e in range(child_lo[k], child_hi[k]):
-                    if entry_mbr[e, 0] <= a1 and a0 < entry_mbr[e, 2] and entry_mbr[e, 1] <= b1 and b0 < entry_mbr[e, 3]:
-                        out_r, out_w, total = _push(i, r, leaf_worker[entry_leaf[e]], stamp, out_r, out_w, total)
-        if total == before:
-            s0 = _upper(xcuts, 0, len(xcuts), a0)
-            s1 = _upper(xcuts, 0, len(xcuts), a1)
-            for s in range(s0, s1 + 1):
-                j0 = _upper(ycuts, ycut_off[s], ycut_off[s + 1], b0)
-                j1 = _upper(ycuts, ycut_off[s], ycut_off[s + 1], b1)
-                for j in range(j0, j1 + 1):
-                    out_r, out_w, total = _push(i, r, leaf_worker[leaf_start[s] + j], stamp, out_r, out_w, total)
-        visits[i] = nv
-        tests[i] = nt
-    return out_r[:total], out_w[:total], visits, tests
+    for p in range(2):
+        if p == 1:
+            out_r = np.empty(total, np.int64)
+            out_w = np.empty(total, np.int64)
+            stamp[:] = -1
+            total = 0
+        for i in range(n):
+            r = rows[i]
+            a0 = xmin[r]
+            b0 = ymin[r]
+            a1 = xmax[r]
+            b1 = ymax[r]
+            before = total
+            nv = 0
+            nt = 0
+            stack[0] = 0
+            top = 1
+            while top > 0:
+                top -= 1
+                k = stack[top]
+                nv += 1
+                nt += child_hi[k] - child_lo[k]
+                if k < n_internal:
+                    for c in range(child_lo[k], child_hi[k]):
+                        if node_mbr[c, 0] <= a1 and a0 <= node_mbr[c, 2] and node_mbr[c, 1] <= b1 and b0 <= node_mbr[c, 3]:
+                            stack[top] = c
+                            top += 1
+                else:
+                    for e in range(child_lo[k], child_hi[k]):
+                        if entry_mbr[e, 0] <= a1 and a0 < entry_mbr[e, 2] and entry_mbr[e, 1] <= b1 and b0 < entry_mbr[e, 3]:
+                            w = leaf_worker[entry_leaf[e]]
+                            if stamp[w] != i:
+                                stamp[w] = i
+                                if p == 1:
+                                    out_r[total] = r
+                                    out_w[total] = w
+                                total += 1
+            if total == before:
+                s0 = _upper(xcuts, 0, len(xcuts), a0)
+                s1 = _upper(xcuts, 0, len(xcuts), a1)
+                for s in range(s0, s1 + 1):
+                    j0 = _upper(ycuts, ycut_off[s], ycut_off[s + 1], b0)
+                    j1 = _upper(ycuts, ycut_off[s], ycut_off[s + 1], b1)
+                    for j in range(j0, j1 + 1):
+                        w = leaf_worker[leaf_start[s] + j]
+                        if stamp[w] != i:
+                            stamp[w] = i
+                            if p == 1:
+                                out_r[total] = r
+                                out_w[total] = w
+                            total += 1
+            if p == 0:
+                visits[i] = nv
+                tests[i] = nt
+    return out_r, out_w, visits, tests
 
 
 def _mean(a) -> float:
