@@ -44,6 +44,9 @@ def run_metrics(epochs, workers: pd.DataFrame, n_dispatchers: int, n_input_objec
         "throughput_wall_eps": n_events / wall if wall > 0 else float("nan"),
         "bottleneck_s": bottleneck,
         "dispatcher_s": dispatcher_s,
+        # the routing alone (route calls timed around them), a dispatcher's share: Tornado Fig. 9's
+        # "spatial routing time" (tornado.txt l.370), without upkeep (observe_s) or sending
+        "route_s": route_s / n_dispatchers,
         "observe_s": observe_s,
         "merge_s": sum(e.merge_busy_s for e in epochs),
         "feedback_rows": float(sum(t.num_rows for e in epochs for t in e.feedback.values())),
@@ -119,8 +122,12 @@ _METRICS = [
     *(Metric(f"worker_busy_max_s_ci_{end}", f"busiest worker time 95% {side}", "s", f"{side} end of the interval of "
              "worker_busy_max_s's median over the counted repetitions", "lower", "{:.3f}")
       for end, side in (("lo", "lower"), ("hi", "upper"))),
+    *(Metric(f"route_s_ci_{end}", f"routing time 95% {side}", "s", f"{side} end of the interval of route_s's median "
+             "over the counted repetitions", "lower", "{:.4f}")
+      for end, side in (("lo", "lower"), ("hi", "upper"))),
     *(Metric(f"reps_{k}", f"{k} per repetition", "", f"JSON list of {k} in each counted repetition", None, "{}")
-      for k in ("throughput_eps", "throughput_compute_eps", "throughput_network_eps", "worker_busy_max_s")),
+      for k in ("throughput_eps", "throughput_compute_eps", "throughput_network_eps", "worker_busy_max_s",
+                "route_s")),
     Metric("repetitions", "repetitions", "repetitions", "counted repetitions of the measured epochs (measure.repeat "
            "less measure.discard)", None, _COUNT),
     Metric("repetitions_discarded", "repetitions discarded", "repetitions", "first repetitions not counted "
@@ -153,6 +160,8 @@ _METRICS = [
            "measured events / Spark wall-clock time of the measured epochs", "higher", _COUNT),
     Metric("bottleneck_s", "bottleneck time", "s", "what throughput_eps divides (bottleneck_network_s or "
            "bottleneck_compute_s)", "lower", "{:.3f}"),
+    Metric("route_s", "routing time", "s", "a dispatcher's share of the routing alone (the routers' route calls): "
+           "no routing-state upkeep (observe_s), no sending; Tornado Fig. 9's routing time", "lower", "{:.4f}"),
     Metric("dispatcher_s", "dispatcher time", "s", "a dispatcher's time: its share of the routing plus observe_s",
            "lower", "{:.3f}"),
     Metric("observe_s", "routing-state upkeep", "s",

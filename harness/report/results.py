@@ -34,6 +34,7 @@ RUNS_TABLE_COLUMNS = [
     "checks_max_min", "checks_max_mean", "throughput_eps_ci_lo", "throughput_eps_ci_hi", "throughput_compute_eps_ci_lo",
     "throughput_compute_eps_ci_hi", "throughput_network_eps_ci_lo", "throughput_network_eps_ci_hi",
     "reps_throughput_eps", "reps_throughput_compute_eps", "reps_throughput_network_eps", "reps_worker_busy_max_s",
+    "route_s", "route_s_ci_lo", "route_s_ci_hi", "reps_route_s",
     "worker_busy_max_s", "worker_busy_max_s_ci_lo", "worker_busy_max_s_ci_hi", "repetitions",
     "repetitions_discarded", "ci_coverage", "too_short", "throughput_wall_eps", "latency_mean_ms", "latency_curve", "latency_p50_ms",
     "latency_p95_ms", "latency_p99_ms", "load_max_min", "load_max_mean", "load_sum", "obj_replication",

@@ -243,7 +243,7 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
                       timestamp_series(per_ts))
 
 
-REPEATED = ("throughput_eps", "throughput_compute_eps", "throughput_network_eps", "worker_busy_max_s")
+REPEATED = ("throughput_eps", "throughput_compute_eps", "throughput_network_eps", "worker_busy_max_s", "route_s")
 
 
 def repeated_figures(measured, copies: Copies, n_obj: int, n_q: int, n_workers: int, n_dispatchers: int,

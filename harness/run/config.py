@@ -68,7 +68,7 @@ class ExperimentConfig:
         "sts_q1": 5_000_000, "sts_q2": 10_000_000, "sts_q3": 10_000_000, "tiny": 300,
         # drift workloads: PS2Stream Fig. 16 (10M); Fig. 12's 1M for the hot spots; Tornado's 5M
         "sts_q3_drift": 10_000_000, "hotspot_objects": 1_000_000, "hotspot_queries": 1_000_000,
-        "scale_drift": 5_000_000,
+        "scale_drift": 5_000_000, "tornado_q": 5_000_000,  # Tornado Table 1's 5M
         # DkM-SKS Sec. 5.1 (|S| = 10M); SSTD Sec. 7.1 ("We initially register 200k queries")
         "knn_q": 10_000_000, "ckq_q": 200_000,
         # DSkype Sec. 8.2 ("5M subscriptions")

@@ -8,8 +8,11 @@ points outside the sample would have no leaf), so each leaf is extended to a til
 the midpoint between their neighbouring x values, leaves of a slice at the midpoint between their
 neighbouring y values, and the outer tiles reach to infinity, so the tiles cover the plane. Leaves
 are grouped into workers by LPT on the sample load n_o * n_q + n_o + n_q (objects inside, queries
-overlapping; strategies/load.py). Routing over the tiles is `strategies/routers/rtree.py`.
-Decisions (variant, fan-out, leaf grouping, uncovered space) are in docs/decisions.md.
+overlapping; strategies/load.py). The leaves stay the partitioning; routing goes through a
+hierarchical R-tree over them (`node_capacity` entries a node, STR-packed bottom-up; Tornado's
+"Standard R-tree" routing index, tornado.txt l.370), or, as the variant `routing: tiles`, by the
+old binary searches over the tiles' cuts (`strategies/routers/rtree.py`). Decisions (variant,
+fan-out, leaf grouping, uncovered space, the routing hierarchy) are in docs/decisions.md.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from harness.core import allocate
 from strategies.base import FitContext, Router, Strategy
 from strategies.load import locations
 from strategies.load import sample_parts, unit_load
-from strategies.routers.rtree import RTreeRouter, route_points_str, route_rects_str
+from strategies.routers.rtree import NODE_CAPACITY, ROUTINGS, RTreeRouter, route_points_str, route_rects_str
 
 
 def str_tiles(px: np.ndarray, py: np.ndarray, n_leaves: int):
@@ -66,8 +69,15 @@ class RTreeStrategy(Strategy):
     @dataclass
     class Params:
         leaves_per_worker: int = 16  # STR leaves (partition units) per worker
+        node_capacity: int = NODE_CAPACITY  # entries per R-tree node of the routing index
+        routing: str = "rtree"  # "rtree": search the R-tree; "tiles": binary searches over the cuts
 
     def fit(self, sample: Events, n_workers: int, params: Params, context: FitContext) -> Router:
+        if params.routing not in ROUTINGS:
+            raise ValueError(f"strategy 'rtree': routing={params.routing!r} is not allowed; allowed: {list(ROUTINGS)}")
+        if int(params.node_capacity) < 2:
+            raise ValueError(f"strategy 'rtree': node_capacity={params.node_capacity!r} is not allowed; "
+                             "a node holds at least 2 entries")
         objs, qs = sample_parts(sample)
         qx, qy = locations(sample, qs)
         px = np.concatenate([sample.x[objs], qx]).astype(np.float64)
@@ -80,4 +90,7 @@ class RTreeStrategy(Strategy):
         _, q_leaf = route_rects_str(qs, sample.xmin, sample.ymin, sample.xmax, sample.ymax, *tiles, ident, n_leaves)
         n_q = np.bincount(q_leaf, minlength=n_leaves)
         load = unit_load(n_o, n_q)
-        return RTreeRouter(n_workers, *tiles, allocate.lpt_assign(load, n_workers), load, context.extent)
+        router = RTreeRouter(n_workers, *tiles, allocate.lpt_assign(load, n_workers), load, context.extent,
+                             routing=params.routing, node_capacity=params.node_capacity)
+        router.sample_probes = router.probe_stats(sample)  # the search's cost on the sample (describe())
+        return router
