@@ -129,7 +129,7 @@ class FGAdjuster(_Reallocation):
     PM -> FM -> FG (SSTD's recommended PM+FM+FG), `escalate: false` for FG alone."""
 
     name = "fg"
-    strategies = frozenset({"qttree", "quadtree", "text_only"})
+    strategies = frozenset({"qttree", "quadtree", "text_only", "qttree_termmap"})
 
     @dataclass
     class Params:
@@ -140,7 +140,7 @@ class FGAdjuster(_Reallocation):
 
     def adjust(self, router: Router, stats: EpochStats) -> MigrationPlan | None:
         if not isinstance(router, QTTreeRouter):
-            raise TypeError(f"fg adjusts QT-trees (qttree, quadtree, text_only), not {type(router).__name__}")
+            raise TypeError(f"fg adjusts QT-trees (qttree, quadtree, text_only, qttree_termmap), not {type(router).__name__}")
         hit, ratio = self.detect(stats)
         if not hit:
             return None

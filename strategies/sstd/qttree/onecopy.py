@@ -35,9 +35,20 @@ def _poly(coef, row, h):
 @njit(cache=True, inline="always")
 def _increment(n, hs, hk, ds, dk, c0, ps, pk, row):
     """Eq. 2's workload increment of a child holding n objects with H_srq = hs, H_skq = hk when it
-    takes one more object bringing keyword masses ds, dk: |O'| W'(H') - |O| W(H)."""
-    before = n * (c0 + _poly(ps, row, hs) + _poly(pk, row, hk))
-    return (n + 1.0) * (c0 + _poly(ps, row, hs + ds) + _poly(pk, row, hk + dk)) - before
+    takes one more object bringing keyword masses ds, dk: (n + 1) W(H') - n W(H), written as
+    W(H') + n (W(H') - W(H)) so that an object bringing no new mass costs exactly W(H) (ties are
+    exact, and go to the child with fewer objects: `_better`)."""
+    after = c0 + _poly(ps, row, hs + ds) + _poly(pk, row, hk + dk)
+    if ds == 0.0 and dk == 0.0:
+        return after
+    return after + n * ((_poly(ps, row, hs + ds) - _poly(ps, row, hs)) + (_poly(pk, row, hk + dk) - _poly(pk, row, hk)))
+
+
+@njit(cache=True, inline="always")
+def _better(inc, n, best_inc, best_n):
+    """The paper assigns an object to the child of smallest increment (l.188); it is silent on
+    ties, which go to the child holding fewer objects, then to the lower child (docs/decisions.md)."""
+    return inc < best_inc or (inc == best_inc and n < best_n)
 
 
 # --- the fit's and FG's split: one node's objects over four empty children ----------------------
@@ -67,7 +78,7 @@ def split_objects(o_off, o_idx, ms, mk, c0, ps, pk):
                     ds += ms[u]
                     dk += mk[u]
             d = _increment(n[c], hs[c], hk[c], ds, dk, c0, ps, pk, 0)
-            if d < best_d:
+            if c == 0 or _better(d, n[c], best_d, n[best]):
                 best_d = d
                 best = c
         child[i] = best
@@ -184,7 +195,7 @@ def assign_objects(rows, disp, xs, ys, offsets, values, kind, first_child, mid_x
                     ds[c] += m_s[u]
                     dk[c] += m_k[u]
                 inc = _increment(n[d, ch], hs[d, ch], hk[d, ch], ds[c], dk[c], c0[node], ps, pk, node)
-                if inc < best_d:
+                if c == 0 or _better(inc, n[d, ch], best_d, n[d, fc + best]):
                     best_d = inc
                     best = c
             ch = fc + best

@@ -153,11 +153,19 @@ class OneCopyRouter(QTTreeRouter):
         if not self.has_text or len(rows) == 0:
             self.span_lo, self.span_leaf = 0, np.zeros(0, np.int64)
             return
-        leaf = self._assign(ev, rows)
+        self.decided(ev, rows, self._assign(ev, rows))
+
+    def decided(self, ev: Events, rows: np.ndarray, leaves: np.ndarray) -> None:
+        """Record `leaves` as the decided leaves of the object `rows` (FG: where its rebuilt tree
+        holds the epoch's objects), replacing the decided span."""
+        rows = np.asarray(rows, np.int64)
+        if len(rows) == 0:
+            self.span_lo, self.span_leaf = 0, np.zeros(0, np.int64)
+            return
         seq = ev.seq[rows].astype(np.int64)
         self.span_lo = int(seq.min())
         self.span_leaf = np.full(int(seq.max()) - self.span_lo + 1, -1, np.int64)
-        self.span_leaf[seq - self.span_lo] = leaf
+        self.span_leaf[seq - self.span_lo] = np.asarray(leaves, np.int64)
 
     def leaves_of(self, ev: Events, rows: np.ndarray) -> np.ndarray:
         """The leaf of each object row: decided at observe_objects, else from the current lists
