@@ -415,7 +415,7 @@ class FGTree:
                                       [self.mid[v][1] for v in order], [self.region[v] for v in order], params, lists,
                                       np.zeros(len(leaves), np.int64), [self.load[v] for v in leaves])
             router = self.router.same_rules(router)
-            router.decided(self.recent, self.obj_rows, self._object_leaves(leaves))
+            router.decided(self.recent, self.obj_rows, self._object_leaves(leaves), keep=False)
             return router, leaves
         term_maps = {new_id[v]: self.term_map[v] for v in order if self.kind[v] == TEXT}
         router = assemble(n_workers, kind, first_child, [self.mid[v][0] for v in order], [self.mid[v][1] for v in order],

@@ -111,7 +111,7 @@ class OneCopyRouter(QTTreeRouter):
         self.max_text_depth = int(text_depth(self.kind.astype(np.int64), self.first_child))
         self.n_dispatchers = 0  # the dispatchers' state is made at the first observe_objects
         self.span_lo = 0
-        self.span_leaf = np.zeros(0, np.int64)
+        self.span_leaf = np.zeros(0, np.int32)  # the leaf of each object seq from span_lo on (-1: none)
 
     # -- the dispatchers' keyword lists ------------------------------------------------------------
 
@@ -151,21 +151,34 @@ class OneCopyRouter(QTTreeRouter):
             raise ValueError(f"observe_objects: n_dispatchers={n_dispatchers} after {self.n_dispatchers}; "
                              "a run keeps its dispatchers")
         if not self.has_text or len(rows) == 0:
-            self.span_lo, self.span_leaf = 0, np.zeros(0, np.int64)
             return
         self.decided(ev, rows, self._assign(ev, rows))
 
-    def decided(self, ev: Events, rows: np.ndarray, leaves: np.ndarray) -> None:
-        """Record `leaves` as the decided leaves of the object `rows` (FG: where its rebuilt tree
-        holds the epoch's objects), replacing the decided span."""
+    def decided(self, ev: Events, rows: np.ndarray, leaves: np.ndarray, keep: bool = True) -> None:
+        """Record `leaves` as the decided leaves of the object `rows`, besides the earlier decisions
+        (`keep`) or instead of them. Every decision is kept: a worker re-routes the objects it
+        stores to learn where their copies went (the terms family's counting once,
+        harness/families/terms/index.py), so an object routes by its own decision for as long
+        as it is stored. The harness's bookkeeping (the dispatchers know where they sent an
+        object), so not counted as dispatcher memory (`size_bytes`)."""
         rows = np.asarray(rows, np.int64)
         if len(rows) == 0:
-            self.span_lo, self.span_leaf = 0, np.zeros(0, np.int64)
+            if not keep:
+                self.span_lo, self.span_leaf = 0, np.zeros(0, np.int32)
             return
         seq = ev.seq[rows].astype(np.int64)
-        self.span_lo = int(seq.min())
-        self.span_leaf = np.full(int(seq.max()) - self.span_lo + 1, -1, np.int64)
-        self.span_leaf[seq - self.span_lo] = np.asarray(leaves, np.int64)
+        lo, hi = int(seq.min()), int(seq.max()) + 1
+        if keep and len(self.span_leaf):
+            lo, hi = min(lo, self.span_lo), max(hi, self.span_lo + len(self.span_leaf))
+        span = np.full(hi - lo, -1, np.int32)
+        if keep and len(self.span_leaf):
+            span[self.span_lo - lo:self.span_lo - lo + len(self.span_leaf)] = self.span_leaf
+        span[seq - lo] = np.asarray(leaves, np.int32)
+        self.span_lo, self.span_leaf = lo, span
+
+    def size_bytes(self) -> int:
+        """Dispatcher memory: the router's arrays but the decided leaves (`decided`)."""
+        return super().size_bytes() - int(self.span_leaf.nbytes)
 
     def leaves_of(self, ev: Events, rows: np.ndarray) -> np.ndarray:
         """The leaf of each object row: decided at observe_objects, else from the current lists
