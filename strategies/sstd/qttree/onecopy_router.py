@@ -24,7 +24,7 @@ import numpy as np
 from harness.core.events import Events
 from strategies.base import Pairs, Router
 from strategies.sstd.qttree.onecopy import EMPTY, assign_objects, hash_rehash, text_depth
-from strategies.sstd.qttree.route import _route_points_spatial, route_rects_every_child
+from strategies.sstd.qttree.route import TEXT, _route_points_spatial, route_rects_every_child
 from strategies.sstd.qttree.router import QTTreeRouter
 
 
@@ -131,11 +131,14 @@ class OneCopyRouter(QTTreeRouter):
         seq = ev.seq[rows].astype(np.int64)
         disp = seq % self.n_dispatchers
         bound = int((ev.offsets[rows + 1] - ev.offsets[rows]).sum()) * max(self.max_text_depth, 1)
-        need = 2 * (int(self.used[0]) + bound) + 2
+        # at most every (dispatcher, textual child, keyword with mass at its parent) key
+        t = self.text
+        m_len = np.diff(t.m_off)[self.kind == TEXT]
+        most = self.n_dispatchers * 4 * int(m_len.sum())
+        need = 2 * min(int(self.used[0]) + bound, most) + 2
         if need > len(self.table):
             cap = 1 << int(need).bit_length()
             self.table = hash_rehash(self.table, cap)
-        t = self.text
         return assign_objects(rows, disp, ev.x, ev.y, ev.offsets, ev.values, self.kind.astype(np.int64),
                               self.first_child, self.mid_x, self.mid_y, self.node_leaf, t.m_off, t.m_terms, t.m_s,
                               t.m_k, t.c0, t.ps, t.pk, t.base_off, t.base_terms, self.d_n, self.d_hs, self.d_hk,
