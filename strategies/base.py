@@ -79,6 +79,15 @@ class Router(ABC):
         routes an event on the entries older than its own seq: exact per-event semantics whatever
         Spark partition the event lands in. Default: the routing state is fixed by `fit`."""
 
+    def observe_objects(self, ev: Events, rows: np.ndarray, n_dispatchers: int) -> None:
+        """Called on the driver with an epoch's objects (`rows` in seq order) before the epoch is
+        dispatched, with the run's number of dispatchers (events are dealt to them round-robin by
+        seq). A router whose object routing evolves with the objects it routes (SSTD's per-router
+        keyword lists, sstd.txt l.221) decides here, per dispatcher and in seq order, where each
+        object goes, and routes it by its seq: exact per-object semantics whatever Spark partition
+        the object lands in. Its time is the dispatchers' (loop.py). Default: object routing is
+        fixed by `fit`."""
+
     def observe_feedback(self, family: str, table) -> None:
         """Called on the driver between epochs with a family merger's per-query feedback (a table
         with `qid` and `value`: a kNN radius, a top-k threshold) before the next epoch is
@@ -209,8 +218,10 @@ def routes(cls: type["Strategy"], family: str) -> bool:
 
 
 def route_stream(router: Router, ev: Events) -> Pairs:
-    """Route a whole stream in-process as the pipeline does: observe its insertions, then route."""
+    """Route a whole stream in-process as the pipeline does (one dispatcher): observe its
+    insertions and objects, then route."""
     router.observe_inserts(ev, np.flatnonzero(ev.kind == INSERT))
+    router.observe_objects(ev, np.flatnonzero(ev.kind == OBJECT), 1)
     return router.route(ev)
 
 

@@ -1,7 +1,8 @@
 """The epoch loop of a run, shared by the Spark runner and the in-process executor.
 
 Per epoch: the driver's routing upkeep (`Router.observe_inserts`, timed and charged to the
-dispatchers, as the papers' main server does it), the epoch itself (an `Executor`: one Spark job,
+dispatchers, as the papers' main server does it; `Router.observe_objects`, each dispatcher's share
+of the object decisions), the epoch itself (an `Executor`: one Spark job,
 or the same stages in process), the stall a migration left, the adjustment step, and the mergers'
 feedback handed to the router that routes the next epoch. Routers only ever see the stream
 through `routing_view`, so a family routed like another looks like it everywhere.
@@ -16,7 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
-from harness.core.events import DELETE, INSERT, Events
+from harness.core.events import DELETE, INSERT, OBJECT, Events
 from harness.engine.epochs import epoch_row, epoch_stats, migration_pause, plan_step, stall
 from harness.engine.migration import MigrationResult
 from harness.engine.pipeline import EpochResult
@@ -75,6 +76,25 @@ def live_inserts(events: Events, qids: np.ndarray, seq_end: int) -> Events | Non
     return events.take(ins) if len(ins) else None
 
 
+def timed_objects(router, view: Events, rows: np.ndarray, n_dispatchers: int, repeat: int) -> list[float]:
+    """The router's decisions for an epoch's objects (`Router.observe_objects`), timed `repeat`
+    times like `timed_upkeep`, each time divided by the dispatchers: the driver decides for all
+    of them, and each dispatcher only for the objects dealt to it (SSTD's routers each route their
+    own objects, sstd.txt l.219-221). A router without the hook is not timed."""
+    if type(router).observe_objects is Router.observe_objects:
+        return [0.0] * repeat
+    n = max(int(n_dispatchers), 1)
+    times = []
+    for _ in range(repeat - 1):
+        trial = copy.deepcopy(router)
+        t0 = time.perf_counter()
+        trial.observe_objects(view, rows, n)
+        times.append((time.perf_counter() - t0) / n)
+    t0 = time.perf_counter()
+    router.observe_objects(view, rows, n)
+    return times + [(time.perf_counter() - t0) / n]
+
+
 def timed_upkeep(router, view: Events, rows: np.ndarray, repeat: int) -> list[float]:
     """The router's upkeep for an epoch's insertions (`Router.observe_inserts`), timed `repeat`
     times as the epoch's other work is: the first repetitions on copies of the router, the last on
@@ -118,6 +138,8 @@ def run_epochs(executor: Executor, router, events: Events, setup: FamilySetup, b
             progress.step(f"{label}: epoch {epoch} ({name}, {hi - lo:,} events)")
         n_reps = repeat if epoch > 0 else 1
         observe_s = timed_upkeep(router, view, lo + np.flatnonzero(view.kind[lo:hi] == INSERT), n_reps)
+        decide_s = timed_objects(router, view, lo + np.flatnonzero(view.kind[lo:hi] == OBJECT), n_dispatchers, n_reps)
+        observe_s = [a + b for a, b in zip(observe_s, decide_s)]
         # thresholds valid until the next epoch's end, for a router that routes by them
         horizon = bounds[i + 1][2] if router.wants_thresholds and epoch < last else None
         older = keep_versions(older, float(events.ts[lo]), look_back)

@@ -52,12 +52,14 @@ def default_context(events: Events, seed: int = 0) -> FitContext:
 def simulate(events: Events, warmup: int, strategy: "str | type", n_workers: int, epoch_events: float = 0,
              adjust: "str | Adjuster" = "none", adjust_params: dict | None = None, strategy_params: dict | None = None,
              context: FitContext | None = None, setup: FamilySetup | None = None, epochs_by: str = "count",
-             index_params: dict | None = None, local_pairs: bool = True, repeat: int = 1) -> SimResult:
+             index_params: dict | None = None, local_pairs: bool = True, repeat: int = 1,
+             n_dispatchers: int = 1) -> SimResult:
     """Run a stream through a strategy (a registered name, or a Strategy class) in process. The
     families are the stream's own; the range index defaults to 16 cells per side (tiny streams),
     `index_params` maps a family to its settings, `setup` replaces the whole family setup (a test's
     own index); `local_pairs` as the config's (pairs of sole objects counted on the workers);
-    `repeat` runs each measured epoch that many times from the same state, as measure.repeat does.
+    `repeat` runs each measured epoch that many times from the same state, as measure.repeat does;
+    `n_dispatchers` as the config's `dispatchers` (a router may route by seq % n_dispatchers).
     The stream is normalised first (datasets.workloads.anomalies), as the Spark runner does, so both
     give anomalies one meaning."""
     events, warmup, anomalies = normalise_prefix(events, warmup)
@@ -70,7 +72,7 @@ def simulate(events: Events, warmup: int, strategy: "str | type", n_workers: int
     router = cls().fit(run.sample, n_workers, cls.make_params(strategy_params), run.context)
     bounds = epoch_bounds(events, warmup, epochs_by, epoch_events)
     loop = run_epochs(InProcessExecutor(events, setup, n_workers), router, events, setup, bounds, adjuster,
-                      n_workers, 1, repeat=repeat)
+                      n_workers, n_dispatchers, repeat=repeat)
     count = sum(e.result_count for e in loop.epochs)
     hashed = sum(e.result_hash for e in loop.epochs) % (1 << 64)
     return SimResult(format_digest(count, hashed), oracle_digest(events, names), loop.series, loop.plans, loop.router,

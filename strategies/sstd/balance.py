@@ -136,7 +136,7 @@ class FGAdjuster(_Reallocation):
     (sstd.txt l.378). PM and FM are never tried first; `pmfmfg` is the escalating plan."""
 
     name = "fg"
-    strategies = frozenset({"qttree", "quadtree", "text_only"})
+    strategies = frozenset({"qttree", "quadtree", "text_only", "qttree_termmap"})
     escalation: tuple[str, ...] = ()  # reallocations tried before FG, in order
 
     @dataclass
@@ -147,7 +147,8 @@ class FGAdjuster(_Reallocation):
 
     def adjust(self, router: Router, stats: EpochStats) -> MigrationPlan | None:
         if not isinstance(router, QTTreeRouter):
-            raise TypeError(f"{self.name} adjusts QT-trees (qttree, quadtree, text_only), not {type(router).__name__}")
+            raise TypeError(f"{self.name} adjusts QT-trees (qttree, quadtree, text_only, qttree_termmap), "
+                            f"not {type(router).__name__}")
         hit, ratio = self.detect(stats)
         if not hit:
             return None

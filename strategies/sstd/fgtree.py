@@ -2,10 +2,18 @@
 (spatially if Eq. 3's h-hat <= epsilon, else textually), merge the least loaded group of four
 sibling leaves, until KK over the leaves meets lambda; then FM on the new tree.
 
-The tree is rebuilt (qttree, quadtree, text_only; a split respects the strategy's split kinds)
-from the epoch's objects (`stats.recent`) and the live subscriptions (`stats.live`), which stand
-in for J's statistics (the paper refreshes J "periodically based on the received objects and
-queries").
+The tree is rebuilt (qttree, quadtree, text_only, qttree_termmap; a split respects the strategy's
+split kinds) from the epoch's objects (`stats.recent`) and the live subscriptions (`stats.live`),
+which stand in for J's statistics (the paper refreshes J "periodically based on the received
+objects and queries").
+
+A one-copy tree (qttree and its ablations, strategies/sstd/qttree/onecopy_router.py) splits a leaf
+textually as Algorithm 1 does (sstd.txt l.188): the leaf's objects, in seq order, each to the child
+of least Eq. 2 increment, with Eq. 2's terms and M from the epoch's snapshot queries and the live
+subscriptions reaching the leaf (`_region_params`); every query and update reaches all four
+children (l.225). The new router's keyword lists are synchronised (l.229): a textual child that
+existed keeps the union of every dispatcher's list and all the objects they gave it; a new one
+starts from the objects the split gave it. A term-map tree (qttree_termmap) splits by its term map.
 """
 
 from __future__ import annotations
@@ -15,10 +23,14 @@ import heapq
 import numpy as np
 
 from harness.core.allocate import karmarkar_karp, subset_loads
-from harness.core.events import AND, DELETE, INSERT, OBJECT, RANGE, Events, csr_take
+from harness.core.events import AND, DELETE, INSERT, KNN, OBJECT, OR, RANGE, SNAPSHOT, TERMS, Events, csr_take
 from strategies.adjust_base import MigrationPlan
 from strategies.sstd.qttree.assemble import assemble
 from strategies.sstd.qttree.cost import term_children, text_factor_poly
+from strategies.sstd.qttree.onecopy_build import assemble_onecopy, split_by_increment
+from strategies.sstd.qttree.onecopy_router import OneCopyRouter
+from strategies.sstd.qttree.paper_cost import TEXT_TYPES, eq1_poly
+from strategies.sstd.qttree.stats import TYPES
 from strategies.sstd.qttree.route import LEAF, SPATIAL, TEXT, TRACKED, fallback_children
 from strategies.sstd.qttree.router import QTTreeRouter
 from strategies.sstd.reallocation import fm_owner, imbalance
@@ -59,7 +71,12 @@ class FGTree:
         self.parent = [int(p) for p in router.parents()]
         self.mid = [(float(x), float(y)) for x, y in zip(router.mid_x, router.mid_y)]
         self.region = [tuple(float(v) for v in r) for r in router.regions]
-        self.term_map = router.term_maps(top)
+        self.one_copy = isinstance(router, OneCopyRouter)
+        self.term_map = {} if self.one_copy else router.term_maps(top)
+        self.text_params: dict[int, tuple] = {}  # one copy: per textual node, Eq. 2's terms and M
+        self.text_lists: dict[int, tuple] = {}  # one copy: per textual child, (keywords, objects)
+        if self.one_copy:
+            self._synchronised_lists(router)
         self.extent = self.region[0]
         leaf_node = np.flatnonzero(router.kind == LEAF)
         self.origin = [-1] * len(self.kind)  # the one worker a node's subscriptions are on (-1: several)
@@ -82,6 +99,69 @@ class FGTree:
         self.coef = text_factor_poly(pr_l)
         self.splits = {"spatial": 0, "text": 0}
         self.merges = 0
+
+    def _synchronised_lists(self, router: OneCopyRouter) -> None:
+        """The textual nodes' Eq. 2 terms, and per textual child the union of every dispatcher's
+        keyword list with all the objects they sent it (SSTD synchronises the routers' QT-trees
+        when it changes the tree, sstd.txt l.229)."""
+        t = router.text
+        n_nodes = len(router.kind)
+        extra_terms = np.zeros(0, np.int64)
+        extra_node = np.zeros(0, np.int64)
+        if hasattr(router, "d_n"):
+            keys = router.table[router.table != -1]
+            extra_node = (keys >> 32) % n_nodes
+            extra_terms = keys & 0xFFFFFFFF
+        for v in np.flatnonzero(router.kind == TEXT).tolist():
+            self.text_params[v] = t.params_of(v)
+            for c in range(int(router.first_child[v]), int(router.first_child[v]) + 4):
+                terms = np.union1d(t.base_of(c), extra_terms[extra_node == c])
+                n = float(t.base_n[c])
+                if hasattr(router, "d_n"):
+                    n += float((router.d_n[:, c] - t.base_n[c]).sum())
+                self.text_lists[c] = (terms, n)
+
+    def _region_params(self, v: int) -> tuple:
+        """Eq. 2's terms of leaf v's region (paper_cost.PaperCostModel.cell_terms) over FG's
+        statistics: the epoch's snapshot queries and the live subscriptions, p_t = the share of
+        type t's queries reaching v, Pr(t) = type t's share, M = the keywords of the SRQs (SKQs)
+        reaching v, Eq. 1's Pr(l) over each type's queries."""
+        parts = []
+        for ev, rows in ((self.recent, np.flatnonzero(self.recent.kind == SNAPSHOT)),
+                         (self.live, np.flatnonzero(self.live.kind == INSERT))):
+            rows = rows[np.isin(ev.family[rows], (RANGE, KNN, TERMS))]
+            if ev is self.recent:
+                rows = rows[~((ev.family[rows] == TERMS) & np.isfinite(ev.step[rows]))]  # CTQ reports
+            parts.append((ev, rows))
+        counts = {name: 0 for name in TYPES.values()}
+        reach = {name: 0 for name in TYPES.values()}
+        kws = {t: [] for t in TEXT_TYPES}
+        lens = {t: ([], []) for t in TEXT_TYPES}
+        for ev, rows in parts:
+            rect = np.stack([ev.xmin[rows], ev.ymin[rows], ev.xmax[rows], ev.ymax[rows]], 1).astype(np.float64)
+            ok = self._reach(rect, v)
+            for (fam, kind), name in TYPES.items():
+                mine = (ev.family[rows] == fam) & (ev.kind[rows] == kind)
+                counts[name] += int(mine.sum())
+                reach[name] += int((mine & ok).sum())
+                if name in TEXT_TYPES:
+                    q = rows[mine]
+                    lens[name][0].append((ev.offsets[q + 1] - ev.offsets[q]).astype(np.int64))
+                    lens[name][1].append(ev.op[q] == OR)
+                    for r in rows[mine & ok].tolist():
+                        kws[name].append(ev.values[ev.offsets[r]:ev.offsets[r + 1]].astype(np.int64))
+        total = sum(counts.values())
+        pr = {t: c / total for t, c in counts.items()} if total else {}
+        share = {t: reach[t] / counts[t] if counts[t] else 0.0 for t in counts}
+        c0 = sum(pr.get(t, 0.0) * share[t] for t in counts if t not in TEXT_TYPES)
+        polys = [eq1_poly(np.concatenate(lens[t][0]), np.concatenate(lens[t][1])) * pr.get(t, 0.0) * share[t]
+                 for t in TEXT_TYPES]
+        width = max(len(p) for p in polys)
+        polys = [np.pad(p, (0, width - len(p))) for p in polys]
+        flat = [np.concatenate(kws[t]) if kws[t] else np.zeros(0, np.int64) for t in TEXT_TYPES]
+        terms = np.unique(np.concatenate(flat))
+        m = [np.bincount(np.searchsorted(terms, f), minlength=len(terms)) / max(len(f), 1) for f in flat]
+        return float(c0), polys[0], polys[1], terms, m[0].astype(np.float64), m[1].astype(np.float64)
 
     @staticmethod
     def _group(pairs, n_leaves: int) -> list[np.ndarray]:
@@ -182,6 +262,15 @@ class FGTree:
             qq = self._quadrants(self.live_rect[qry], mx, my)
             uq = self._quadrants(self.recent_rect[upd], mx, my)
             return [(obj[quad == c], qry[qq[c]], upd[uq[c]]) for c in range(4)], None
+        if self.one_copy:  # Algorithm 1's textual partitioning; queries and updates reach every child
+            params = self._region_params(v)
+            off, vals = csr_take(rc.offsets, rc.values, obj)
+            child = split_by_increment(params, off, vals)
+            lists = []
+            for c in range(4):
+                o_off, o_vals = csr_take(rc.offsets, rc.values, obj[child == c])
+                lists.append((np.unique(o_vals.astype(np.int64)), float((child == c).sum())))
+            return [(obj[child == c], qry, upd) for c in range(4)], (params, lists)
         o_local, o_terms = self._live_entries(v, rc, obj, np.ones(len(obj), bool))
         _, e_terms = self._live_entries(v, lv, qry, lv.op[qry] != AND)
         n_cell = int(self.q_entries[self._reach(self.q_rect, v)].sum())
@@ -225,7 +314,11 @@ class FGTree:
             self.load[first + c] = self._load(children[c])
         self.kind[v] = SPATIAL if how == "spatial" else TEXT
         self.first_child[v] = first
-        if tm is not None:
+        if tm is not None and self.one_copy:
+            self.text_params[v] = tm[0]
+            for c in range(4):
+                self.text_lists[first + c] = tm[1][c]
+        elif tm is not None:
             self.term_map[v] = tm
         del self.items[v], self.load[v]
         self.splits[how] += 1
@@ -252,6 +345,9 @@ class FGTree:
         self.kind[v] = LEAF
         self.first_child[v] = -1
         self.term_map.pop(v, None)
+        self.text_params.pop(v, None)
+        for c in kids:
+            self.text_lists.pop(c, None)
         self.merges += 1
 
     def balanced(self, m: int) -> tuple[bool, float]:
@@ -310,12 +406,29 @@ class FGTree:
         new_id = {v: i for i, v in enumerate(order)}
         kind = np.array([self.kind[v] for v in order], np.int64)
         first_child = np.array([new_id[self.first_child[v]] if self.kind[v] != LEAF else -1 for v in order], np.int64)
-        term_maps = {new_id[v]: self.term_map[v] for v in order if self.kind[v] == TEXT}
         leaves = np.array([v for v in order if self.kind[v] == LEAF], np.int64)
+        if self.one_copy:
+            params = {new_id[v]: self.text_params[v] for v in order if self.kind[v] == TEXT}
+            lists = {new_id[c]: self.text_lists[c] for v in order if self.kind[v] == TEXT
+                     for c in range(self.first_child[v], self.first_child[v] + 4)}
+            router = assemble_onecopy(n_workers, kind, first_child, [self.mid[v][0] for v in order],
+                                      [self.mid[v][1] for v in order], [self.region[v] for v in order], params, lists,
+                                      np.zeros(len(leaves), np.int64), [self.load[v] for v in leaves])
+            router = self.router.same_rules(router)
+            router.decided(self.recent, self.obj_rows, self._object_leaves(leaves), keep=False)
+            return router, leaves
+        term_maps = {new_id[v]: self.term_map[v] for v in order if self.kind[v] == TEXT}
         router = assemble(n_workers, kind, first_child, [self.mid[v][0] for v in order], [self.mid[v][1] for v in order],
                           [self.region[v] for v in order], term_maps, np.zeros(len(leaves), np.int64),
                           [self.load[v] for v in leaves])
         return self.router.same_rules(router), leaves
+
+    def _object_leaves(self, leaves: np.ndarray) -> np.ndarray:
+        """The new leaf of each of the epoch's objects (`obj_rows` order), where the loop put it."""
+        out = np.full(len(self.recent), -1, np.int64)
+        for i, v in enumerate(leaves.tolist()):
+            out[self.items[v][0]] = i
+        return out[self.obj_rows]
 
     def adjust(self, m: int) -> MigrationPlan | None:
         """Run the loop, then FM on the new tree with loads and holdings counted by routing the

@@ -1,9 +1,9 @@
 """SSTD's "Text" baseline (Section 7.1): the QT-tree built with textual splits only.
 
 Every node keeps the whole space as its MBR and the root is split by text repeatedly (heaviest
-node first, by the cost model); everything else is `qttree`'s. With keyword routing an AND query
-reaches one leaf, an object every leaf owning one of its terms (the paper's Text routes queries
-to every leaf, since its routers never check keywords; see docs/decisions.md).
+node first, by the cost model); everything else is `qttree`'s: an object goes to one leaf, the one
+of least Eq. 2 increment, and a query to every leaf, since routers do not check query keywords
+(sstd.txt l.225; docs/decisions.md, "SSTD: the paper's one-copy QT-tree (issue 47)").
 """
 
 from __future__ import annotations

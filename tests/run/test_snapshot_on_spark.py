@@ -65,3 +65,20 @@ def test_strategies_that_cannot_answer_are_left_out_or_refused(tmp_path, monkeyp
     assert "kdt" not in strategy_names(_cfg(tmp_path, "strategy=all"))
     with pytest.raises(ConfigError, match="strategy 'kdt' cannot answer snapshot queries exactly"):
         strategy_names(_cfg(tmp_path, "strategy=kdt"))
+
+
+@pytest.mark.spark
+def test_the_one_copy_qt_tree_on_spark_stores_objects_once_while_the_tree_changes(spark, tmp_path):
+    """SSTD's QT-tree (sstd.txt l.221): each object to one textual child, decided per dispatcher
+    on the driver (three dispatchers here), exact on Spark while FG rebuilds the tree; its
+    obj_replication is 1.00, the term-map ablation's may be more."""
+    rows = run_experiment(_cfg(tmp_path, "strategy=all", "strategy.include=[qttree,qttree_termmap]", "adjust=fg",
+                               "adjust.params.lam=1.2", "dispatchers=3"))
+    assert sorted(r["strategy"] for r in rows) == ["qttree", "qttree_termmap"]
+    for r in rows:
+        assert r["status"] == "ok", r.get("traceback")
+        assert r["oracle_ok"] is True, (r["strategy"], r["result_digest"])
+    by = {r["strategy"]: r for r in rows}
+    assert by["qttree"]["obj_replication"] == 1.0
+    assert by["qttree_termmap"]["obj_replication"] >= 1.0
+    assert len({r["result_digest"] for r in rows}) == 1

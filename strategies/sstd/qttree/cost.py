@@ -1,4 +1,5 @@
-"""SSTD's cost model (Eq. 1-2), one term per query type, and the textual split's term -> child
+"""`qttree_termmap`'s cost model (`qttree`'s, as the paper writes it, is paper_cost.py): SSTD's
+Eq. 1-2, one term per query type, and the textual split's term -> child
 assignment it drives (Section 4.1.2). Each term is Pr(type) * p_type(cell) * F(H) * E: Eq. 1's
 form, with H the mass of M on the node's keywords, for SSTD's six types (stats.TYPES): continuous
 range, kNN and top-k terms (CRQ, CKQ, CTQ) and their snapshot forms (SRQ, SKQ, STQ).
