@@ -30,6 +30,10 @@ leads at the largest x, by more than at the smallest), `between` (the subject wi
 range). `check.across: dataset | x` (with `check.variant`) compares one variant's runs on several
 datasets or swept x values instead of several variants (SSTD Fig. 7, Skype Table 4).
 
+A claim with `retired: <reason>` (a claim that cannot be judged here as the paper states it, e.g. a
+ratio between two different machines) is not evaluated: it reports the verdict "retired" with its
+reason and stays outside every tally (`tally`, `counted`), kept in conf/claims.yaml for the record.
+
 A claim whose verdict may depend on the size (subscriptions, stored objects) may name a size sweep,
 `sizes: size_<paper>` (conf/experiment/size_*.yaml): it is then also judged at every step of that
 sweep, with the trend of its ratio against size (harness/report/sizes.py); its own verdict here
@@ -61,6 +65,7 @@ ACROSS_KINDS = ("better", "ratio_at_least", "gap_grows", "between")
 SCOPES = ("paper", "extension")  # extension: the harness's own reading, outside the papers' tallies
 BASES = ("compute", "network")
 VERDICTS = ("holds", "partly", "does not hold", "inconclusive", "not measured")
+RETIRED = "retired"  # a retired claim's verdict: shown with its reason, outside VERDICTS and every tally
 
 
 @dataclass
@@ -115,6 +120,9 @@ def load_claims_from(claims: list[dict]) -> list[dict]:
             raise ValueError(f"claim {cid!r}: sizes={sizes!r} is invalid; allowed: the name of a size sweep in "
                              f"conf/experiment/ (size_*.yaml) at whose every step the claim is also judged "
                              f"(harness/report/sizes.py)")
+        if "retired" in c and not (isinstance(c["retired"], str) and c["retired"].strip()):
+            raise ValueError(f"claim {cid!r}: retired={c['retired']!r} is invalid; allowed: the reason, as text, why "
+                             f"the claim cannot be judged here (or no `retired` field)")
         if c.get("scope", "paper") not in SCOPES:
             raise ValueError(f"claim {cid!r}: scope={c.get('scope')!r} is invalid; allowed: {', '.join(SCOPES)}")
         if "experiment" in chk:
@@ -353,8 +361,20 @@ def evaluate(claim: dict, table: pd.DataFrame, basis: str | None = "compute") ->
     return Verdict(claim, verdict, notes, basis, excluded, missing, list(rows.get("run_id", [])))
 
 
+def is_retired(claim: dict) -> bool:
+    return bool(claim.get("retired"))
+
+
+def counted(claim_results: list[ClaimResult]) -> list[ClaimResult]:
+    """The claims a tally counts: every one but the retired."""
+    return [r for r in claim_results if not is_retired(r.claim)]
+
+
 def evaluate_both(claim: dict, table: pd.DataFrame) -> ClaimResult:
-    """The claim on each basis where its metric depends on one, else once."""
+    """The claim on each basis where its metric depends on one, else once; a retired claim is not
+    evaluated: one verdict, "retired", with its reason."""
+    if is_retired(claim):
+        return ClaimResult(claim, {"any": Verdict(claim, RETIRED, [f"retired: {claim['retired'].strip()}"])})
     if is_basis_dependent(claim["check"]["metric"]):
         return ClaimResult(claim, {b: evaluate(claim, table, b) for b in BASES})
     return ClaimResult(claim, {"any": evaluate(claim, table, None)})
@@ -368,8 +388,9 @@ def evaluate_all(table: pd.DataFrame, claims: list[dict] | None = None,
 
 
 def tally(verdicts: list[ClaimResult], basis: str) -> dict[str, int]:
-    """How many claims hold, partly, ... on one basis (a basis-free claim counts on both)."""
+    """How many claims hold, partly, ... on one basis (a basis-free claim counts on both; a retired
+    claim counts nowhere)."""
     counts = dict.fromkeys(VERDICTS, 0)
-    for r in verdicts:
+    for r in counted(verdicts):
         counts[r.on(basis).kind] += 1
     return counts

@@ -45,6 +45,8 @@ def claims_table(claim_results: list[ClaimResult], link: str | None = None) -> l
         name = f"[{c['id']}]({link.format(preset=c['preset'], id=c['id'])})" if link else f"`{c['id']}`"
         if c.get("scope") == "extension":
             name += " *(harness extension)*"
+        if claims_mod.is_retired(c):
+            name += " *(retired)*"
         published = c.get("published", "") + (f" ({c['setting']})" if c.get("setting") else "")
         if "any" in r.verdicts:
             compute = network = f"**{r.verdicts['any'].verdict}** (no basis)"
@@ -84,6 +86,7 @@ def tally_table(claim_results: list[ClaimResult]) -> list[str]:
     """Per paper and basis: holds / partly / does not hold / inconclusive / not measured (the
     papers' claims; harness extensions counted apart)."""
     lines = ["| paper | basis | " + " | ".join(VERDICTS) + " | claims |", "|---|---|" + "---:|" * (len(VERDICTS) + 1)]
+    claim_results = claims_mod.counted(claim_results)  # retired claims are listed, never tallied
     groups = [(PAPER_TITLES.get(p, p), [r for r in claim_results if r.claim.get("paper") == p
                                          and r.claim.get("scope", "paper") == "paper"]) for p in PAPERS]
     groups.append(("harness extensions", [r for r in claim_results if r.claim.get("scope") == "extension"]))

@@ -66,6 +66,7 @@ PLOT_METRICS = _registered({
     # Skype/DSkype (top-k): communication per message, replication ratio, balance (Fig. 21(b), Table
     # 5); re-evaluations and buffer sizes (Fig. 14, Table 4)
     "dskype_bars": ("obj_replication", "stored_replication", "load_max_mean"),
+    "replication_vs_x": ("stored_replication",),  # Table 5 against the window (dskype_table5)
     "reevaluations_vs_x": ("reevaluations",),
     "buffer_vs_x": ("buffer_size_mean",),
     "amp_vs_x": ("amp_us",),
@@ -366,6 +367,8 @@ def figures(runs: pd.DataFrame, exp) -> dict[str, object]:
         "scale_vs_x": lambda: _scale_panels(runs, x, xlabel, f"{title}: time, results and memory"),
         "dskype_bars": lambda: _bars(runs, PLOT_METRICS["dskype_bars"],
                                      f"{title}: communication per message, replication ratio, balance"),
+        "replication_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: replication ratio", facet,
+                                           metric="stored_replication"),
         "reevaluations_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: re-evaluations", facet,
                                              metric="reevaluations"),
         "buffer_vs_x": lambda: _lines(runs, x, xlabel, f"{title}: buffer size", facet, metric="buffer_size_mean"),

@@ -200,7 +200,8 @@ _METRICS = [
     Metric("query_replication", "query replication", "", "routed query-update copies / input query updates",
            "lower", "{:.2f}"),
     Metric("stored_replication", "replication ratio", "", "subscription copies the workers hold / live "
-           "subscriptions, at the start of the measured part (DSkype Table 5: times a subscription is stored)",
+           "subscriptions, read at each measured epoch's end (after the first thresholds prune) and averaged "
+           "over the measured epochs (DSkype Table 5: times a subscription is stored)",
            "lower", "{:.2f}"),
     # snapshot queries (SSTD's SRQ / SKQ; NaN-free only in workloads that have them)
     *(Metric(f"snapshot_latency_{k}_ms", f"snapshot latency {k}", "ms", f"{k} latency of the snapshot queries "

@@ -24,7 +24,7 @@ import pandas as pd
 
 from harness.report import claims as claims_mod
 from harness.report import results
-from harness.report.claims import BASES, CELL, ClaimResult
+from harness.report.claims import BASES, CELL, ClaimResult, counted
 from harness.report.claims_report import PAPER_TITLES, PAPERS
 
 THROUGHPUT = "throughput_eps"
@@ -95,7 +95,8 @@ def paper_claims(claim_results: list[ClaimResult], paper: str, scope: str | None
 
 def tally_groups(claim_results: list[ClaimResult]) -> list[tuple[str, str, list[ClaimResult]]]:
     """(key, title, claims) per paper (its own claims) and the harness extensions, as
-    claims_report.tally_table groups them; empty groups left out."""
+    claims_report.tally_table groups them (retired claims left out); empty groups left out."""
+    claim_results = counted(claim_results)
     papers = list(PAPERS) + sorted({r.claim.get("paper") for r in claim_results} - set(PAPERS) - {None})
     groups = [(p, PAPER_TITLES.get(p, p), paper_claims(claim_results, p)) for p in papers]
     groups.append(("extensions", "harness extensions", [r for r in claim_results if r.claim.get("scope") == "extension"]))

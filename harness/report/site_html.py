@@ -10,7 +10,7 @@ from html import escape
 import pandas as pd
 
 from harness.report import claims_report, metrics
-from harness.report.claims import BASES, CELL, VERDICTS, ClaimResult
+from harness.report.claims import BASES, CELL, VERDICTS, ClaimResult, counted
 from harness.report.site_data import (BASIS_COLUMN, Figure, PaperPage, Site, StrategyPage, paper_claims,
                                       provenance, tally_groups)
 
@@ -195,7 +195,7 @@ def paper_html(p: PaperPage, site: Site, diagnoses: dict[str, str]) -> str:
 
 def _tally(group: list[ClaimResult], basis: str) -> dict[str, int]:
     counts = dict.fromkeys(VERDICTS, 0)
-    for r in group:
+    for r in counted(group):  # a retired claim is shown with its reason, never counted
         counts[r.on(basis).kind] += 1
     return counts
 

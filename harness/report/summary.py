@@ -46,14 +46,27 @@ def merged_service(epochs, attr: str = "service") -> dict[int, tuple[np.ndarray,
 
 
 def stored_replication(measured, events: Events, warmup: int) -> float:
-    """Subscription copies the workers held at the start of the measured part / subscriptions live
-    then (DSkype's replication ratio, Table 5)."""
+    """DSkype's replication ratio (Table 5, skype.txt l.825-835): the mean, over the measured epochs,
+    of the subscription copies the workers hold at each epoch's end over the subscriptions live then.
+
+    Read at the epochs' ends, not at the measured part's start: a threshold-routed strategy
+    (dskype_prefix, its hybrids) registers the warm-up's subscriptions before any threshold exists
+    (theta = 0, every keyword's worker) and prunes the replicas the first thresholds release at the
+    first measured epoch's start (harness/engine/worker.py, `prune_replicas`); the paper computes its
+    measurements "after system initialization" (l.819), with each prefix cut by kScore (Eq. 18,
+    l.650-665). The mean over the epochs also counts the routes lazy reallocation grows back as
+    thresholds fall. A strategy that never prunes holds the same copies at every end (docs/decisions.md,
+    "When DSkype's replication is read")."""
     if not measured:
         return float("nan")
-    held = sum(st.get("restored", 0) for st in measured[0].worker_stats.values())
-    before = events.kind[:warmup]
-    live = int((before == INSERT).sum()) - int((before == DELETE).sum())
-    return held / live if live > 0 else float("nan")
+    ends = warmup + np.cumsum([e.n_events for e in measured])
+    live_after = np.cumsum(events.kind == INSERT) - np.cumsum(events.kind == DELETE)  # live once seq i is done
+    ratios = []
+    for e, hi in zip(measured, ends):
+        live = int(live_after[min(int(hi), len(events)) - 1]) if hi > 0 and len(events) else 0
+        if live > 0:
+            ratios.append(sum(st.get("kept", 0) for st in e.worker_stats.values()) / live)
+    return float(np.mean(ratios)) if ratios else float("nan")
 
 
 def native_rate(ts: np.ndarray) -> float | None:

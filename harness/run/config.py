@@ -208,6 +208,8 @@ def register_configs() -> None:
     cs.store(name="base_config", node=Config)
     if not OmegaConf.has_resolver("mul"):  # sizes derived from sizes (conf/scale/paper.yaml)
         OmegaConf.register_new_resolver("mul", lambda a, b: int(a) * int(b))
+    if not OmegaConf.has_resolver("div"):  # a size as a share of another (DSkype's epochs: a tenth of |W|)
+        OmegaConf.register_new_resolver("div", lambda a, b: max(int(a) // int(b), 1))
 
 
 def config_groups() -> list[str]:
