@@ -140,10 +140,12 @@ class Thresholds:
 
 
 class PrefixRouter(Thresholds, PartitionedTermRouter):
-    """Objects to the workers of all their terms; a top-k subscription to those of its prefix."""
+    """Objects to the workers of all their terms (a top-k subscription is filled at registration
+    from the window before it, so a message cannot wait for a subscription to route by its term:
+    `object_terms="all"`, strategies/routers/termmap.py); a top-k subscription to those of its prefix."""
 
     def __init__(self, n_workers: int, term_worker: np.ndarray, idf: np.ndarray | None, info: dict):
-        super().__init__(n_workers, term_worker, info)
+        super().__init__(n_workers, term_worker, info, object_terms="all")
         self.idf = None if idf is None else np.ascontiguousarray(idf, np.float64)
         self._init_thresholds()
 

@@ -443,15 +443,21 @@ class FGTree:
         o = np.bincount(lo, minlength=n).astype(np.float64)
         q = np.bincount(q_l, minlength=n).astype(np.float64)
         load = o * q + o + np.bincount(lu, minlength=n)
-        held = self.holdings(q_r, q_l, n, m)
+        held = self.holdings(q_r, q_l, n, m, self.q_rows)
         cost = q[:, None] - held
         origin = np.array([self.origin[v] for v in old_of], np.int64)
         owner = fm_owner(load, cost, origin, m)
         router = new.with_assignment(owner)
         router.leaf_cost = load
-        # A leaf moves unless its new worker already stores all its subscriptions (an empty leaf:
-        # unless it stays where it came from). Its source: the worker that stores them all (its
-        # origin first), else -1 (gathered from several workers).
+        # A leaf moves unless its new worker already stores all its subscriptions, of every family
+        # (an empty leaf: unless it stays where it came from). Its source: the worker that stores
+        # them all (its origin first), else -1 (gathered from several workers). The loads above are
+        # Eq. 2's CRQ term over range subscriptions; the moves count every live subscription, or a
+        # kNN or frequent-terms one lands on a worker the plan does not declare (validate_plan).
+        every = np.arange(len(lv), dtype=np.int64)
+        a_r, a_l = new.units(lv, every)
+        q = np.bincount(a_l, minlength=n).astype(np.float64)
+        held = self.holdings(a_r, a_l, n, m, every)
         full = q > 0
         stays = np.where(full, held[np.arange(n), owner] >= q, origin == owner)
         single = np.where(held >= q[:, None], np.arange(m)[None, :], m).min(axis=1)
@@ -466,10 +472,10 @@ class FGTree:
             return None
         return MigrationPlan(router, moved, src[moved], owner[moved], info)
 
-    def holdings(self, q_r: np.ndarray, q_l: np.ndarray, n: int, m: int) -> np.ndarray:
-        """held[leaf, w]: how many of the new leaf's subscriptions worker w stores already (under
-        the old router)."""
-        old_r, old_l = self.router.units(self.live, self.q_rows)
+    def holdings(self, q_r: np.ndarray, q_l: np.ndarray, n: int, m: int, rows: np.ndarray) -> np.ndarray:
+        """held[leaf, w]: how many of the new leaf's subscriptions (`rows` of the live ones, routed
+        to leaves as (q_r, q_l)) worker w stores already (under the old router)."""
+        old_r, old_l = self.router.units(self.live, rows)
         key = np.unique(old_r * m + self.router.leaf_worker[old_l])
         k_row, k_w = key // m, key % m
         start = np.searchsorted(k_row, q_r, "left")

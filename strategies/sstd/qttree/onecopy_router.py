@@ -21,7 +21,7 @@ import copy
 
 import numpy as np
 
-from harness.core.events import Events
+from harness.core.events import SNAPSHOT, Events
 from strategies.base import Pairs, Router
 from strategies.sstd.qttree.onecopy import EMPTY, assign_objects, hash_rehash, text_depth
 from strategies.sstd.qttree.route import TEXT, _route_points_spatial, route_rects_every_child
@@ -225,7 +225,17 @@ class OneCopyRouter(QTTreeRouter):
                                        self.n_workers)
 
     def route_knn(self, ev: Events, rows: np.ndarray) -> Pairs:
-        return self.to_every_worker(ev, rows) if self.knn_to_all else self.route_range(ev, rows)
+        """A CKQ to every worker (l.223; `ckq_routing: ball`: like a range query on its ball's
+        square). An SKQ by its rectangle, as a range query: SSTD routes SKQs by Section 6.2's two
+        phases, not to every worker (l.222), and its rectangle is the extent in one phase, the
+        square around the first phase's k-th distance in the second (harness/engine/rounds.py)."""
+        rows = np.asarray(rows, np.int64)
+        if not self.knn_to_all:
+            return self.route_range(ev, rows)
+        snap = ev.kind[rows] == SNAPSHOT
+        ra, wa = self.to_every_worker(ev, rows[~snap])
+        rs, ws = self.route_range(ev, rows[snap])
+        return np.concatenate([ra, rs]), np.concatenate([wa, ws])
 
     # -- copies --------------------------------------------------------------------------------------
 
