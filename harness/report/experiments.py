@@ -299,19 +299,21 @@ def _migration_bars(runs: pd.DataFrame, title: str, x: str | None):
     for col in panels:  # per adjustment, in the registry's display unit
         runs[col] = runs[col] / n * metrics.scale(col)
     fig, axes = plt.subplots(1, len(panels), figsize=(4.4 * len(panels), 3.4))
-    groups = list(runs.groupby("x", dropna=False)) if x else [(None, runs)]
+    # one bar group per swept x, or per workload when a preset sweeps several (SSTD's two hot spots)
+    by = "x" if x else ("workload" if runs["workload"].nunique() > 1 else None)
+    groups = list(runs.groupby(by, dropna=False)) if by else [(None, runs)]
     variants = sorted(runs["variant"].unique())
     width = 0.8 / len(groups)
     for ax, col in zip(axes, panels):
         for i, (xv, g) in enumerate(groups):
-            g = g.set_index("variant").reindex(variants)
-            ax.bar(np.arange(len(variants)) - 0.4 + width * (i + 0.5), g[col].to_numpy(float), width,
-                   label=None if xv is None else f"{x}={xv}")
+            g = g.groupby("variant")[col].median().reindex(variants)  # the newest sweep holds one run per cell
+            ax.bar(np.arange(len(variants)) - 0.4 + width * (i + 0.5), g.to_numpy(float), width,
+                   label=None if xv is None else f"{x or by}={xv}")
         ax.set_xticks(range(len(variants)), variants, rotation=45, ha="right", fontsize=8)
         m = metrics.metric(col)
         ax.set_ylabel(f"{m.short} per adjustment" + (f" ({m.shown_unit})" if m.shown_unit else ""), fontsize=8)
         ax.grid(axis="y", alpha=0.3)
-    if x:
+    if by:
         axes[0].legend(fontsize=7)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
