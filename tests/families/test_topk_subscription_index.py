@@ -12,20 +12,14 @@ from harness.families.base import NEVER
 from harness.families.topk.arrival import arrival_candidates
 from harness.families.topk.bounds import rest_max, suffix_weights, text_floors
 from harness.families.topk.subscription_index import subscription_blocks
-from tests.families.topk_streams import plain_scores, random_stream
+from tests.families.topk_streams import scored_stream
 
 N_MSG, N_SUB, N_TERMS = 200, 500, 30
 
 
 @pytest.fixture(scope="module")
 def stream():
-    d = random_stream(N_MSG, N_SUB, N_TERMS, 5)
-    d["scores"] = np.array([plain_scores(d, s) for s in range(N_SUB)])  # (subscription, message)
-    rng = np.random.default_rng(6)
-    # thresholds as buffers leave them: mostly near each subscription's good scores, some 0
-    best = np.nanmax(np.where(np.isnan(d["scores"]), -np.inf, d["scores"]), axis=1)
-    d["theta"] = np.where(rng.random(N_SUB) < 0.1, 0.0, np.clip(best, 0, None) * rng.uniform(0.6, 1.0, N_SUB))
-    return d
+    return scored_stream(N_MSG, N_SUB, N_TERMS)
 
 
 @pytest.mark.parametrize("per_cell", [1e9, 8.0])

@@ -45,3 +45,15 @@ def plain_scores(d: dict, s: int) -> np.ndarray:
             ssim = 1.0 - math.hypot(d["m_x"][m] - d["s_x"][s], d["m_y"][m] - d["s_y"][s]) / d["max_dist"]
             out[m] = d["s_alpha"][s] * ssim + (1.0 - d["s_alpha"][s]) * sum(common)
     return out
+
+
+def scored_stream(n_msg: int, n_sub: int, n_terms: int, seed: int = 5) -> dict:
+    """`random_stream` with every (subscription, message) plain score and thresholds as buffers
+    leave them: mostly near each subscription's good scores, some 0."""
+    d = random_stream(n_msg, n_sub, n_terms, seed)
+    d["scores"] = np.array([plain_scores(d, s) for s in range(n_sub)])  # (subscription, message)
+    rng = np.random.default_rng(seed + 1)
+    best = np.nanmax(np.where(np.isnan(d["scores"]), -np.inf, d["scores"]), axis=1)
+    d["theta"] = np.where(rng.random(n_sub) < 0.1, 0.0, np.clip(best, 0, None) * rng.uniform(0.6, 1.0, n_sub))
+    return d
+

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from harness.core.kernels import lower_bound
 from strategies.sstd.qttree.route import LEAF, SPATIAL, TEXT
 
 EMPTY = np.int64(-1)
@@ -101,26 +102,27 @@ def _slot(key, mask):
     return h & mask
 
 
-@njit(cache=True)
-def hash_contains(table, key):
+@njit(cache=True, inline="always")
+def _probe(table, key):
+    """The slot holding `key`, or the empty slot where it would go (linear probing)."""
     mask = len(table) - 1
     s = _slot(key, mask)
-    while table[s] != EMPTY:
-        if table[s] == key:
-            return True
+    while table[s] != EMPTY and table[s] != key:
         s = (s + 1) & mask
-    return False
+    return s
+
+
+@njit(cache=True)
+def hash_contains(table, key):
+    return table[_probe(table, key)] == key
 
 
 @njit(cache=True)
 def hash_insert(table, key):
     """Insert `key`; True when it was new (the caller keeps the load factor under 1/2)."""
-    mask = len(table) - 1
-    s = _slot(key, mask)
-    while table[s] != EMPTY:
-        if table[s] == key:
-            return False
-        s = (s + 1) & mask
+    s = _probe(table, key)
+    if table[s] == key:
+        return False
     table[s] = key
     return True
 
@@ -137,14 +139,8 @@ def hash_rehash(table, cap):
 @njit(cache=True, inline="always")
 def _bsearch(arr, lo, hi, x):
     """Index of x in the sorted arr[lo:hi], or -1."""
-    end = hi
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if arr[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo if lo < end and arr[lo] == x else -1
+    i = lower_bound(arr, lo, hi, x)
+    return i if i < hi and arr[i] == x else -1
 
 
 @njit(cache=True)
