@@ -210,10 +210,9 @@ def _timestamp_series(runs: pd.DataFrame, title: str):
     fig, axes = _grid(len(panels), width=5.5)
     for ax, ((scenario, workers), g) in zip(axes, panels):
         for _, run in g.sort_values("variant").iterrows():
-            path = Path(str(run.get("run_dir") or "")) / "timestamps.parquet"
-            if not path.exists():
+            ts = results.run_frame(run, "timestamps")
+            if ts is None:
                 continue
-            ts = pd.read_parquet(path)
             ax.plot(ts["timestamp"], ts["update_time_ms"], lw=1, label=run["variant"], color=style(run["variant"])["color"])
         ax.set_xlabel("time-stamp")
         ax.set_ylabel("update time (ms)")
@@ -279,10 +278,10 @@ def _epoch_series(runs: pd.DataFrame, title: str, x: str | None):
 
     frames = []
     for _, r in runs.iterrows():
-        path = Path(str(r["run_dir"])) / "epochs.parquet"
-        if path.exists():
+        epochs = results.run_frame(r, "epochs")
+        if epochs is not None:
             label = r["variant"] + (f" ({x}={r['x']})" if x and pd.notna(r.get("x")) else "")
-            frames.append(pd.read_parquet(path).assign(run=label))
+            frames.append(epochs.assign(run=label))
     if not frames:
         raise ValueError("no run of this experiment has per-epoch results (epochs.size=0?)")
     return epoch_series(pd.concat(frames, ignore_index=True), title, by="run")

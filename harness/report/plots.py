@@ -133,17 +133,17 @@ def summary_plots(root: Path, table: pd.DataFrame | None = None) -> list[Path]:
     g = g[g["workers"] == w]
     fig, axes = plt.subplots(1, len(g), figsize=(3.2 * len(g), 3), squeeze=False)
     for ax, (_, r) in zip(axes[0], g.iterrows()):
-        path = Path(r["run_dir"]) / "workers.parquet"
-        if path.exists():
-            _load_bars(ax, pd.read_parquet(path), f"{r['strategy']} ({workload}, {w} workers)")
+        workers = results.run_frame(r, "workers")
+        if workers is not None:
+            _load_bars(ax, workers, f"{r['strategy']} ({workload}, {w} workers)")
     out.append(save_figure(fig, out_dir / "worker_load.png"))
 
     # latency distribution per strategy (same selection)
     fig, ax = plt.subplots(figsize=(6, 3.6))
     for _, r in g.iterrows():
-        path = Path(r["run_dir"]) / "latency.parquet"
-        if path.exists():
-            _latency_cdf(ax, pd.read_parquet(path)["latency_ms"].to_numpy(), r["strategy"])
+        latency = results.run_frame(r, "latency")
+        if latency is not None:
+            _latency_cdf(ax, latency["latency_ms"].to_numpy(), r["strategy"])
     ax.set_xscale("log")
     ax.set_xlabel("latency (ms, queue model)")
     ax.set_ylabel("share of events")

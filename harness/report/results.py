@@ -157,11 +157,42 @@ def labelled(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+PER_RUN_TABLES = ("epochs", "workers", "timestamps", "latency")  # a run folder's Parquet tables, by name
+TABLES_DIR = "tables_dir"  # set at read time on a record's runs table: where its gathered per-run tables are
+
+
 def read_runs_table(root: Path) -> pd.DataFrame:
+    """The runs table of a results folder, or of a record's evidence (harness/report/evidence.py):
+    there the per-run tables sit gathered beside it, and each row learns where (`tables_dir`)."""
     path = root / "runs.parquet"
     if not path.exists():
         raise FileNotFoundError(f"no runs table at {path}: run `make run` or `make sweep` first")
+    table = pd.read_parquet(path)
+    if any((root / f"{name}.parquet").exists() for name in PER_RUN_TABLES):
+        table[TABLES_DIR] = str(root)
+    return table
+
+
+@functools.lru_cache(maxsize=8)
+def _gathered(path: str, mtime_ns: int) -> pd.DataFrame:  # keyed on the file's time: a rewrite is read anew
     return pd.read_parquet(path)
+
+
+def run_frame(run: pd.Series, name: str) -> pd.DataFrame | None:
+    """One run's per-run table `name` (one of PER_RUN_TABLES): from its run folder when the folder
+    is here, else from the record's gathered table beside the runs table; None when neither has it."""
+    if name not in PER_RUN_TABLES:
+        raise ValueError(f"per-run table {name!r} is unknown; allowed: {', '.join(PER_RUN_TABLES)}")
+    folder = run.get("run_dir")
+    if isinstance(folder, str) and folder and (Path(folder) / f"{name}.parquet").exists():
+        return pd.read_parquet(Path(folder) / f"{name}.parquet")
+    tables = run.get(TABLES_DIR)
+    if isinstance(tables, str) and (Path(tables) / f"{name}.parquet").exists():
+        path = Path(tables) / f"{name}.parquet"
+        every = _gathered(str(path), path.stat().st_mtime_ns)
+        mine = every[every["run_id"] == run.get("run_id")]
+        return mine.drop(columns="run_id").reset_index(drop=True) if len(mine) else None
+    return None
 
 
 def flatten(d: dict, prefix: str = "") -> dict[str, Any]:

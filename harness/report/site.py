@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", default=None, metavar="DIR",
                         help="also copy the overview as Markdown, the figures and the provenance into DIR "
                              "(docs/reproduction)")
+    parser.add_argument("--ran-only", action="store_true",
+                        help="judge only the claims whose preset has runs in the table (the record of a partial "
+                             "re-run: the other claims would read 'not measured' for want of runs, not evidence)")
     args = parser.parse_args(argv)
     root = results.results_root(args.results)
     runs_file = root / "runs.parquet"
@@ -78,13 +81,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cannot read the claims: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else root / "site"
-    site = build(results.read_runs_table(root), out, claims, runs_file,
+    table = results.read_runs_table(root)
+    if args.ran_only:
+        ran = set(table["experiment"].dropna()) if "experiment" in table else set()
+        claims = [c for c in claims if c["preset"] in ran]
+        print(f"--ran-only: {len(claims)} claims of the {len(ran)} presets with runs")
+    site = build(table, out, claims, runs_file,
                  Path(args.diagnoses) if args.diagnoses else None)
     print(f"wrote: {out / 'index.html'} ({len(site.papers)} paper pages, {len(site.strategies)} strategy pages)")
     if args.record:
         from harness.report import site_record
 
-        for path in site_record.record(site, out, Path(args.record)):
+        flags = "".join(f"{f} " for f in (f"--results {site_record.shown_path(root)}" if args.results else "",
+                                            "--ran-only" if args.ran_only else "") if f)
+        for path in site_record.record(site, out, Path(args.record), flags):
             print(f"recorded: {path}")
     return 0
 

@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 
 from harness.report import claims_report
+from harness.report.results import PROJECT_ROOT
 from harness.report.site_data import Site
 
 CHROMIUM = ("chromium", "/usr/bin/chromium", "chromium-browser")
@@ -49,12 +50,20 @@ def screenshot(page: Path, png: Path, size: str = "1280,1600") -> str | None:
     return None if done.returncode == 0 and png.exists() else f"chromium failed: {done.stderr.strip()[-300:]}"
 
 
-def markdown(site: Site) -> list[str]:
+def shown_path(dest: Path) -> str:
+    """DEST as a reader types it: relative to the repository when inside it (no machine path)."""
+    try:
+        return str(dest.resolve().relative_to(PROJECT_ROOT))
+    except ValueError:
+        return dest.name
+
+
+def markdown(site: Site, dest: Path = Path("docs/reproduction"), flags: str = "") -> list[str]:
     b = site.built
     lines = ["# Reproduction record", "",
              f"Built {b['at']} on {b['host']} ({b['machine']}, {os.cpu_count()} cores, {platform.platform()}) at "
-             f"commit `{b['commit']}` from the runs table by `python -m harness.report.site --record "
-             "docs/reproduction` (`make record`). The site itself: `make site`, then results/site/index.html.", "",
+             f"commit `{b['commit']}` from the runs table by `python -m harness.report.site {flags}--record "
+             f"{shown_path(dest)}` (`make record`). The site itself: `make site`, then results/site/index.html.", "",
              claims_report.BASIS_NOTE, "", "## Verdicts per paper", ""] + claims_report.tally_table(site.claims)
     flips = [r for r in site.claims if r.flips]
     lines += ["", f"{len(flips)} claims change verdict between the bases: "
@@ -68,7 +77,7 @@ def markdown(site: Site) -> list[str]:
     return lines
 
 
-def record(site: Site, site_dir: Path, dest: Path) -> list[Path]:
+def record(site: Site, site_dir: Path, dest: Path, flags: str = "") -> list[Path]:
     """report.md, figures/ and overview.png of the built site under `site_dir` into `dest`."""
     dest.mkdir(parents=True, exist_ok=True)
     figures = dest / "figures"
@@ -76,7 +85,7 @@ def record(site: Site, site_dir: Path, dest: Path) -> list[Path]:
         shutil.rmtree(figures)
     shutil.copytree(site_dir / "figures", figures) if (site_dir / "figures").exists() else figures.mkdir()
     report = dest / "report.md"
-    report.write_text("\n".join(markdown(site)) + "\n")
+    report.write_text("\n".join(markdown(site, dest, flags)) + "\n")
     out = [report, figures]
     why = screenshot(site_dir / "index.html", dest / "overview.png")
     if why is None:

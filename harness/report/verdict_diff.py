@@ -1,0 +1,152 @@
+"""`python -m harness.report.verdict_diff --before docs/reproduction/report.md [--results DIR]
+[--presets a,b] [--out FILE]`: claim by claim, the verdicts of a committed record beside the verdicts
+the current claims give on a runs table, on both bases, with the figure behind the new one.
+
+Why: a change to a strategy or a preset must show which published claims its new runs move and
+why (the closing note of a fidelity change, docs/reproduction/ re-made). The earlier verdicts are
+read from the record's own report.md (the claims tables harness/report/site_record.py writes), so
+the comparison needs no runs table of the old record, only what the repository commits.
+
+Only the claims whose preset has runs in the table are compared (a partial re-run compares what it
+re-ran); a claim new since the record reads "(new)" before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from harness.report import claims as claims_mod
+from harness.report import results
+from harness.report.claims import BASES, ClaimResult
+
+ROW = re.compile(r"^\| \[?`?(?P<id>[a-z0-9][a-z0-9_.-]+)`?\]?")
+VERDICT = re.compile(r"\*\*(?P<v>[^*]+)\*\*")
+
+
+@dataclass
+class Before:
+    compute: str
+    network: str
+
+
+def _split_row(line: str) -> list[str]:
+    """A Markdown table row's cells (a `\\|` inside a cell is text, not a border)."""
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def read_record(report: Path) -> dict[str, Before]:
+    """claim id -> its verdicts on each basis in a record's report.md (a basis-free claim gives the
+    same verdict to both, as the record prints it)."""
+    out: dict[str, Before] = {}
+    for line in Path(report).read_text().splitlines():
+        m = ROW.match(line)
+        if not m:
+            continue
+        cells = _split_row(line)
+        if len(cells) != 6:  # the claims table: claim, source, published, compute, network, ours
+            continue
+        verdicts = [VERDICT.search(c) for c in cells[3:5]]
+        if not all(verdicts):
+            continue
+        out[m.group("id")] = Before(*(v.group("v") for v in verdicts))
+    if not out:
+        raise ValueError(f"{report}: no claims table found (rows '| `claim-id`: ... | **verdict** | **verdict** |'); "
+                         "expected a record's report.md written by `make record`")
+    return out
+
+
+def _kind(verdict: str) -> str:
+    return verdict.split(" (")[0]
+
+
+def _after(r: ClaimResult) -> tuple[str, str]:
+    if "any" in r.verdicts:
+        v = r.verdicts["any"].verdict
+        return v, v
+    return r.verdicts["compute"].verdict, r.verdicts["network"].verdict
+
+
+def _evidence(r: ClaimResult) -> str:
+    v = r.on("compute")
+    text = "; ".join(v.comparisons[:2]) or "; ".join(v.missing[:1])
+    return text[:400] + ("..." if len(text) > 400 else "")
+
+
+def diff(before: dict[str, Before], table: pd.DataFrame, claims: list[dict] | None = None,
+         presets: list[str] | None = None) -> pd.DataFrame:
+    """One row per claim whose preset has runs in `table` (or is in `presets`): before and after on
+    both bases, whether either basis changed kind, and the new figure."""
+    claims = claims_mod.load_claims() if claims is None else claims
+    ran = set(table["experiment"].dropna().unique()) if "experiment" in table else set()
+    chosen = set(presets) if presets else ran
+    rows = []
+    for c in claims:
+        if c["preset"] not in chosen:
+            continue
+        r = claims_mod.evaluate_both(c, table)
+        after = _after(r)
+        old = before.get(c["id"])
+        old_pair = (old.compute, old.network) if old else ("(new)", "(new)")
+        moved = [b for b, o, n in zip(BASES, old_pair, after) if _kind(o) != _kind(n)]
+        rows.append({"claim": c["id"], "paper": c.get("paper"), "preset": c["preset"],
+                     "before_compute": old_pair[0], "after_compute": after[0],
+                     "before_network": old_pair[1], "after_network": after[1],
+                     "moved": ", ".join(moved), "evidence": _evidence(r)})
+    return pd.DataFrame(rows)
+
+
+def markdown(frame: pd.DataFrame) -> list[str]:
+    """The changed claims first, then the unchanged, each as a table row."""
+    if frame.empty:
+        return ["No claim of the re-run presets."]
+    head = ["| claim | preset | compute: before -> after | network: before -> after | the new figure (compute, first cells) |",
+            "|---|---|---|---|---|"]
+    cell = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    lines = []
+    for title, part in (("Verdicts that moved", frame[frame["moved"] != ""]),
+                        ("Verdicts that stayed", frame[frame["moved"] == ""])):
+        lines += [f"### {title} ({len(part)})", ""]
+        if part.empty:
+            lines += ["None.", ""]
+            continue
+        lines += head
+        for _, r in part.sort_values(["paper", "claim"]).iterrows():
+            lines.append("| " + " | ".join(cell(x) for x in (
+                f"`{r['claim']}`", r["preset"], f"{r['before_compute']} -> **{r['after_compute']}**",
+                f"{r['before_network']} -> **{r['after_network']}**", r["evidence"])) + " |")
+        lines.append("")
+    counts = frame.assign(k=frame["after_compute"].map(_kind)).groupby("k").size()
+    old = frame.assign(k=frame["before_compute"].map(_kind)).groupby("k").size()
+    lines += ["Compute basis, these claims: " + ", ".join(f"{k} {old.get(k, 0)} -> {counts.get(k, 0)}"
+                                                          for k in sorted(set(counts.index) | set(old.index))), ""]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.report.verdict_diff", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--before", required=True, help="a record's report.md (e.g. docs/reproduction/report.md)")
+    parser.add_argument("--results", default=None, help="the results folder whose runs table is judged "
+                                                          "(default: results/ or $STPS_RESULTS)")
+    parser.add_argument("--presets", default=None, help="comma-separated presets to compare (default: every "
+                                                          "preset with runs in the table)")
+    parser.add_argument("--out", default=None, help="write the Markdown here (default: print it)")
+    args = parser.parse_args(argv)
+    before = read_record(Path(args.before))
+    table = results.read_runs_table(results.results_root(args.results))
+    frame = diff(before, table, presets=args.presets.split(",") if args.presets else None)
+    text = "\n".join(markdown(frame)) + "\n"
+    if args.out:
+        Path(args.out).write_text(text)
+        print(f"written: {args.out} ({len(frame)} claims, {int((frame['moved'] != '').sum()) if len(frame) else 0} moved)")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
