@@ -22,13 +22,18 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps -e .
-	@echo "compiling the numba kernels once: a tiny run of the default experiment (about 1.5 min)"
-	@tmp=$$(mktemp -d) && $(PY) -m harness workload=tiny dataset.size=4000 measure.repeat=2 progress=false mlflow.enabled=false \
-	    results_dir=$$tmp > $$tmp.log 2>&1 || { tail -40 $$tmp.log; rm -rf $$tmp $$tmp.log; exit 1; }; \
-	    rm -rf $$tmp $$tmp.log
-	@echo "compiling every family's kernels: a tiny stream of each through every strategy, in process"
-	$(PY) -m harness.engine.warmup
+	@echo "compiling the default run's numba kernels once (the range family, its four strategies), in process"
+	$(PY) -m harness.engine.warmup --default-run
 	touch $(STAMP)
+
+# Every other family's kernels compile once before the tests and the presets need them (about 3 min):
+# numba caches a kernel only once it ran, and test workers or Spark's Python workers compiling the
+# same kernel at once would each pay it. `make run` needs only the default run's (above).
+KERNELS := .venv/.kernels-all
+$(KERNELS): $(STAMP)
+	@echo "compiling every family's kernels once: a tiny stream of each through every strategy, in process (about 3 min)"
+	$(PY) -m harness.engine.warmup
+	touch $(KERNELS)
 
 run: $(STAMP)  ## the default experiment: the four baseline strategies on STS-Q1, 8 workers, comparison table (ARGS=strategy=all: every one)
 	$(PY) -m harness $(ARGS)
@@ -47,10 +52,10 @@ browser:  ## the system's headless Chromium and chromedriver (Debian's packages)
 	  command -v chromium && command -v chromedriver
 
 TEST_PROCS ?= 2
-test: $(STAMP) browser  ## the test suite in TEST_PROCS processes (tiny workloads, real Spark, MLflow and Hydra; the slow cluster fault tests are make test-cluster's)
+test: $(KERNELS) browser  ## the test suite in TEST_PROCS processes (tiny workloads, real Spark, MLflow and Hydra; the slow cluster fault tests are make test-cluster's)
 	$(PY) -m pytest -q -m "not slow" -n $(TEST_PROCS) $(ARGS)
 
-test-cluster: $(STAMP)  ## every test that starts a real standalone cluster on loopback (make test runs the fast one), and the other slow ones
+test-cluster: $(KERNELS)  ## every test that starts a real standalone cluster on loopback (make test runs the fast one), and the other slow ones
 	$(PY) -m pytest -q -m "cluster or slow" $(ARGS)
 
 cluster-up: $(STAMP)  ## a standalone master and WORKERS workers (CORES, MEMORY each) on 127.0.0.1 from the venv; prints the master URL
@@ -62,17 +67,17 @@ cluster-status: $(STAMP)  ## the processes cluster-up started and the master's v
 cluster-down: $(STAMP)  ## stop only what cluster-up started, by the pids it recorded
 	$(PY) -m harness.run.cluster down
 
-sweep: $(STAMP)  ## strategy x workers x workload (a job per workers x workload, its strategies sharing Spark jobs), one MLflow parent run, then the plots of its results folder (drawn when the multirun ends; resumes: runs already ok are skipped)
+sweep: $(KERNELS)  ## strategy x workers x workload (a job per workers x workload, its strategies sharing Spark jobs), one MLflow parent run, then the plots of its results folder (drawn when the multirun ends; resumes: runs already ok are skipped)
 	$(PY) -m harness -m strategy=all 'strategy.include=[$(STRATEGIES)]' workers=$(SWEEP_WORKERS) workload=$(SWEEP_WORKLOADS) \
 	    workload.queries=5000 workload.updates=4000 dataset.size=100000 tag=sweep resume=true $(ARGS)
 
-experiment: $(STAMP)  ## a published experiment as a preset: make experiment NAME=<conf/experiment/*.yaml> [ARGS=scale=paper]
+experiment: $(KERNELS)  ## a published experiment as a preset: make experiment NAME=<conf/experiment/*.yaml> [ARGS=scale=paper]
 	@test -n "$(NAME)" || { echo "usage: make experiment NAME=<name>; presets: $$(ls conf/experiment | sed 's/.yaml//' | tr '\n' ' ')"; exit 2; }
 	@test -f conf/experiment/$(NAME).yaml || { echo "no preset conf/experiment/$(NAME).yaml; presets: $$(ls conf/experiment | sed 's/.yaml//' | tr '\n' ' ')"; exit 2; }
 	$(PY) -m harness experiment=$(NAME) $(ARGS)
 
 PAPERS ?= all
-reproduce: $(STAMP)  ## every preset of PAPERS (all, or ps2stream,sstd,skype,tornado,dkmsks; scale: the scale_* presets; sizes: the size_* sweeps, step by step) at its default size, resumable, then every report, the results site (results/site/) and a summary of the verdicts (results/reproduce/summary.md)
+reproduce: $(KERNELS)  ## every preset of PAPERS (all, or ps2stream,sstd,skype,tornado,dkmsks; scale: the scale_* presets; sizes: the size_* sweeps, step by step) at its default size, resumable, then every report, the results site (results/site/) and a summary of the verdicts (results/reproduce/summary.md)
 	$(PY) -m harness.run.reproduce --papers $(PAPERS) $(ARGS)
 
 report: $(STAMP)  ## every preset's report.md and results/report.md (the claims on both bases) rebuilt from results/runs.parquet, nothing run
@@ -88,10 +93,10 @@ record: $(STAMP)  ## the site, then its overview as Markdown, the figures and a 
 plots: $(STAMP)  ## PNG plots from results/runs.parquet into results/plots/
 	$(PY) -m harness.report.plots
 
-bench: $(STAMP)  ## pytest-benchmark figures, each with its ratio to a baseline measured in the same run
+bench: $(KERNELS)  ## pytest-benchmark figures, each with its ratio to a baseline measured in the same run
 	$(PY) -m pytest benchmarks -q -p no:cacheprovider --benchmark-columns=min,mean,ops --benchmark-sort=name $(ARGS)
 
-bench-check: $(STAMP)  ## the gate: the small-scale benchmarks marked gate, each fast path's ratio to its fair baseline paired in the same run asserted (benchmarks/conftest.py GATES; about 2-3 min)
+bench-check: $(KERNELS)  ## the gate: the small-scale benchmarks marked gate, each fast path's ratio to its fair baseline paired in the same run asserted (benchmarks/conftest.py GATES; about 2-3 min)
 	STPS_BENCH_SCALE=small $(PY) -m pytest benchmarks -q -p no:cacheprovider -m gate --bench-gate --benchmark-disable $(ARGS)
 
 mlflow-ui: $(STAMP)  ## the MLflow UI on 127.0.0.1 over results/
