@@ -29,7 +29,11 @@ BASIS_NOTE = ("Throughput and latency claims are judged twice: **compute-only** 
               "the runs' repetition intervals: overlapping intervals are *inconclusive*. Mean latency is "
               "compared at one input rate common to the strategies compared, 0.7x the slowest one's "
               "throughput on that basis. The papers measured other systems on other hardware and sizes: a "
-              "claim that does not hold here is a finding about these workloads and this implementation.")
+              "claim that does not hold here is a finding about these workloads and this implementation. A claim "
+              "is *not exercised* where its runs did not put it to the test: two points that tie, or a "
+              "precondition it declares (`requires`: a move with epochs after it, latencies above the "
+              "model's floor, replication read after the pruning, selections timed on the same cells) failed, "
+              "with the reason in the cell's note; it is counted apart, never as *does not hold*.")
 
 
 def _cell(text) -> str:
@@ -83,7 +87,7 @@ def claim_details(claim_results: list[ClaimResult]) -> list[str]:
 
 
 def tally_table(claim_results: list[ClaimResult]) -> list[str]:
-    """Per paper and basis: holds / partly / does not hold / inconclusive / not measured (the
+    """Per paper and basis: holds / partly / does not hold / inconclusive / not exercised / not measured (the
     papers' claims; harness extensions counted apart)."""
     lines = ["| paper | basis | " + " | ".join(VERDICTS) + " | claims |", "|---|---|" + "---:|" * (len(VERDICTS) + 1)]
     claim_results = claims_mod.counted(claim_results)  # retired claims are listed, never tallied
