@@ -64,7 +64,8 @@ def parse(claim: dict) -> list[Requirement]:
         return []
     if not isinstance(raw, list) or not raw:
         raise ValueError(f"claim {cid!r}: requires={raw!r} is invalid; allowed: a non-empty list of preconditions, "
-                         f"each one of {', '.join(REQUIRES)} or a mapping with `kind` (harness/report/preconditions.py)")
+                         f"each one of {', '.join(REQUIRES)} or a mapping with `kind` "
+                         "(harness/report/preconditions.py)")
     kind = claim.get("check", {}).get("kind")
     if kind not in PER_CELL_KINDS:
         raise ValueError(f"claim {cid!r}: requires is only read by the kinds judged cell by cell "
@@ -83,11 +84,11 @@ def parse(claim: dict) -> list[Requirement]:
         of = spec.get("of")
         if of is not None and not (isinstance(of, list) and of and all(isinstance(v, (str, int, float)) for v in of)):
             raise ValueError(f"claim {cid!r}: requires {k}: of={of!r} is invalid; allowed: a non-empty list of the "
-                             f"compared variants (check.subject / check.others) it is asked of")
+                             "compared variants (check.subject / check.others) it is asked of")
         after = spec.get("after", MIN_EPOCHS_AFTER_MOVE)
         if isinstance(after, bool) or not isinstance(after, int) or after < 0:
             raise ValueError(f"claim {cid!r}: requires {k}: after={after!r} is invalid; allowed: an integer >= 0 "
-                             f"(measured epochs after the last move)")
+                             "(measured epochs after the last move)")
         res = spec.get("resolution_ms", LATENCY_RESOLUTION_MS)
         if isinstance(res, bool) or not isinstance(res, (int, float)) or not res > 0:
             raise ValueError(f"claim {cid!r}: requires {k}: resolution_ms={res!r} is invalid; allowed: a number > 0")
@@ -145,7 +146,7 @@ def _moves(row: pd.Series, after: int) -> str | None:
         if not moved.any():
             return f"nothing moved in its {len(epochs)} measured epochs"
         ep = epochs["epoch"].to_numpy()
-        last = ep[moved].max()
+        last = float(ep[moved].max())
         quiet = int(((ep > last) & (_col(epochs, "pause_max_s") <= 0)).sum())
         if quiet < after:
             return (f"{quiet} measured epochs without a stall after its last move (epoch {last:g}), fewer than "
