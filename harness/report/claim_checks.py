@@ -195,8 +195,10 @@ class Reader:
 
 
 def compare(reader: Reader, rows: pd.DataFrame, keys: list[str], chk: dict, higher: bool,
-            subjects: list[str], others: list[str], unmet=None) -> tuple[list, list[str], list[str]]:
+            subjects: list[str], others: list[str], unmet=None, reread=None) -> tuple[list, list[str], list[str]]:
     """better / ratio_at_least / bound / between, per cell: outcomes, notes, missing cells.
+    `reread(g, subject, values)`: the values read otherwise (a throughput after the last move,
+    harness/report/preconditions.py `read_after_moves`) and a note saying so, or None.
     `unmet(g, subject, values)` (the claim's preconditions, harness/report/preconditions.py): the
     reasons the cell's runs `g` did not exercise the claim, whose outcome is then SKIP with them
     (`values`: each compared variant's value read, by name)."""
@@ -215,6 +217,10 @@ def compare(reader: Reader, rows: pd.DataFrame, keys: list[str], chk: dict, high
             if absent:
                 missing.append(f"{where}: no usable run of {', '.join(map(str, absent))}")
                 continue
+            how = None
+            if reread is not None:
+                read, how = reread(g, subject, {subject: mine, **theirs})
+                mine, theirs = read[subject], {o: read[o] for o in others}
             if kind == "bound":
                 lo, hi = chk.get("min"), chk.get("max")
                 ok_lo = HOLD if lo is None else _outcome(mine.lo, mine.hi, float(lo))
@@ -243,6 +249,8 @@ def compare(reader: Reader, rows: pd.DataFrame, keys: list[str], chk: dict, high
                 detail = ", ".join(f"x{r:.2f}" + (f" [{lo:.2f}-{hi:.2f}]" if lo < hi else "") + f" vs {o}"
                                    for o, (r, lo, hi) in ratios.items())
                 note = f"{where}{at}: {subject} {mine.show(metric)}; {detail} (needs x{value:g}: {_mark(ok)})"
+            if how:
+                note += f"; {how}"
             reasons = unmet(g, subject, {subject: mine, **theirs}) if unmet is not None else []
             if reasons:
                 ok = SKIP

@@ -364,6 +364,18 @@ def _unmet(claim: dict, others: list, basis: str | None):
     return unmet
 
 
+def _reread(claim: dict, others: list, basis: str | None):
+    """A throughput claim that requires moves is read on the epochs after the last move
+    (harness/report/preconditions.py `read_after_moves`; None: read as the runs table gives it)."""
+    requires = preconditions.parse(claim)
+    if not any(r.kind == "moves" and r.after > 0 for r in requires) or claim["check"]["metric"] != "throughput_eps":
+        return None
+
+    def reread(g: pd.DataFrame, subject, values: dict):
+        return preconditions.read_after_moves(requires, g, subject, others, "throughput_eps", basis, values)
+    return reread
+
+
 def evaluate(claim: dict, table: pd.DataFrame, basis: str | None = "compute") -> Verdict:
     """The claim on one basis (None or a basis-free metric: as the runs give it)."""
     chk = claim["check"]
@@ -389,7 +401,7 @@ def evaluate(claim: dict, table: pd.DataFrame, basis: str | None = "compute") ->
     else:
         keys = list(CELL)
         out, notes, missing = compare(reader, rows, keys, chk, higher, subjects, others,
-                                      _unmet(claim, others, basis))
+                                      _unmet(claim, others, basis), _reread(claim, others, basis))
         seen = {tuple(_cellvalue(v) for v in k) for k in rows[keys].itertuples(index=False)} if len(rows) else set()
         where = {k: v for k, v in (chk.get("where") or {}).items() if k != "x" or chk.get("across") != "x"}
         for cell in sorted(_expected_cells(rows, where, keys) - seen, key=str):

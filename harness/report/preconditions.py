@@ -221,10 +221,7 @@ def unmet(requires: list[Requirement], g: pd.DataFrame, subject, others: list, b
     for req in requires:
         names = list(req.of) if req.of is not None else None
         if req.kind == "moves":
-            if names is None:
-                names = [n for n, r in rows.items() if " + " in n
-                         or (isinstance(r.get("adjust"), str) and r.get("adjust") not in ("", "none"))]
-            for n in names:
+            for n in _moved(names, rows):
                 if n in rows and (why := _moves(rows[n], req.after)):
                     reasons.append(f"{n}: {why}")
         elif req.kind == "pruned":
@@ -243,3 +240,66 @@ def unmet(requires: list[Requirement], g: pd.DataFrame, subject, others: list, b
             if why := _same_cells(chosen):
                 reasons.append(why)
     return reasons
+
+
+EPOCH_COLUMNS = {"compute": "throughput_compute_eps", "network": "throughput_network_eps"}
+
+
+def _moved(names: list[str] | None, rows: dict[str, pd.Series]) -> list[str]:
+    """The runs `moves` is asked of: `names`, else the compared runs with an adjuster."""
+    if names is not None:
+        return [n for n in names if n in rows]
+    return [n for n, r in rows.items() if " + " in n
+            or (isinstance(r.get("adjust"), str) and r.get("adjust") not in ("", "none"))]
+
+
+def read_after_moves(requires: list[Requirement], g: pd.DataFrame, subject, others: list, metric: str,
+                     basis: str | None, values: dict) -> tuple[dict, str | None]:
+    """A throughput claim that requires `moves` (with epochs after them) reads every compared run on
+    the same epochs: those after the last move of any of them, without a stall in any (the paper's
+    "throughput after the adjustment", sstd.txt l.384; Fig. 16, ps2stream.txt l.425): events over
+    the epochs' summed bottleneck time, from each run's epochs.parquet, with the run's own relative
+    repetition interval. The values as read, and a note on what was read (None: nothing changed)."""
+    req = next((r for r in requires if r.kind == "moves" and r.after > 0), None)
+    col = EPOCH_COLUMNS.get(basis) if metric == "throughput_eps" else None
+    if req is None or col is None:
+        return values, None
+    rows = {}
+    for v in [subject, *others]:
+        hit = g[g["variant"].astype(str) == str(v)]
+        if len(hit):
+            rows[str(v)] = hit.iloc[-1]
+    series = {n: epochs_of(r) for n, r in rows.items()}
+    if any(s is None or "epoch" not in s or "events" not in s for s in series.values()):
+        return values, "read over the whole run (no epochs table)"
+    lasts = []
+    for n in _moved(list(req.of) if req.of is not None else None, rows):
+        s = series[n]
+        moved = (_col(s, "migrated_queries") + _col(s, "migrated_bytes")) > 0
+        if moved.any():
+            lasts.append(float(s["epoch"].to_numpy()[moved].max()))
+    if not lasts:
+        return values, None  # nothing moved: the precondition says so
+    epochs = None
+    for s in series.values():
+        quiet = set(s.loc[(s["epoch"] > max(lasts)) & (_col(s, "pause_max_s") <= 0), "epoch"].tolist())
+        epochs = quiet if epochs is None else epochs & quiet
+    if not epochs or len(epochs) < req.after:
+        return values, None  # too few: the precondition says so
+    out = dict(values)
+    for n, s in series.items():
+        if col not in s:
+            return values, f"read over the whole run (its epochs table has no {col})"
+        sel = s[s["epoch"].isin(epochs)]
+        eps = pd.to_numeric(sel[col], errors="coerce")
+        events = pd.to_numeric(sel["events"], errors="coerce")
+        if not ((eps > 0).all() and (events > 0).all()):
+            return values, "read over the whole run (an epoch without its events or throughput)"
+        mid = float(events.sum() / (events / eps).sum())
+        old = values.get(n)
+        if old is None:
+            continue
+        lo, hi = (old.lo / old.mid, old.hi / old.mid) if old.mid > 0 else (1.0, 1.0)
+        out[n] = type(old)(mid, mid * lo, mid * hi, old.how)
+    first, last = min(epochs), max(epochs)
+    return out, f"read on epochs {first:g}-{last:g}, after the last move ({len(epochs)} epochs)"

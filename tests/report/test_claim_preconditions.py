@@ -37,13 +37,15 @@ def _claim(subject="a", others=("b",), *, metric="throughput_eps", kind="better"
     return claims.load_claims_from([c])[0]
 
 
-def _epochs(tmp_path, name, moved_at: dict[int, int], n_epochs=6, stalled=(), dropped=None) -> str:
+def _epochs(tmp_path, name, moved_at: dict[int, int], n_epochs=6, stalled=(), dropped=None, eps=None) -> str:
     """A run folder whose epochs.parquet moved `moved_at[epoch]` queries at those epochs, with a
-    stall in the `stalled` epochs and `dropped` replicas per epoch."""
+    stall in the `stalled` epochs, `dropped` replicas and a throughput of `eps` per epoch."""
     folder = tmp_path / name.replace(" ", "")
     folder.mkdir()
     epochs = list(range(1, n_epochs + 1))
-    pd.DataFrame({"epoch": epochs, "throughput_eps": 100.0,
+    eps = eps if eps is not None else [100.0] * n_epochs
+    pd.DataFrame({"epoch": epochs, "events": 1000, "throughput_eps": eps, "throughput_compute_eps": eps,
+                  "throughput_network_eps": eps,
                   "migrated_queries": [moved_at.get(e, 0) for e in epochs],
                   "migrated_bytes": [8.0 * moved_at.get(e, 0) for e in epochs],
                   "pause_max_s": [0.01 if e in stalled else 0.0 for e in epochs],
@@ -251,3 +253,20 @@ def test_the_claims_about_these_mechanisms_declare_their_preconditions():
         if metric == "latency_mean_ms":
             assert "latency_floor" in kinds[c["id"]], c["id"]
     assert {"pruned"} <= kinds["dskype-table5-prefix-below-keyword"] & kinds["dskype-table5-prefix-replication"]
+
+
+def test_a_throughput_that_requires_moves_is_read_on_the_epochs_after_the_last_move(tmp_path):
+    """a + pm stalls on its move and reads below a over the whole run, but above it on epochs 3-6,
+    after the move: the paper's throughput after the adjustment. Both runs are read on those epochs."""
+    adjusted = _epochs(tmp_path, "pm", {1: 40}, stalled=(2,), eps=[50.0, 10.0, 200.0, 200.0, 200.0, 200.0])
+    still = _epochs(tmp_path, "none", {}, eps=[100.0, 100.0, 100.0, 100.0, 100.0, 400.0])
+    table = pd.DataFrame([_row("a + pm", 80.0, run_dir=adjusted), _row("a", 100.0, run_dir=still)])
+    claim = _claim("a + pm", ["a"], requires=["moves"])
+    for basis in claims.BASES:
+        v = claims.evaluate(claim, table, basis)
+        assert v.verdict == "holds", (basis, v.comparisons)
+        assert "read on epochs 3-6, after the last move (4 epochs)" in v.comparisons[0]
+    # 4,000 events over 4 x 1,000 / 200 s; a: 4,000 over 3 x 10 + 2.5 s = 123.1 events/s, both +-1%
+    assert "a + pm 200" in v.comparisons[0] and "a 123" in v.comparisons[0]
+    whole = claims.evaluate(_claim("a + pm", ["a"], requires=[{"kind": "moves", "after": 0}]), table)
+    assert whole.verdict == "does not hold"  # after: 0 reads the moves' own run: 80 against 100
