@@ -116,6 +116,11 @@ SKIP = "not exercised"  # the cell did not put the claim to the test: a tie of p
 TIE = "a tie: the experiment did not separate them"
 
 
+def is_skip(outcome) -> bool:
+    """The outcome SKIP (compared by value: HOLD, FAIL and NOISE are True, False and None)."""
+    return isinstance(outcome, str) and outcome == SKIP
+
+
 def is_tie(a: Value, b: Value) -> bool:
     """Two points (counts, model outputs: no interval) with the same value, to rounding."""
     return (a.lo == a.hi and b.lo == b.hi and math.isfinite(a.mid) and math.isfinite(b.mid)
@@ -143,7 +148,7 @@ def worst(outcomes: list):
         return FAIL
     if any(o is NOISE for o in outcomes):
         return NOISE
-    return SKIP if any(o is SKIP for o in outcomes) else HOLD
+    return SKIP if any(is_skip(o) for o in outcomes) else HOLD
 
 
 def ratio(a: Value, b: Value, higher: bool) -> tuple[float, float, float]:
@@ -159,7 +164,7 @@ def _outcome(lo: float, hi: float, value: float) -> bool | None:
 
 
 def _mark(ok) -> str:
-    if ok is SKIP:
+    if is_skip(ok):
         return f"not exercised: {TIE}"
     return {HOLD: "yes", FAIL: "no", NOISE: "within the noise"}[ok]
 

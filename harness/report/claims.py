@@ -62,8 +62,8 @@ import pandas as pd
 import yaml
 
 from harness.report import metrics, preconditions, results
-from harness.report.claim_checks import (BASIS_COLUMNS, CELL, FAIL, HOLD, LATENCY_CURVE, SKIP, Reader, cell_label,
-                                         compare, gap_grows, linear, num, scales)
+from harness.report.claim_checks import (BASIS_COLUMNS, CELL, FAIL, HOLD, LATENCY_CURVE, Reader, cell_label, compare,
+                                         gap_grows, is_skip, linear, num, scales)
 from harness.report.results import PROJECT_ROOT
 
 CLAIMS_FILE = PROJECT_ROOT / "conf" / "claims.yaml"
@@ -333,7 +333,7 @@ def verdict_of(outcomes: list) -> str:
     none exercised: "not exercised"."""
     if not outcomes:
         return "not measured"
-    skipped = sum(o is SKIP for o in outcomes)
+    skipped = sum(is_skip(o) for o in outcomes)
     n = len(outcomes) - skipped
     if n == 0:
         return NOT_EXERCISED
