@@ -86,6 +86,18 @@ def claim_details(claim_results: list[ClaimResult]) -> list[str]:
     return lines
 
 
+def not_exercised(claim_results: list[ClaimResult]) -> list[str]:
+    """The claims not exercised on some basis, each with its first cell's reason: what the tally's
+    "not exercised" column counts, listed apart from the claims that do not hold (issue 48)."""
+    lines = []
+    for r in claims_mod.counted(claim_results):
+        bases = [b for b, v in r.verdicts.items() if v.kind == claims_mod.NOT_EXERCISED]
+        if bases:
+            note = next((n for b in bases for n in r.verdicts[b].comparisons if "not exercised" in n), "")
+            lines.append(f"- `{r.claim['id']}` ({', '.join(bases)}): {note}")
+    return (["Not exercised (never counted as *does not hold*):", ""] + lines) if lines else []
+
+
 def tally_table(claim_results: list[ClaimResult]) -> list[str]:
     """Per paper and basis: holds / partly / does not hold / inconclusive / not exercised / not measured (the
     papers' claims; harness extensions counted apart)."""
@@ -196,7 +208,7 @@ def write_overview(root: Path, table: pd.DataFrame) -> Path:
     claim_results = claims_mod.evaluate_all(table)
     flips = [r for r in claim_results if r.flips]
     lines = ["# Published claims against this harness", "", _provenance(table), "", BASIS_NOTE, "",
-             "## Verdicts per paper", ""] + tally_table(claim_results) + [
+             "## Verdicts per paper", ""] + tally_table(claim_results) + [""] + not_exercised(claim_results) + [
         "", f"{len(flips)} claims change verdict between the bases: "
             + (", ".join(f"`{r.claim['id']}`" for r in flips) or "none") + ".", ""]
     for paper in PAPERS:

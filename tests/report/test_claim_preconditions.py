@@ -204,6 +204,8 @@ def test_a_failed_precondition_never_counts_as_does_not_hold(tmp_path):
     table = claims_report.tally_table([result])
     header, compute = ([c.strip() for c in line.split("|")] for line in (table[0], table[2]))
     assert compute[header.index("not exercised")] == "1" and compute[header.index("does not hold")] == "0"
+    listed = claims_report.not_exercised([result])
+    assert listed[2].startswith("- `c` (compute, network): ") and "a + pm: nothing moved" in listed[2]
 
 
 def test_verdict_of_keeps_the_exercised_cells_verdict():
