@@ -94,7 +94,7 @@ def not_exercised(claim_results: list[ClaimResult]) -> list[str]:
         bases = [b for b, v in r.verdicts.items() if v.kind == claims_mod.NOT_EXERCISED]
         if bases:
             note = next((n for b in bases for n in r.verdicts[b].comparisons if "not exercised" in n), "")
-            lines.append(f"- `{r.claim['id']}` ({', '.join(bases)}): {note}")
+            lines.append(f"- `{r.claim['id']}` ({', '.join(b if b != 'any' else 'no basis' for b in bases)}): {note}")
     return (["Not exercised (never counted as *does not hold*):", ""] + lines) if lines else []
 
 
