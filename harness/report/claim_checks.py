@@ -5,7 +5,10 @@ per-cell kinds (`better`, `ratio_at_least`, `bound`, `between`).
 
 A timing with no interval of its own borrows the relative interval of its run's busiest-worker time
 (NOISE_REFERENCE); a count or a model output is a point. Two intervals that overlap decide nothing:
-an outcome is HOLD, FAIL or NOISE.
+an outcome is HOLD, FAIL or NOISE. Two points that tie (deterministic counts or model outputs,
+equal) are SKIP, "not exercised": the experiment did not separate them (issue 48), unless the
+claim says `check.equality_ok: true` (the paper claims "at least as good"), where a tie holds. A
+cell whose declared precondition failed (harness/report/preconditions.py) is SKIP too.
 """
 
 from __future__ import annotations
@@ -109,18 +112,43 @@ def _latency_at(row: pd.Series, basis: str, rate: float) -> Value | None:
 # ---------------------------------------------------------------------------------------- checks
 
 HOLD, FAIL, NOISE = True, False, None
+SKIP = "not exercised"  # the cell did not put the claim to the test: a tie of points, or a failed precondition
+TIE = "a tie: the experiment did not separate them"
 
 
-def _better(a: Value, b: Value, higher: bool) -> bool | None:
-    """a beats b beyond the noise (True), b is at least as good beyond it (False), or the
-    intervals overlap (None). Points compare strictly."""
+def is_skip(outcome) -> bool:
+    """The outcome SKIP (compared by value: HOLD, FAIL and NOISE are True, False and None)."""
+    return isinstance(outcome, str) and outcome == SKIP
+
+
+def is_tie(a: Value, b: Value) -> bool:
+    """Two points (counts, model outputs: no interval) with the same value, to rounding."""
+    return (a.lo == a.hi and b.lo == b.hi and math.isfinite(a.mid) and math.isfinite(b.mid)
+            and math.isclose(a.mid, b.mid, rel_tol=1e-9, abs_tol=1e-12))
+
+
+def _better(a: Value, b: Value, higher: bool, equality_ok: bool = False):
+    """a beats b beyond the noise (HOLD), b is better beyond it (FAIL), the intervals overlap
+    (NOISE), or two points tie (SKIP: the experiment did not separate them; HOLD when the claim
+    allows equality). Points otherwise compare strictly."""
+    if is_tie(a, b):
+        return HOLD if equality_ok else SKIP
     if not higher:
         a, b = Value(-a.mid, -a.hi, -a.lo, a.how), Value(-b.mid, -b.hi, -b.lo, b.how)
     if a.lo > b.hi:
         return HOLD
-    if a.hi < b.lo or (a.lo == a.hi and b.lo == b.hi):  # two points: a tie is not a win
+    if a.hi < b.lo or (a.lo == a.hi and b.lo == b.hi):  # two distinct points: the larger wins
         return FAIL if a.mid <= b.mid else NOISE
     return NOISE
+
+
+def worst(outcomes: list):
+    """One cell's outcome from its comparisons: a failure first, then the noise, then a tie."""
+    if any(o is FAIL for o in outcomes):
+        return FAIL
+    if any(o is NOISE for o in outcomes):
+        return NOISE
+    return SKIP if any(is_skip(o) for o in outcomes) else HOLD
 
 
 def ratio(a: Value, b: Value, higher: bool) -> tuple[float, float, float]:
@@ -135,7 +163,9 @@ def _outcome(lo: float, hi: float, value: float) -> bool | None:
     return HOLD if lo >= value else (FAIL if hi < value else NOISE)
 
 
-def _mark(ok: bool | None) -> str:
+def _mark(ok) -> str:
+    if is_skip(ok):
+        return f"not exercised: {TIE}"
     return {HOLD: "yes", FAIL: "no", NOISE: "within the noise"}[ok]
 
 
@@ -170,10 +200,16 @@ class Reader:
 
 
 def compare(reader: Reader, rows: pd.DataFrame, keys: list[str], chk: dict, higher: bool,
-             subjects: list[str], others: list[str]) -> tuple[list, list[str], list[str]]:
-    """better / ratio_at_least / bound / between, per cell: outcomes, notes, missing cells."""
+            subjects: list[str], others: list[str], unmet=None, reread=None) -> tuple[list, list[str], list[str]]:
+    """better / ratio_at_least / bound / between, per cell: outcomes, notes, missing cells.
+    `reread(g, subject, values)`: the values read otherwise (a throughput after the last move,
+    harness/report/preconditions.py `read_after_moves`) and a note saying so, or None.
+    `unmet(g, subject, values)` (the claim's preconditions, harness/report/preconditions.py): the
+    reasons the cell's runs `g` did not exercise the claim, whose outcome is then SKIP with them
+    (`values`: each compared variant's value read, by name)."""
     out, notes, missing = [], [], []
     metric, kind = reader.metric, chk["kind"]
+    equality_ok = bool(chk.get("equality_ok"))
     for key, g in rows.groupby(keys, dropna=False, sort=True):
         key = key if isinstance(key, tuple) else (key,)
         where = cell_label(key)
@@ -186,6 +222,10 @@ def compare(reader: Reader, rows: pd.DataFrame, keys: list[str], chk: dict, high
             if absent:
                 missing.append(f"{where}: no usable run of {', '.join(map(str, absent))}")
                 continue
+            how = None
+            if reread is not None:
+                read, how = reread(g, subject, {subject: mine, **theirs})
+                mine, theirs = read[subject], {o: read[o] for o in others}
             if kind == "bound":
                 lo, hi = chk.get("min"), chk.get("max")
                 ok_lo = HOLD if lo is None else _outcome(mine.lo, mine.hi, float(lo))
@@ -193,25 +233,34 @@ def compare(reader: Reader, rows: pd.DataFrame, keys: list[str], chk: dict, high
                 ok = FAIL if FAIL in (ok_lo, ok_hi) else (NOISE if NOISE in (ok_lo, ok_hi) else HOLD)
                 rng = " and ".join(s for s in (f">= {lo}" if lo is not None else "",
                                                 f"<= {hi}" if hi is not None else "") if s)
-                notes.append(f"{where}: {subject} {mine.show(metric)} (allowed {rng}: {_mark(ok)})")
+                note = f"{where}: {subject} {mine.show(metric)} (allowed {rng}: {_mark(ok)})"
             elif kind == "between":
                 vals = [v.mid for v in theirs.values()]
                 ok = HOLD if min(vals) <= mine.mid <= max(vals) else FAIL
-                notes.append(f"{where}: {subject} {mine.show(metric)} between {metrics.show(metric, min(vals))} "
-                             f"and {metrics.show(metric, max(vals))} of {', '.join(map(str, others))} ({_mark(ok)})")
+                note = (f"{where}: {subject} {mine.show(metric)} between {metrics.show(metric, min(vals))} "
+                        f"and {metrics.show(metric, max(vals))} of {', '.join(map(str, others))} ({_mark(ok)})")
             elif kind == "better":
-                each = [_better(mine, v, higher) for v in theirs.values()]
-                ok = FAIL if FAIL in each else (NOISE if NOISE in each else HOLD)
+                ok = worst([_better(mine, v, higher, equality_ok) for v in theirs.values()])
                 detail = ", ".join(f"{o} {v.show(metric)}" for o, v in theirs.items())
-                notes.append(f"{where}{at}: {subject} {mine.show(metric)}; {detail} ({_mark(ok)})")
+                note = f"{where}{at}: {subject} {mine.show(metric)}; {detail} ({_mark(ok)})"
             else:  # ratio_at_least
                 value = float(chk.get("value") or 1.0)
                 ratios = {o: ratio(mine, v, higher) for o, v in theirs.items()}
-                each = [_outcome(lo, hi, value) for _, lo, hi in ratios.values()]
-                ok = FAIL if FAIL in each else (NOISE if NOISE in each else HOLD)
+                # a tie of points: a ratio of 1 (or 0/0) the experiment did not separate, unless the
+                # claim admits equality (a value <= 1, or check.equality_ok)
+                each = [(HOLD if equality_ok or value <= 1 else SKIP) if is_tie(mine, theirs[o])
+                        else _outcome(lo, hi, value) for o, (_, lo, hi) in ratios.items()]
+                ok = worst(each)
                 detail = ", ".join(f"x{r:.2f}" + (f" [{lo:.2f}-{hi:.2f}]" if lo < hi else "") + f" vs {o}"
                                    for o, (r, lo, hi) in ratios.items())
-                notes.append(f"{where}{at}: {subject} {mine.show(metric)}; {detail} (needs x{value:g}: {_mark(ok)})")
+                note = f"{where}{at}: {subject} {mine.show(metric)}; {detail} (needs x{value:g}: {_mark(ok)})"
+            if how:
+                note += f"; {how}"
+            reasons = unmet(g, subject, {subject: mine, **theirs}) if unmet is not None else []
+            if reasons:
+                ok = SKIP
+                note += f"; not exercised: {'; '.join(reasons)}"
+            notes.append(note)
             out.append(ok)
     return out, notes, missing
 

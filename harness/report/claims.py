@@ -13,7 +13,16 @@ that overlap decide nothing ("inconclusive"). A timing with no interval of its o
 relative interval of its run's busiest-worker time (a timing repeated with it); a count or a
 model output is a point. Verdicts: holds (every cell), partly (some cells hold, some fail),
 does not hold (no cell holds, one fails at least), inconclusive (none fails, one is within the
-noise at least), not measured.
+noise at least), not exercised (no cell put the claim to the test), not measured.
+
+A claim may declare `requires:`, what must have happened in its own runs for it to be tested
+(harness/report/preconditions.py: a move with epochs after it, latencies above the model's floor,
+replication read after the pruning acted, selections timed on the same cells). A cell whose
+precondition fails, or whose two points tie (the experiment did not separate them, unless
+`check.equality_ok: true`), is "not exercised", with the reason in its note: it never counts as a
+failure. When some cells were exercised the verdict reads them alone and says how many were not
+("holds (2/2 exercised cells hold; 1 not exercised)"); when none was, it is "not exercised"
+(issue 48).
 
 The comparisons themselves, value by value and kind by kind, are harness/report/claim_checks.py.
 
@@ -52,9 +61,9 @@ import pandas as pd
 
 import yaml
 
-from harness.report import metrics, results
+from harness.report import metrics, preconditions, results
 from harness.report.claim_checks import (BASIS_COLUMNS, CELL, FAIL, HOLD, LATENCY_CURVE, Reader, cell_label, compare,
-                                         gap_grows, linear, num, scales)
+                                         gap_grows, is_skip, linear, num, scales)
 from harness.report.results import PROJECT_ROOT
 
 CLAIMS_FILE = PROJECT_ROOT / "conf" / "claims.yaml"
@@ -64,7 +73,8 @@ ACROSS = ("variant", "dataset", "x")  # what a claim's subject and others name (
 ACROSS_KINDS = ("better", "ratio_at_least", "gap_grows", "between")
 SCOPES = ("paper", "extension")  # extension: the harness's own reading, outside the papers' tallies
 BASES = ("compute", "network")
-VERDICTS = ("holds", "partly", "does not hold", "inconclusive", "not measured")
+NOT_EXERCISED = "not exercised"  # no cell put the claim to the test (issue 48): never a failure
+VERDICTS = ("holds", "partly", "does not hold", "inconclusive", NOT_EXERCISED, "not measured")
 RETIRED = "retired"  # a retired claim's verdict: shown with its reason, outside VERDICTS and every tally
 
 
@@ -92,7 +102,8 @@ class ClaimResult:
     @property
     def flips(self) -> bool:
         """The verdict differs between the compute-only and the network basis."""
-        kinds = {v.kind for b, v in self.verdicts.items() if b in BASES and v.kind != "not measured"}
+        kinds = {v.kind for b, v in self.verdicts.items()
+                 if b in BASES and v.kind not in ("not measured", NOT_EXERCISED)}
         return len(kinds) > 1
 
     def on(self, basis: str) -> Verdict:
@@ -140,9 +151,13 @@ def load_claims_from(claims: list[dict]) -> list[dict]:
         if kind == "between" and len(chk.get("others") or []) < 2:
             raise ValueError(f"claim {cid!r}: a between claim needs two or more check.others (the values the "
                              f"subject lies between); got {chk.get('others')!r}")
+        if "equality_ok" in chk and not isinstance(chk["equality_ok"], bool):
+            raise ValueError(f"claim {cid!r}: check.equality_ok={chk['equality_ok']!r} is invalid; allowed: true (the "
+                             f"paper claims 'at least as good': a tie of points holds) or false")
         if kind in ("better", "ratio_at_least", "scales", "gap_grows"):
             higher_is_better(c)
         _check_across(c)
+        preconditions.parse(c)
     return claims
 
 
@@ -313,10 +328,21 @@ def _relabel(rows: pd.DataFrame, chk: dict) -> pd.DataFrame:
 
 
 def verdict_of(outcomes: list) -> str:
-    """The claim's verdict from its cells' outcomes (True holds, False fails, None within the noise)."""
+    """The claim's verdict from its cells' outcomes (True holds, False fails, None within the noise,
+    SKIP not exercised). The cells not exercised are left out of the verdict and counted beside it;
+    none exercised: "not exercised"."""
     if not outcomes:
         return "not measured"
-    n, held, failed = len(outcomes), sum(o is HOLD for o in outcomes), sum(o is FAIL for o in outcomes)
+    skipped = sum(is_skip(o) for o in outcomes)
+    n = len(outcomes) - skipped
+    if n == 0:
+        return NOT_EXERCISED
+    held, failed = sum(o is HOLD for o in outcomes), sum(o is FAIL for o in outcomes)
+    if skipped:  # the exercised cells' verdict, with how many were not exercised
+        kind = ("holds" if held == n else "partly" if held and failed else "does not hold" if failed
+                else "inconclusive")
+        noise = f", {n - held - failed} within the noise" if n - held - failed else ""
+        return f"{kind} ({held}/{n} exercised cells hold{noise}; {skipped} not exercised)"
     if held == n:
         return "holds"
     if held and failed:
@@ -324,6 +350,30 @@ def verdict_of(outcomes: list) -> str:
     if failed:
         return "does not hold"
     return f"inconclusive ({held}/{n} hold, {n - held} within the noise)" if held else "inconclusive"
+
+
+def _unmet(claim: dict, others: list, basis: str | None):
+    """The claim's preconditions as `compare` asks them of a cell (None: it declares none)."""
+    requires = preconditions.parse(claim)
+    if not requires:
+        return None
+
+    def unmet(g: pd.DataFrame, subject, values: dict) -> list[str]:
+        mids = {str(k): v.mid for k, v in values.items() if v is not None}
+        return preconditions.unmet(requires, g, subject, others, basis, latency_at=mids.get)
+    return unmet
+
+
+def _reread(claim: dict, others: list, basis: str | None):
+    """A throughput claim that requires moves is read on the epochs after the last move
+    (harness/report/preconditions.py `read_after_moves`; None: read as the runs table gives it)."""
+    requires = preconditions.parse(claim)
+    if not any(r.kind == "moves" and r.after > 0 for r in requires) or claim["check"]["metric"] != "throughput_eps":
+        return None
+
+    def reread(g: pd.DataFrame, subject, values: dict):
+        return preconditions.read_after_moves(requires, g, subject, others, "throughput_eps", basis, values)
+    return reread
 
 
 def evaluate(claim: dict, table: pd.DataFrame, basis: str | None = "compute") -> Verdict:
@@ -350,7 +400,8 @@ def evaluate(claim: dict, table: pd.DataFrame, basis: str | None = "compute") ->
         out, notes, missing = gap_grows(reader, rows, subjects[0], others, higher)
     else:
         keys = list(CELL)
-        out, notes, missing = compare(reader, rows, keys, chk, higher, subjects, others)
+        out, notes, missing = compare(reader, rows, keys, chk, higher, subjects, others,
+                                      _unmet(claim, others, basis), _reread(claim, others, basis))
         seen = {tuple(_cellvalue(v) for v in k) for k in rows[keys].itertuples(index=False)} if len(rows) else set()
         where = {k: v for k, v in (chk.get("where") or {}).items() if k != "x" or chk.get("across") != "x"}
         for cell in sorted(_expected_cells(rows, where, keys) - seen, key=str):

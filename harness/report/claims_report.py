@@ -29,7 +29,11 @@ BASIS_NOTE = ("Throughput and latency claims are judged twice: **compute-only** 
               "the runs' repetition intervals: overlapping intervals are *inconclusive*. Mean latency is "
               "compared at one input rate common to the strategies compared, 0.7x the slowest one's "
               "throughput on that basis. The papers measured other systems on other hardware and sizes: a "
-              "claim that does not hold here is a finding about these workloads and this implementation.")
+              "claim that does not hold here is a finding about these workloads and this implementation. A claim "
+              "is *not exercised* where its runs did not put it to the test: two points that tie, or a "
+              "precondition it declares (`requires`: a move with epochs after it, latencies above the "
+              "model's floor, replication read after the pruning, selections timed on the same cells) failed, "
+              "with the reason in the cell's note; it is counted apart, never as *does not hold*.")
 
 
 def _cell(text) -> str:
@@ -82,8 +86,20 @@ def claim_details(claim_results: list[ClaimResult]) -> list[str]:
     return lines
 
 
+def not_exercised(claim_results: list[ClaimResult]) -> list[str]:
+    """The claims not exercised on some basis, each with its first cell's reason: what the tally's
+    "not exercised" column counts, listed apart from the claims that do not hold (issue 48)."""
+    lines = []
+    for r in claims_mod.counted(claim_results):
+        bases = [b for b, v in r.verdicts.items() if v.kind == claims_mod.NOT_EXERCISED]
+        if bases:
+            note = next((n for b in bases for n in r.verdicts[b].comparisons if "not exercised" in n), "")
+            lines.append(f"- `{r.claim['id']}` ({', '.join(b if b != 'any' else 'no basis' for b in bases)}): {note}")
+    return (["Not exercised (never counted as *does not hold*):", ""] + lines) if lines else []
+
+
 def tally_table(claim_results: list[ClaimResult]) -> list[str]:
-    """Per paper and basis: holds / partly / does not hold / inconclusive / not measured (the
+    """Per paper and basis: holds / partly / does not hold / inconclusive / not exercised / not measured (the
     papers' claims; harness extensions counted apart)."""
     lines = ["| paper | basis | " + " | ".join(VERDICTS) + " | claims |", "|---|---|" + "---:|" * (len(VERDICTS) + 1)]
     claim_results = claims_mod.counted(claim_results)  # retired claims are listed, never tallied
@@ -192,7 +208,7 @@ def write_overview(root: Path, table: pd.DataFrame) -> Path:
     claim_results = claims_mod.evaluate_all(table)
     flips = [r for r in claim_results if r.flips]
     lines = ["# Published claims against this harness", "", _provenance(table), "", BASIS_NOTE, "",
-             "## Verdicts per paper", ""] + tally_table(claim_results) + [
+             "## Verdicts per paper", ""] + tally_table(claim_results) + [""] + not_exercised(claim_results) + [
         "", f"{len(flips)} claims change verdict between the bases: "
             + (", ".join(f"`{r.claim['id']}`" for r in flips) or "none") + ".", ""]
     for paper in PAPERS:

@@ -21,7 +21,8 @@ main{padding:0 1.2em 2em;max-width:1400px}h1{font-size:1.5em}h2{font-size:1.25em
 table{border-collapse:collapse;margin:.5em 0;font-size:.85em}th,td{border:1px solid #ccc;padding:.2em .45em;
 vertical-align:top}th{background:#eef1f5;text-align:left}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .v-holds{background:#d6f0d6}.v-partly{background:#fcefc7}.v-does-not-hold{background:#f6d0d0}
-.v-inconclusive{background:#e4e4e4}.v-not-measured{background:#fff;color:#777}.flip{font-weight:bold;color:#a05a00}
+.v-inconclusive{background:#e4e4e4}.v-not-exercised{background:#e6eef8;color:#345}
+.v-not-measured{background:#fff;color:#777}.flip{font-weight:bold;color:#a05a00}
 .figure{display:flex;flex-wrap:wrap;gap:1.2em;align-items:flex-start}.figure img{max-width:900px;width:100%;
 height:auto;border:1px solid #ddd}.figure aside{flex:1;min-width:280px;font-size:.9em}
 .claim{border-left:4px solid #9ab;padding:.2em .8em;margin:1em 0}.prov{font-size:.8em;color:#555}

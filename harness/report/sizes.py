@@ -359,7 +359,8 @@ def _secs(v) -> str:
 
 
 def _short(verdict: str) -> str:
-    return verdict.replace("inconclusive", "inconcl.").replace("not measured", "n/m")
+    return (verdict.replace("inconclusive", "inconcl.").replace("not measured", "n/m")
+            .replace("not exercised", "n/e"))
 
 
 def section(table: pd.DataFrame, sweep: str, attempts: list[dict], claims: list[dict] | None = None,
@@ -400,7 +401,8 @@ def section(table: pd.DataFrame, sweep: str, attempts: list[dict], claims: list[
         return lines + ["No claim of conf/claims.yaml names this sweep (`sizes:`).", ""]
     lines += ["### Verdicts per step", "",
               "Each claim judged by the claims engine on each step's runs alone (compute / network for a "
-              "throughput or latency claim). n/m: not measured at that step.", "",
+              "throughput or latency claim). n/m: not measured at that step; n/e: not exercised there (a tie, "
+              "or a precondition of its `requires` failed).", "",
               "| claim | " + " | ".join(_n(s) for s in sizes) + " |", "|---|" + "---|" * len(sizes)]
     for sc in scs:
         cells = []
