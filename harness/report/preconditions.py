@@ -3,7 +3,7 @@
 A claim may declare `requires:` in conf/claims.yaml, a list of preconditions, each a kind alone
 (`moves`) or a mapping (`{kind: moves, after: 0, of: [qttree + pm]}`). They are read from the same
 runs the claim compares: the runs table's row of each compared run and, when its folder is there,
-its per-epoch series (`<run_dir>/epochs.parquet`). A cell whose precondition fails is "not
+its per-epoch series (`<run_dir>/epochs.parquet`, or a record's gathered epochs table). A cell whose precondition fails is "not
 exercised", with the reason, and never counts as a failure (harness/report/claims.py).
 
 Kinds (`of`: the variants it is asked of; its default per kind):
@@ -31,14 +31,14 @@ Kinds (`of`: the variants it is asked of; its default per kind):
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from harness.report import results
 
 REQUIRES = ("moves", "latency_floor", "pruned", "same_cells")
 FIELDS = {"moves": ("after", "of"), "latency_floor": ("resolution_ms", "of"), "pruned": ("of",),
@@ -102,25 +102,10 @@ def parse(claim: dict) -> list[Requirement]:
 # ------------------------------------------------------------------------------------------ reading
 
 
-@functools.lru_cache(maxsize=512)
-def _epochs_at(path: str, mtime: float) -> pd.DataFrame | None:
-    try:
-        return pd.read_parquet(path)
-    except (OSError, ValueError):
-        return None
-
-
 def epochs_of(row: pd.Series) -> pd.DataFrame | None:
-    """The run's per-epoch series (its folder's epochs.parquet), or None when it is not there."""
-    run_dir = row.get("run_dir")
-    if not isinstance(run_dir, str) or not run_dir:
-        return None
-    path = Path(run_dir) / "epochs.parquet"
-    try:
-        mtime = path.stat().st_mtime
-    except OSError:
-        return None
-    return _epochs_at(str(path), mtime)
+    """The run's per-epoch series (its folder's epochs.parquet, or a record's gathered table:
+    results.run_frame), or None when it is not there."""
+    return results.run_frame(row, "epochs")
 
 
 def _num(v) -> float:

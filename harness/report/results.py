@@ -173,9 +173,15 @@ def read_runs_table(root: Path) -> pd.DataFrame:
     return table
 
 
-@functools.lru_cache(maxsize=8)
-def _gathered(path: str, mtime_ns: int) -> pd.DataFrame:  # keyed on the file's time: a rewrite is read anew
+@functools.lru_cache(maxsize=1024)
+def _parquet(path: str, mtime_ns: int) -> pd.DataFrame:  # keyed on the file's time: a rewrite is read anew
     return pd.read_parquet(path)
+
+
+def _cached(path: Path) -> pd.DataFrame:
+    """A Parquet file, read once per version (judging every claim reads a run's tables many times);
+    callers treat it as read-only."""
+    return _parquet(str(path), path.stat().st_mtime_ns)
 
 
 def run_frame(run: pd.Series, name: str) -> pd.DataFrame | None:
@@ -184,14 +190,16 @@ def run_frame(run: pd.Series, name: str) -> pd.DataFrame | None:
     if name not in PER_RUN_TABLES:
         raise ValueError(f"per-run table {name!r} is unknown; allowed: {', '.join(PER_RUN_TABLES)}")
     folder = run.get("run_dir")
-    if isinstance(folder, str) and folder and (Path(folder) / f"{name}.parquet").exists():
-        return pd.read_parquet(Path(folder) / f"{name}.parquet")
-    tables = run.get(TABLES_DIR)
-    if isinstance(tables, str) and (Path(tables) / f"{name}.parquet").exists():
-        path = Path(tables) / f"{name}.parquet"
-        every = _gathered(str(path), path.stat().st_mtime_ns)
-        mine = every[every["run_id"] == run.get("run_id")]
-        return mine.drop(columns="run_id").reset_index(drop=True) if len(mine) else None
+    try:
+        if isinstance(folder, str) and folder and (Path(folder) / f"{name}.parquet").exists():
+            return _cached(Path(folder) / f"{name}.parquet")
+        tables = run.get(TABLES_DIR)
+        if isinstance(tables, str) and (Path(tables) / f"{name}.parquet").exists():
+            every = _cached(Path(tables) / f"{name}.parquet")
+            mine = every[every["run_id"] == run.get("run_id")]
+            return mine.drop(columns="run_id").reset_index(drop=True) if len(mine) else None
+    except (OSError, ValueError):  # unreadable (a run folder being written, a truncated file): not there
+        return None
     return None
 
 
