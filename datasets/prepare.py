@@ -137,6 +137,8 @@ def cache_key(cfg) -> dict:
     if source == "file" and getattr(cfg, "text_rest_of_line", False):  # off: the key of caches made before it
         key["text_rest_of_line"] = True
     if source == "file":
+        # issue 52: decodability from the bytes, rows the rest-of-line option would keep, ids.parquet
+        key["reading"] = 2
         key["path"] = os.path.abspath(str(cfg.path))
         key["files"] = _file_fingerprint(key["path"])
     return key
