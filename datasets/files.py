@@ -424,19 +424,19 @@ def raw_dataframe(cfg, spark) -> tuple[DataFrame, str, bool]:
     if fmt == "csv":
         df = df.withColumn("_rescuable", _rescuable(cfg, layout, F.col(MALFORMED)))
     if fmt == "csv" and byte_view(cfg):  # each mapped field's bytes decide (module docstring)
-        for role, c in cols.items():
+        for c in dict.fromkeys(cols.values()):  # each column once (two roles may read one)
             text, bad = utf8_of_bytes(F.col(c))
-            undecodable[role] = f"_undecodable_{role}"
-            df = df.withColumn(undecodable[role], bad).withColumn(c, text)
+            df = df.withColumn(f"_undecodable{c}", bad).withColumn(c, text)
+        undecodable = {role: f"_undecodable{c}" for role, c in cols.items()}
         df = df.withColumn(MALFORMED, utf8_of_bytes(F.col(MALFORMED))[0])
         if not cfg.header and "_c0" in cols.values():  # a UTF-8 BOM starts the first field of each file
             df = df.withColumn("_c0", F.regexp_replace("_c0", "^" + BOM, ""))
     elif fmt == "parquet":  # Parquet strings are UTF-8 bytes, read as they are
-        for role, c in cols.items():
-            if isinstance(df.schema[c].dataType, T.StringType):
-                undecodable[role] = f"_undecodable_{role}"
-                df = df.withColumn(undecodable[role], F.coalesce(~F.is_valid_utf8(F.col(f"`{c}`")), F.lit(False)))
-                df = df.withColumn(c, F.make_valid_utf8(F.col(f"`{c}`")))
+        strings = [c for c in dict.fromkeys(cols.values()) if isinstance(df.schema[c].dataType, T.StringType)]
+        for i, c in enumerate(strings):
+            df = df.withColumn(f"_undecodable{i}", F.coalesce(~F.is_valid_utf8(F.col(f"`{c}`")), F.lit(False)))
+            df = df.withColumn(c, F.make_valid_utf8(F.col(f"`{c}`")))
+        undecodable = {role: f"_undecodable{strings.index(c)}" for role, c in cols.items() if c in strings}
     has_ts = "ts" in cols
     col = {r: F.col(f"`{c}`") for r, c in cols.items()}
     ts = parse_timestamp(df, cols["ts"]) if has_ts else F.lit(None).cast("double")
@@ -453,7 +453,7 @@ def raw_dataframe(cfg, spark) -> tuple[DataFrame, str, bool]:
         F.input_file_block_start().alias("_block"),
         (F.col("_rescued") if "_rescued" in df.columns else F.lit(False)).alias("_rescued"),
         (F.col("_rescuable") if "_rescuable" in df.columns else F.lit(False)).alias("_rescuable"),
-        *(F.col(c).alias(c) for c in undecodable.values()),
+        *(F.col(c).alias(f"_undecodable_{role}") for role, c in undecodable.items()),
     )
     return out, fmt, has_ts
 
