@@ -243,8 +243,9 @@ def prepare_dataset(cfg, spark, cache_root: pathlib.Path) -> PreparedDataset:
         slim.unpersist()
     hint = swap_hint(bad_rows, swapped, n_input)
     if table.num_rows == 0:
+        hints = [h for h in (hint, rest_of_line_hint(bad_rows, rescuable)) if h]
         raise ValueError(f"dataset {cfg.name!r} has no valid objects (bad rows: "
-                         f"{ {k: v for k, v in bad_rows.items() if v} })" + (f"; {hint}" if hint else ""))
+                         f"{ {k: v for k, v in bad_rows.items() if v} })" + "".join(f"; {h}" for h in hints))
     if hint:
         log.warning("%s: %s", cfg.name, hint)
     if is_file:  # the user's ids in the objects' order (_finish's)
