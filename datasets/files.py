@@ -5,8 +5,12 @@ the mapped columns exist (CSV header or field count via pyarrow.csv on the file'
 Parquet schema; JSON lines only after Spark infers the schema) and Parquet coordinates are numbers.
 CSV is then read by Spark with every field as a string under its position (_c0, _c1, ...) plus a
 corrupt-record column, so a line with more or fewer fields than expected is counted
-(field_count_mismatch), never cut. Bytes undecodable in dataset.encoding become U+FFFD when Spark
-decodes them and are counted (undecodable_text) in any mapped field.
+(field_count_mismatch), never cut. Decodability is decided from the bytes (issue 52): a UTF-8 file
+is read as ISO-8859-1 (one character per byte, nothing lost) and each mapped field is turned back
+into its bytes and checked and decoded as UTF-8 in Spark SQL (`is_valid_utf8`, `make_valid_utf8`),
+so a field whose bytes do not decode is counted (undecodable_text) and a valid U+FFFD character in
+the text is not. Single-byte encodings cannot encode U+FFFD, so there a U+FFFD after decoding is
+an undecodable byte; JSON lines (decoded by Spark's JSON reader) keep that test too.
 
 Validation is one Spark SQL expression per row (no UDFs). A row is bad for its first failing check,
 in the order of BAD_ROW_REASONS: a field count that differs from the header, undecodable bytes, a
@@ -41,6 +45,8 @@ _EXTENSIONS = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".parquet": "parquet
                ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
 MALFORMED = "_malformed_record"  # Spark's corrupt-record column for CSV
 BOM = "\ufeff"
+LATIN1 = "ISO-8859-1"  # the byte view: one character per byte, every byte sequence decodes
+LATIN1_BOM = "\u00ef\u00bb\u00bf"  # the UTF-8 byte-order mark's three bytes, in the byte view
 REPLACEMENT = "\ufffd"  # what a decoder puts for bytes it cannot decode
 HEAD_BYTES = 1 << 20  # how much of a CSV file check_file parses
 
@@ -276,8 +282,28 @@ def spark_charset(encoding: str) -> str:
             "latin-1": "ISO-8859-1"}.get(name, encoding)
 
 
+def byte_view(cfg) -> bool:
+    """Whether a CSV file is read in the byte view (module docstring): its encoding is UTF-8 and its
+    delimiter, quote and escape are ASCII (one byte, the same character in both readings).
+    `dataset.text_rest_of_line` always reads lines in it (it allows UTF-8 and ASCII only)."""
+    import codecs
+
+    if getattr(cfg, "text_rest_of_line", False):
+        return True
+    chars = csv_char(cfg.delimiter) + str(cfg.quote) + csv_char(cfg.escape)
+    return codecs.lookup(str(cfg.encoding)).name in ("utf-8", "utf-8-sig") and all(ord(c) < 128 for c in chars)
+
+
+def utf8_of_bytes(col):
+    """(the UTF-8 text, whether its bytes are not valid UTF-8) of a byte-view string column: the
+    field's own bytes (ISO-8859-1 encodes each character back to its byte) are checked as UTF-8 and
+    decoded with U+FFFD for each invalid sequence, in Spark SQL (no per-row Python)."""
+    raw = F.encode(col, LATIN1).cast("string")  # the bytes as a string, not validated
+    return F.make_valid_utf8(raw), F.coalesce(~F.is_valid_utf8(raw), F.lit(False))
+
+
 def _read_csv(cfg, spark, layout: FileLayout) -> DataFrame:
-    charset = spark_charset(str(cfg.encoding))
+    charset = LATIN1 if byte_view(cfg) else spark_charset(str(cfg.encoding))
     if not spark._jvm.java.nio.charset.Charset.isSupported(charset):
         _fail(f"dataset.encoding={cfg.encoding!r} is not a charset Spark knows; allowed: e.g. utf-8, latin-1")
     schema = T.StructType([T.StructField(f"_c{i}", T.StringType()) for i in range(layout.n_fields)]
@@ -291,32 +317,22 @@ def _read_csv(cfg, spark, layout: FileLayout) -> DataFrame:
           # a pruned read tokenises only the selected fields and never sees a wrong field count
           .option("columnPruning", False)
           .csv(layout.path))
+    if byte_view(cfg):  # the BOM is stripped once _c0 is decoded (raw_dataframe)
+        return df
     # Spark keeps a UTF-8 byte-order mark: without a header it starts the first field of each file
     return df if cfg.header else df.withColumn("_c0", F.regexp_replace("_c0", "^" + BOM, ""))
 
 
-def _read_csv_rest_of_line(cfg, spark, layout: FileLayout) -> DataFrame:
-    """`dataset.text_rest_of_line`: the CSV's lines split at the delimiter into at most n_fields
-    fields, the last (the text) taking the rest of the line, delimiters included. Spark's and
-    pyarrow's CSV readers have no such mode (a line with more fields is malformed to both), so the
-    lines are read by Spark's text reader and split by Spark's own `split(str, regex, limit)`,
-    whose last element is the rest of the line: no per-row Python. A field wholly in quotes loses
-    them (a doubled quote inside is one); a line with fewer fields is `_malformed`
-    (field_count_mismatch), as is a line whose field before the text opens a quote it does not
-    close there (it held the delimiter, so the split cannot place the fields). `_rescued`: the
-    text, unquoted, held the delimiter (the CSV reader would have counted the line malformed)."""
+def _split_rest(value, cfg, n: int):
+    """A line split at the delimiter into at most n fields, the last taking the rest of the line
+    (Spark's own `split(str, regex, limit)`): (the n fields, unquoted, NULL on a short line; short:
+    fewer than n fields; broken: a field before the last opens a quote it does not close there, so
+    the split cannot place the fields; the last field is wholly quoted; the last field as split)."""
     import re
 
-    n = layout.n_fields
     delim = csv_char(cfg.delimiter)
     quote = str(cfg.quote)
-    lines = spark.read.text(layout.path).withColumn("value", F.regexp_replace("value", "^" + BOM, ""))
-    lines = lines.withColumn("value", F.regexp_replace("value", "\r$", "")).filter(F.trim("value") != "")
-    if cfg.header:  # each file's header line (the same text as the first one's)
-        with open(layout.files[0], encoding="utf-8", errors="replace") as fh:
-            head = next((ln for ln in fh if ln.strip()), "").lstrip(BOM).rstrip("\r\n")
-        lines = lines.filter(F.col("value") != F.lit(head))
-    parts = F.split(F.col("value"), re.escape(delim), n)
+    parts = F.split(value, re.escape(delim), n)
 
     def unquoted(c):
         if not quote:
@@ -335,13 +351,52 @@ def _read_csv_rest_of_line(cfg, spark, layout: FileLayout) -> DataFrame:
     text = fields[-1]
     is_quoted = text.rlike(f"^{re.escape(quote)}.*{re.escape(quote)}$") if quote else F.lit(False)
     short = F.size(parts) < n
-    cols = [F.when(short, None).otherwise(unquoted(f)).alias(f"_c{i}") for i, f in enumerate(fields)]
-    return lines.select(*cols, F.when(short | broken, F.col("value")).alias(MALFORMED),
+    return [F.when(short, None).otherwise(unquoted(f)) for f in fields], short, broken, is_quoted, text
+
+
+def _read_csv_rest_of_line(cfg, spark, layout: FileLayout) -> DataFrame:
+    """`dataset.text_rest_of_line`: the CSV's lines split at the delimiter into at most n_fields
+    fields, the last (the text) taking the rest of the line, delimiters included. Spark's and
+    pyarrow's CSV readers have no such mode (a line with more fields is malformed to both), so the
+    lines are read by Spark's text reader, in the byte view (module docstring), and split by
+    `_split_rest`: no per-row Python. A field wholly in quotes loses them (a doubled quote inside is
+    one); a line with fewer fields is `_malformed` (field_count_mismatch), as is a line whose field
+    before the text opens a quote it does not close there (it held the delimiter, so the split
+    cannot place the fields). `_rescued`: the text, unquoted, held the delimiter (the CSV reader
+    would have counted the line malformed)."""
+    n = layout.n_fields
+    delim = csv_char(cfg.delimiter)
+    # the text reader keeps each line's bytes; ISO-8859-1 makes them characters one for one
+    lines = spark.read.text(layout.path).select(F.decode(F.col("value").cast("binary"), LATIN1).alias("value"))
+    lines = lines.withColumn("value", F.regexp_replace("value", "^" + LATIN1_BOM, ""))
+    lines = lines.withColumn("value", F.regexp_replace("value", "\r$", "")).filter(F.trim("value") != "")
+    if cfg.header:  # each file's header line (the same text as the first one's)
+        with open(layout.files[0], "rb") as fh:
+            head = next((ln for ln in fh if ln.strip()), b"").decode("latin-1")
+        lines = lines.filter(F.col("value") != F.lit(head.removeprefix(LATIN1_BOM).rstrip("\r\n")))
+    fields, short, broken, is_quoted, text = _split_rest(F.col("value"), cfg, n)
+    return lines.select(*(f.alias(f"_c{i}") for i, f in enumerate(fields)),
+                        F.when(short | broken, F.col("value")).alias(MALFORMED),
                         (~short & ~broken & ~is_quoted & text.contains(delim)).alias("_rescued"))
 
 
+def _rescuable(cfg, layout: FileLayout, malformed):
+    """Whether `dataset.text_rest_of_line=true` would read this field_count_mismatch line whole: the
+    text is the last field and the line, split as that option splits it, has its fields with more
+    delimiters in the text (issue 52: the warning counts them and names the option)."""
+    import re
+
+    n = layout.n_fields
+    if layout.fmt != "csv" or getattr(cfg, "text_rest_of_line", False) or layout.cols.get("text") != f"_c{n - 1}":
+        return F.lit(False)
+    _, short, broken, _, _ = _split_rest(malformed, cfg, n)
+    more = F.size(F.split(malformed, re.escape(csv_char(cfg.delimiter)))) > n
+    return F.coalesce(malformed.isNotNull() & ~short & ~broken & more, F.lit(False))
+
+
 def raw_dataframe(cfg, spark) -> tuple[DataFrame, str, bool]:
-    """(DataFrame with lon_raw, lat_raw, text, ts_raw, ts, _id, _malformed, _file, _row, _rescued;
+    """(DataFrame with lon_raw, lat_raw, text, ts_raw, ts, _id, _malformed, _file, _row, _block,
+    _rescued, _rescuable and, where the bytes are known, _undecodable_<role> per mapped field;
     format; has timestamp column)."""
     layout = check_file(cfg)
     path, fmt = layout.path, layout.fmt
@@ -365,6 +420,23 @@ def raw_dataframe(cfg, spark) -> tuple[DataFrame, str, bool]:
         if not isinstance(dtype, (T.NumericType, T.StringType)):
             _fail(f"dataset.{ROLES[role]}={str(getattr(cfg, ROLES[role]))!r}: column {cols[role]!r} of "
                   f"{path} has type {dtype.simpleString()}; allowed: {_COORD_TYPES}")
+    undecodable = {}
+    if fmt == "csv":
+        df = df.withColumn("_rescuable", _rescuable(cfg, layout, F.col(MALFORMED)))
+    if fmt == "csv" and byte_view(cfg):  # each mapped field's bytes decide (module docstring)
+        for c in dict.fromkeys(cols.values()):  # each column once (two roles may read one)
+            text, bad = utf8_of_bytes(F.col(c))
+            df = df.withColumn(f"_undecodable{c}", bad).withColumn(c, text)
+        undecodable = {role: f"_undecodable{c}" for role, c in cols.items()}
+        df = df.withColumn(MALFORMED, utf8_of_bytes(F.col(MALFORMED))[0])
+        if not cfg.header and "_c0" in cols.values():  # a UTF-8 BOM starts the first field of each file
+            df = df.withColumn("_c0", F.regexp_replace("_c0", "^" + BOM, ""))
+    elif fmt == "parquet":  # Parquet strings are UTF-8 bytes, read as they are
+        strings = [c for c in dict.fromkeys(cols.values()) if isinstance(df.schema[c].dataType, T.StringType)]
+        for i, c in enumerate(strings):
+            df = df.withColumn(f"_undecodable{i}", F.coalesce(~F.is_valid_utf8(F.col(f"`{c}`")), F.lit(False)))
+            df = df.withColumn(c, F.make_valid_utf8(F.col(f"`{c}`")))
+        undecodable = {role: f"_undecodable{strings.index(c)}" for role, c in cols.items() if c in strings}
     has_ts = "ts" in cols
     col = {r: F.col(f"`{c}`") for r, c in cols.items()}
     ts = parse_timestamp(df, cols["ts"]) if has_ts else F.lit(None).cast("double")
@@ -378,7 +450,10 @@ def raw_dataframe(cfg, spark) -> tuple[DataFrame, str, bool]:
         (F.col(MALFORMED) if fmt == "csv" else F.lit(None).cast("string")).alias("_malformed"),
         F.input_file_name().alias("_file"),
         F.monotonically_increasing_id().alias("_row"),
+        F.input_file_block_start().alias("_block"),
         (F.col("_rescued") if "_rescued" in df.columns else F.lit(False)).alias("_rescued"),
+        (F.col("_rescuable") if "_rescuable" in df.columns else F.lit(False)).alias("_rescuable"),
+        *(F.col(c).alias(f"_undecodable_{role}") for role, c in undecodable.items()),
     )
     return out, fmt, has_ts
 
@@ -409,7 +484,8 @@ def classify(df: DataFrame, has_ts: bool) -> DataFrame:
     ts_bad = F.col("ts").isNull() if has_ts else F.lit(False)
     checks = [
         (malformed.isNotNull(), "field_count_mismatch", "record", malformed),
-        *((v.contains(REPLACEMENT), "undecodable_text", f, v)
+        *((F.col(f"_undecodable_{f}") if f"_undecodable_{f}" in df.columns else v.contains(REPLACEMENT),
+           "undecodable_text", f, v)
           for f, v in (("lon", lon_s), ("lat", lat_s), ("text", text_s), ("ts", ts_s))),
         (lon_missing, "missing_coordinate", "lon", lon_s),
         (lat_missing, "missing_coordinate", "lat", lat_s),
@@ -475,7 +551,10 @@ def first_bad_error(classified: DataFrame, cfg, fmt: str | None) -> BadInputErro
         column = layout.labels.get(column, column)  # the user's header name, dataset.columns name or position
         if row["reason"] == "field_count_mismatch":
             allowed = (f"{layout.n_fields} fields separated by {csv_char(cfg.delimiter)!r} "
-                       f"(quote a field that contains it with {cfg.quote!r}, or set dataset.delimiter)")
+                       f"(quote a field that contains it with {cfg.quote!r}, or set dataset.delimiter"
+                       + (", or dataset.text_rest_of_line=true: the text, the last field, then takes the rest of "
+                          "the line" if layout.cols.get("text") == f"_c{layout.n_fields - 1}"
+                          and not getattr(cfg, "text_rest_of_line", False) else "") + ")")
     value = row["bad_value"]
     if isinstance(value, str) and len(value) > 200:
         value = value[:200] + "..."

@@ -16,6 +16,7 @@ import os
 import pathlib
 import shutil
 import time
+import dataclasses
 import uuid
 from dataclasses import dataclass, field
 
@@ -63,6 +64,9 @@ class PreparedDataset:
     swapped_lat_lon_rows: int = 0
     # CSV rows whose text held the delimiter, read whole by dataset.text_rest_of_line (else field_count_mismatch)
     rescued_rows: int = 0
+    # field_count_mismatch rows dataset.text_rest_of_line=true would read whole (the text is the last
+    # field and holds the delimiter); counted while the option is off (issue 52)
+    rescuable_rows: int = 0
 
     @property
     def objects(self) -> pa.Table:
@@ -83,6 +87,20 @@ class PreparedDataset:
     def swap_hint(self) -> str | None:
         """The malformed-rows warning's line about swapped columns, or None."""
         return swap_hint(self.bad_rows, self.swapped_lat_lon_rows, self.n_input_rows)
+
+    def rest_of_line_hint(self) -> str | None:
+        """The malformed-rows warning's line naming dataset.text_rest_of_line, or None."""
+        return rest_of_line_hint(self.bad_rows, self.rescuable_rows)
+
+
+def rest_of_line_hint(bad_rows: dict, rescuable: int) -> str | None:
+    """When some field_count_mismatch rows would be read whole with dataset.text_rest_of_line=true
+    (their text, the last field, holds the delimiter), the option and how many (issue 52)."""
+    if not rescuable:
+        return None
+    return (f"dataset.text_rest_of_line=true would read {rescuable:,} of the "
+            f"{int(bad_rows.get('field_count_mismatch', 0)):,} field_count_mismatch rows whole (their text, "
+            "the last field, holds the delimiter)")
 
 
 def swap_hint(bad_rows: dict, swapped: int, n_input: int) -> str | None:
@@ -119,6 +137,8 @@ def cache_key(cfg) -> dict:
     if source == "file" and getattr(cfg, "text_rest_of_line", False):  # off: the key of caches made before it
         key["text_rest_of_line"] = True
     if source == "file":
+        # issue 52: decodability from the bytes, rows the rest-of-line option would keep, ids.parquet
+        key["reading"] = 2
         key["path"] = os.path.abspath(str(cfg.path))
         key["files"] = _file_fingerprint(key["path"])
     return key
@@ -141,19 +161,25 @@ def _load(path: pathlib.Path) -> PreparedDataset:
         n_input_rows=meta["n_input_rows"], cache_path=str(path),
         swapped_lat_lon_rows=int(meta.get("swapped_lat_lon_rows", 0)),
         rescued_rows=int(meta.get("rescued_rows", 0)),
+        rescuable_rows=int(meta.get("rescuable_rows", 0)),
     )
 
 
-def _save(ds: PreparedDataset, path: pathlib.Path, key: dict, seconds: float) -> None:
+IDS = "ids.parquet"  # a file dataset's objects by the user's ids: oid, source_id (issue 52)
+
+
+def _save(ds: PreparedDataset, path: pathlib.Path, key: dict, seconds: float, ids: pa.Table | None = None) -> None:
     """Write to a temporary sibling and rename, so a crashed run never leaves a half cache."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex}"
     tmp.mkdir()
     pq.write_table(ds.objects, tmp / "objects.parquet")
     pq.write_table(ds.vocab, tmp / "vocab.parquet")
+    if ids is not None:
+        pq.write_table(ids, tmp / IDS)
     meta = {"name": ds.name, "extent": list(ds.extent), "origin": list(ds.origin), "bad_rows": ds.bad_rows,
             "n_input_rows": ds.n_input_rows, "swapped_lat_lon_rows": ds.swapped_lat_lon_rows,
-            "rescued_rows": ds.rescued_rows,
+            "rescued_rows": ds.rescued_rows, "rescuable_rows": ds.rescuable_rows,
             "n_objects": ds.objects.num_rows, "n_terms": ds.vocab.num_rows, "prepare_seconds": seconds, "config": key}
     (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
     try:
@@ -171,7 +197,7 @@ def _raw(cfg, spark):
     df = src.raw_dataframe(cfg, spark)
     df = df.select(F.col("lon").alias("lon_raw"), F.col("lat").alias("lat_raw"), "text",
                    F.col("ts").alias("ts_raw"), "ts", F.lit(cfg.name).alias("_file"), "_row",
-                   F.lit(False).alias("_rescued"))
+                   F.lit(False).alias("_rescued"), F.lit(False).alias("_rescuable"))
     return df, None, True
 
 
@@ -184,17 +210,24 @@ def prepare_dataset(cfg, spark, cache_root: pathlib.Path) -> PreparedDataset:
     t0 = time.perf_counter()
     raw, fmt, has_ts = _raw(cfg, spark)
     classified = files.classify(raw, has_ts)
-    slim = classified.select("_row", "ts", "lon", "lat", "tokens", "reason", "swap_fit", "_rescued").persist()
+    is_file = source_of(cfg.name) == "file"
+    slim = classified.select("_row", "ts", "lon", "lat", "tokens", "reason", "swap_fit", "_rescued", "_rescuable",
+                             *(() if not is_file else ("_id",) if cfg.id_col is not None else ("_file", "_block"))
+                             ).persist()
+    ids = None
     try:
-        grouped = slim.groupBy("reason", "swap_fit", "_rescued").count().collect()
+        grouped = slim.groupBy("reason", "swap_fit", "_rescued", "_rescuable").count().collect()
         rescued = sum(int(g["count"]) for g in grouped if g["_rescued"])
+        rescuable = sum(int(g["count"]) for g in grouped if g["_rescuable"])
         bad_rows = {r: sum(int(g["count"]) for g in grouped if g["reason"] == r) for r in BAD_ROW_REASONS}
         swapped = sum(int(g["count"]) for g in grouped if g["swap_fit"])
         n_input = sum(int(g["count"]) for g in grouped)
         log.info("%s: %d rows read and validated in %.1f s", cfg.name, n_input, time.perf_counter() - t0)
         if cfg.on_bad_rows == "error" and sum(bad_rows.values()):
             raise files.first_bad_error(classified, cfg, fmt)
-        good = slim.filter(F.col("reason").isNull()).select("_row", "ts", "lon", "lat", "tokens")
+        good = slim.filter(F.col("reason").isNull())
+        good = (_with_source_ids(cfg, fmt, slim, good) if is_file else good).select(
+            "_row", "ts", "lon", "lat", "tokens", *(("_source",) if is_file else ()))
         limited = int(cfg.size) > 0 and source_of(cfg.name) != "synthetic"
         if limited:  # keep the first `size` objects in time order; the vocabulary counts only those
             good = good.orderBy("ts", "_row").limit(int(cfg.size)).persist()
@@ -210,14 +243,62 @@ def prepare_dataset(cfg, spark, cache_root: pathlib.Path) -> PreparedDataset:
         slim.unpersist()
     hint = swap_hint(bad_rows, swapped, n_input)
     if table.num_rows == 0:
+        hints = [h for h in (hint, rest_of_line_hint(bad_rows, rescuable)) if h]
         raise ValueError(f"dataset {cfg.name!r} has no valid objects (bad rows: "
-                         f"{ {k: v for k, v in bad_rows.items() if v} })" + (f"; {hint}" if hint else ""))
+                         f"{ {k: v for k, v in bad_rows.items() if v} })" + "".join(f"; {h}" for h in hints))
     if hint:
         log.warning("%s: %s", cfg.name, hint)
+    if is_file:  # the user's ids in the objects' order (_finish's)
+        order = pc.sort_indices(table, sort_keys=[("ts", "ascending"), ("_row", "ascending")])
+        ids = pa.table({"oid": pa.array(np.arange(table.num_rows, dtype=np.int64)),
+                        "source_id": table.column("_source").take(order).cast(pa.string())})
     objects, extent, origin = _finish(table, has_ts, global_space(cfg))
-    ds = PreparedDataset(cfg.name, objects, vocab, extent, origin, bad_rows, n_input, str(path), swapped, rescued)
-    _save(ds, path, cache_key(cfg), time.perf_counter() - t0)
+    ds = PreparedDataset(cfg.name, objects, vocab, extent, origin, bad_rows, n_input, str(path), swapped, rescued,
+                         rescuable)
+    _save(ds, path, cache_key(cfg), time.perf_counter() - t0, ids)
     return _load(path) if path.exists() else ds
+
+
+def _with_source_ids(cfg, fmt: str, rows, good):
+    """`good` with `_source`: each row's id in the user's file (issue 52): its dataset.id_col value,
+    else where it is: "line N" (CSV: the header is line 1; JSON lines; blank lines and records
+    spanning lines aside) or "row index N" (Parquet, 0-based), the file's name first when the
+    dataset is a folder of several. A row's record number within its file is its rank among every
+    row read (`rows`, bad ones included) from the same file: Spark numbers rows per partition
+    (`_row`) and each partition reads whole blocks of a file in order, so the number is the rows of
+    the file's earlier blocks plus the row's place in its block: one small aggregate per block, no
+    sort of the rows."""
+    if cfg.id_col is not None:
+        return good.withColumn("_source", F.col("_id"))
+    blocks = rows.groupBy("_file", "_block").agg(F.min("_row").alias("_first"), F.count(F.lit(1)).alias("_n"))
+    offsets, seen = [], {}
+    for b in sorted(blocks.collect(), key=lambda b: (b["_file"], b["_block"])):  # one per block, not per row
+        offsets.append((b["_file"], int(b["_block"]), int(b["_first"]), seen.get(b["_file"], 0)))
+        seen[b["_file"]] = seen.get(b["_file"], 0) + int(b["_n"])
+    table = good.sparkSession.createDataFrame(offsets, "_file string, _block long, _first long, _offset long")
+    record = F.col("_offset") + F.col("_row") - F.col("_first")  # 0-based, within its file
+    if fmt == "parquet":
+        where = F.concat(F.lit("row index "), record.cast("string"))
+    else:
+        where = F.concat(F.lit("line "), (record + 1 + int(fmt == "csv" and bool(cfg.header))).cast("string"))
+    if len(seen) > 1:
+        where = F.concat(F.element_at(F.split(F.col("_file"), "/"), -1), F.lit(" "), where)
+    return good.join(F.broadcast(table), ["_file", "_block"], "left").withColumn("_source", where)
+
+
+def events_dataset(workload_cfg, family_code: int, base: PreparedDataset | None = None) -> PreparedDataset:
+    """The dataset an event-file run (workload.source=file) reads, with no data set prepared for it
+    (issue 52): its space is the file's objects' bounding box (events_file.file_space), found before
+    Spark from the file alone. `base`: the file dataset (dataset=file) whose vocabulary the file's
+    term ids are (the words the export shows) and whose projection its lon/lat take; without one,
+    the vocabulary is the file's own term ids (events_file.file_vocab) and no objects."""
+    from .workloads.events_file import file_space, file_vocab, read_events
+
+    objects = base.objects if base is not None else OBJECT_SCHEMA.empty_table()
+    events = read_events(workload_cfg.path, family_code, objects, base.vocab.num_rows if base is not None else None)
+    if base is not None:
+        return dataclasses.replace(base, extent=file_space(events))
+    return PreparedDataset("events", objects, file_vocab(events), file_space(events), (float("nan"), float("nan")))
 
 
 def global_space(cfg) -> tuple[float, float, float, float] | None:

@@ -13,6 +13,13 @@ harness/families/result_rows.py); the stream it read is the one its row names
 - `terms`: qid, type (stq/ctq), report (0 for an STQ), term, count, epoch, ts (the STQ's, or the
   CTQ report's time).
 
+Each file speaks the user's language (issue 52): beside the internal object id (`object`), the
+id the user's file gave the object (`object_id`): an event file's own id; for a workload generated
+over a file dataset (dataset=file), the dataset.id_col value of the row the object was taken from,
+or where that row is ("line N"); a generated dataset's objects have no other id. Beside a term id
+(`term`), its word (`word`) from the vocabulary of the dataset the run read (its row's
+`dataset_cache`: vocab.parquet, ids.parquet), when it has words.
+
 Before writing, the rows are re-digested (their keys recomputed from the plain columns with the
 mergers' own `keys_of`) and compared with the run's `result_digest`; a mismatch is an error (exit 1).
 """
@@ -30,6 +37,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+import yaml
 
 from harness.core.events import DELETE, FAMILY_IDS, FAMILY_NAMES, INSERT, KNN, OBJECT, RANGE, SNAPSHOT, TERMS, TOPK
 from harness.families.result_rows import EXIT_SCHEMA, RESULT_SCHEMA, digest_of_rows
@@ -135,6 +143,50 @@ def _terms(t: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
         ["qid", "report", "count", "term"], ascending=[True, True, False, True])
 
 
+def _language(run_dir: Path, row: dict):
+    """(words by term id or None, the user's id of each dataset row or None, whether the stream's
+    object ids are the user's own: an event file's)."""
+    cfg_path = run_dir / "config.yaml"
+    cfg = yaml.safe_load(cfg_path.read_text()) if cfg_path.is_file() else {}
+    by_file = ((cfg or {}).get("workload") or {}).get("source") == "file"
+    cache = Path(row["dataset_cache"]) if row.get("dataset_cache") else None
+    words = ids = None
+    if cache is not None and (cache / "vocab.parquet").is_file():
+        vocab = pq.read_table(cache / "vocab.parquet")
+        term_id = vocab.column("term_id").to_numpy().astype(np.int64)
+        words = np.full(int(term_id.max()) + 1 if len(term_id) else 0, None, dtype=object)
+        words[term_id] = vocab.column("term").to_numpy(zero_copy_only=False)
+    if cache is not None and (cache / "ids.parquet").is_file():
+        t = pq.read_table(cache / "ids.parquet")
+        ids = np.empty(t.num_rows, dtype=object)
+        ids[t.column("oid").to_numpy()] = t.column("source_id").to_numpy(zero_copy_only=False)
+    return words, ids, by_file
+
+
+def _object_ids(objects: pd.Series, ids, by_file: bool) -> pd.Series:
+    """The user's id of each object: an event file's objects carry theirs (the stream's own id); a
+    workload generated over a file dataset takes object k from the dataset's row k mod its size
+    (every generator cycles the dataset in time order: datasets/workloads/range.py, knn.py, topk.py,
+    snapshot.py; a drift's objects keep that row's time and take another's place), whose id the
+    dataset kept (ids.parquet); a generated dataset's objects have none but their own."""
+    if by_file or ids is None or not len(ids):
+        return objects.astype(str)
+    return pd.Series(ids[objects.to_numpy(np.int64) % len(ids)], index=objects.index)
+
+
+def _in_user_terms(plain: pd.DataFrame, words, ids, by_file: bool) -> pd.DataFrame:
+    """`object_id` beside `object`, `word` beside `term` (when the vocabulary has words)."""
+    if "object" in plain.columns:
+        plain.insert(plain.columns.get_loc("object") + 1, "object_id", _object_ids(plain["object"], ids, by_file))
+    if "term" in plain.columns and words is not None:
+        term = plain["term"].to_numpy(np.int64)
+        known = (term >= 0) & (term < len(words))
+        word = np.full(len(term), None, dtype=object)
+        word[known] = words[term[known]]
+        plain.insert(plain.columns.get_loc("term") + 1, "word", word)
+    return plain
+
+
 def export(run_dir, families: list[str] | None = None, fmt: str = "csv", out=None, pairs=None) -> dict:
     """Writes the files (module docstring); returns {family: rows written} and the digests."""
     run_dir = Path(run_dir)
@@ -157,6 +209,7 @@ def export(run_dir, families: list[str] | None = None, fmt: str = "csv", out=Non
         raise ExportError(f"the kept rows digest to {digest}, the run's result_digest is {row.get('result_digest')}: "
                           "the rows are not the run's results")
     ev = _stream(row)
+    words, ids, by_file = _language(run_dir, row)
     out = Path(out) if out else run_dir / "export"
     out.mkdir(parents=True, exist_ok=True)
     df, ex = table.to_pandas(), exits.to_pandas()
@@ -167,6 +220,7 @@ def export(run_dir, families: list[str] | None = None, fmt: str = "csv", out=Non
             continue
         t = df[df.family == code].drop(columns=["family", "key"]).reset_index(drop=True)
         plain = (_topk(t, ex, ev) if code == TOPK else _terms(t, ev) if code == TERMS else _pairs(t, ev, code))
+        plain = _in_user_terms(plain.reset_index(drop=True), words, ids, by_file)
         path = out / f"{name}.{fmt}"
         plain.to_csv(path, index=False) if fmt == "csv" else plain.to_parquet(path, index=False)
         written[name] = len(plain)

@@ -98,6 +98,36 @@ def build_file_workload(objects: pa.Table | None, term_df: np.ndarray | None, cf
     return wl
 
 
+def file_space(events: Events) -> tuple[float, float, float, float]:
+    """The space of an event file's workload (issue 52): its objects' bounding box (km), as a
+    generated workload's is its dataset's objects'; a file without objects: its queries' points and
+    rectangles. Known from the file alone, so every check against it (a snapshot region meeting
+    it) runs before Spark starts, and no dataset is prepared for it."""
+    obj = events.kind == OBJECT
+    if obj.any():
+        xs, ys = events.x[obj], events.y[obj]
+    else:
+        xs = np.r_[events.x, events.xmin, events.xmax]
+        ys = np.r_[events.y, events.ymin, events.ymax]
+    xs, ys = xs[np.isfinite(xs)], ys[np.isfinite(ys)]
+    if not len(xs) or not len(ys):
+        return (0.0, 0.0, 1.0, 1.0)
+    return (float(xs.min()), float(ys.min()), float(xs.max()), float(ys.max()))
+
+
+def file_vocab(events: Events) -> pa.Table:
+    """The vocabulary of an event file read without a dataset (issue 52): term ids 0 to the
+    largest the file names, each with its document frequency over the file's objects (what a
+    strategy's fit reads), its text the id itself (the file gives ids, not words)."""
+    from datasets.text import VOCAB_SCHEMA
+
+    top = int(events.values.max()) + 1 if len(events.values) else 0
+    of_object = np.repeat(events.kind == OBJECT, np.diff(events.offsets))
+    df = np.bincount(events.values[of_object].astype(np.int64), minlength=top)[:top]
+    ids = np.arange(top, dtype=np.int32)
+    return pa.table([pa.array(ids), pa.array(ids.astype(str)), pa.array(df.astype(np.int64))], schema=VOCAB_SCHEMA)
+
+
 def derive(events: Events, warmup: int, extent=None) -> tuple[Events, int, dict]:
     """What a generator derives, derived from a file's events the same way:
 

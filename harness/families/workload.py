@@ -52,12 +52,35 @@ def validate_workload(family, cfg) -> None:
     if _source(cfg) == "file" and family.check_file is not None:
         family.check_file(cfg)
     validate_file_workload(cfg, family.code)
+    if _source(cfg) == "file":
+        check_file_stream(family, cfg)
     if _source(cfg) != "generator":
         return
     if uses_snapshot_generator(family, cfg):
         validate_snapshot_workload(cfg, family.snapshot_protocols)
     elif family.check_generator is not None:
         family.check_generator(cfg)
+
+
+def check_file_stream(family, cfg) -> None:
+    """Every check the run makes of an event file's stream before its first epoch, made before
+    Spark starts (issue 52): the stream built as the run builds it (datasets/workloads/events_file.py:
+    its space, the file's objects' bounding box, then derived and normalised), then the context of
+    each family it holds (`Family.stream_context`: a snapshot region meeting the space, an SKQ
+    covering the objects, look-backs, k, a CTQ's window and step), the checks the run assembly
+    repeats (harness/engine/setup.py: family_setup). The space does not depend on the projection's
+    origin for these checks: each axis projects by an increasing affine map, which keeps which
+    rectangles meet or cover which."""
+    import numpy as np
+
+    from datasets.workloads.events_file import build_file_workload, file_space, read_events
+    from harness.families.base import IndexContext
+
+    extent = file_space(read_events(cfg.path, family.code))
+    events = build_file_workload(None, None, cfg, family.code, extent=extent).events
+    context = IndexContext(extent, int(events.values.max()) + 1 if len(events.values) else 1)
+    for code in np.unique(events.family[events.family >= 0]):
+        registry.by_code(int(code)).stream_context(context, events)
 
 
 # -- the knobs ------------------------------------------------------------------------------------

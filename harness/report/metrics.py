@@ -298,6 +298,9 @@ _METRICS = [
            "swapped, would be valid (many of them: the columns may be swapped)", None, _COUNT),
     Metric("rescued_rows", "rows rescued", "rows", "CSV rows whose text held the delimiter, read whole because the "
            "text column took the rest of the line (dataset.text_rest_of_line)", None, _COUNT),
+    Metric("rescuable_rows", "rows the option would rescue", "rows", "field_count_mismatch CSV rows whose text, the "
+           "last field, held the delimiter: dataset.text_rest_of_line=true would read them whole (counted while it is "
+           "off)", None, _COUNT),
     Metric("dataset_objects", "dataset objects", "objects", "objects of the prepared dataset", None, _COUNT),
     Metric("workload_objects", "workload objects", "events", "object events of the workload, warm-up included",
            None, _COUNT),
@@ -353,7 +356,7 @@ METRICS.update(family_metrics())  # the figures the families compute (Family.met
 TIMESTAMP_METRICS = ("timestamps", "update_time_ms_per_ts", "update_spread_ms_per_ts", "knn_update_ms_per_ts",
                      "ins_ms_per_ts", "del_ms_per_ts", "update_time_growth")
 INPUT_METRICS = ("input_rows", "bad_rows", *(f"bad_rows_{r}" for r in BAD_ROW_REASONS), "swapped_lat_lon_rows",
-                 "rescued_rows", "ctq_reports", "lifetime_deletes",
+                 "rescued_rows", "rescuable_rows", "ctq_reports", "lifetime_deletes",
                  "dataset_objects",
                  "workload_objects", "objects_reused", "object_reuse_factor", "dataset_keywords_per_object",
                  "query_keywords_mean", *ANOMALIES)

@@ -28,7 +28,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 RUNS_TABLE_COLUMNS = [
     "run_id", "status", "error", "strategy", "variant", "experiment", "sweep_id", "x", "facet", "workers", "dispatchers", "dataset", "workload", "seed", "tag",
-    "cluster", "config_key", "code_version", "workload_events", "workload_events_sha256", "started_at", "events", "throughput_eps", "throughput_basis", "throughput_compute_eps",
+    "cluster", "config_key", "code_version", "workload_events", "workload_events_sha256", "dataset_cache", "started_at", "events", "throughput_eps", "throughput_basis", "throughput_compute_eps",
     "throughput_network_eps", "bottleneck_resource", "bottleneck_s", "bottleneck_compute_s", "bottleneck_network_s",
     *(f"resource_{r}_s" for r in RESOURCES), "network_bytes", "network_payload_bytes", "shipped_bytes", "shipped_blocks", "bytes_per_event", "throughput_by_bandwidth", "busy_max_min", "busy_max_mean",
     "checks_max_min", "checks_max_mean", "throughput_eps_ci_lo", "throughput_eps_ci_hi", "throughput_compute_eps_ci_lo",
@@ -59,7 +59,7 @@ RUNS_TABLE_COLUMNS = [
 RUN_KEYS = ("run_id", "status", "error", "traceback", "mlflow_error", "strategy", "variant", "experiment", "sweep_id",
             "x", "facet", "workers", "dispatchers", "dataset", "workload", "family", "seed", "tag", "started_at",
             "adjust", "run_dir", "cluster", "config_key", "oracle_method", "indexes", "code_version",
-            "workload_events", "workload_events_sha256")
+            "workload_events", "workload_events_sha256", "dataset_cache")
 EPOCH_KEYS = ("epoch", "operation")  # likewise for a row of the per-epoch series (epochs.parquet)
 
 

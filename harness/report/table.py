@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
+from pathlib import Path
 
 from rich import box
 from rich.console import Console
@@ -99,6 +101,37 @@ def status_lines(rows: list[dict]) -> list[str]:
     return lines
 
 
+def _shown_path(path) -> str:
+    """A path as a user would type it: relative to the working directory when inside it."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path(os.getcwd()).resolve()))
+    except ValueError:
+        return str(p)
+
+
+def where_lines(rows: list[dict], runs_table, keep_pairs: bool) -> list[str]:
+    """Where the runs' results are and the one command that exports them as readable rows (issue
+    52): the runs table with a row per run (its run_id), each run's folder, and
+    `python -m harness.export` on a run's folder (runs that kept their results: keep_pairs=true)."""
+    if not rows:
+        return []
+    dirs = [r["run_dir"] for r in rows if r.get("run_dir")]
+    if not dirs:
+        return []
+    one = len(dirs) == 1
+    folder = _shown_path(dirs[0]) if one else _shown_path(Path(dirs[0]).parent) + "/<run_id>"
+    ids = ", ".join(f"{r.get('variant') or r['strategy']} {r['run_id']}" for r in rows if r.get("run_id"))
+    lines = [f"results: the runs table {_shown_path(runs_table)} (a row per run, by run_id: {ids}); "
+             f"run folder{'' if one else 's'}: {folder}"]
+    export = f"python -m harness.export {folder}"
+    if keep_pairs:
+        lines.append(f"readable rows: {export} (one CSV per query family, in its export/ folder)")
+    else:
+        lines.append(f"readable rows: run again with keep_pairs=true (it keeps every result), then {export}")
+    return lines
+
+
 def input_line(row: dict) -> str:
     """The footer line on the input every run shared: rows skipped per reason, objects the workload
     reused, stream anomalies normalised (none of these may pass in silence)."""
@@ -109,6 +142,9 @@ def input_line(row: dict) -> str:
              + (f" ({', '.join(reasons)})" if reasons else "")]
     if row.get("rescued_rows"):  # dataset.text_rest_of_line
         parts.append(f"{int(row['rescued_rows']):,} rows rescued (their text held the delimiter)")
+    if row.get("rescuable_rows"):  # issue 52: the option that would keep them
+        parts.append(f"dataset.text_rest_of_line=true would read {int(row['rescuable_rows']):,} of the "
+                     "field_count_mismatch rows whole (their text, the last field, holds the delimiter)")
     factor = row.get("object_reuse_factor")
     if row.get("objects_reused"):
         parts.append(f"workload reuses each object {factor:.2f} times ({int(row['objects_reused']):,} object events "

@@ -160,7 +160,7 @@ def input_metrics(ds, meta: dict | None) -> dict:
     bad_rows), objects the workload reused and stream anomalies normalised (the workload's info)."""
     out = {"input_rows": ds.n_input_rows, "bad_rows": sum(ds.bad_rows.values()),
            **{f"bad_rows_{k}": v for k, v in ds.bad_rows.items()}, "swapped_lat_lon_rows": ds.swapped_lat_lon_rows,
-           "rescued_rows": ds.rescued_rows}
+           "rescued_rows": ds.rescued_rows, "rescuable_rows": getattr(ds, "rescuable_rows", 0)}
     if meta:
         out.update(meta.get("info") or {})
     return out

@@ -228,9 +228,26 @@ def _warn_idle_workers(row: dict, progress: Progress) -> None:
                       "received events; L_max/L_min is inf because idle workers have load 0")
 
 
+def _dataset(cfg, spark, root, progress: Progress):
+    """The prepared dataset the runs read. An event-file run (workload.source=file) prepares only
+    what it reads (issue 52): no generated data set (its objects are the file's), a file dataset
+    (dataset=file) for its vocabulary and projection; its space is the file's objects' box."""
+    from datasets import prepare_dataset
+    from datasets.config import source_of
+    from datasets.prepare import events_dataset
+    from harness.families import registry as families
+
+    by_file = cfg.workload.source == "file"
+    if by_file and source_of(cfg.dataset.name) != "file":
+        progress.step(f"reading events file {cfg.workload.path}")
+        return events_dataset(cfg.workload, families.get(cfg.workload.family).code)
+    progress.step(f"preparing dataset {cfg.dataset.name}")
+    ds = prepare_dataset(cfg.dataset, spark, root / "cache" / "datasets")
+    return events_dataset(cfg.workload, families.get(cfg.workload.family).code, ds) if by_file else ds
+
+
 def run_experiment(cfg) -> list[dict]:
     """Everything `python -m harness` does after Hydra composed the config."""
-    from datasets import prepare_dataset
     from harness.run.spark import get_session, session_start_seconds
 
     runs = validate(cfg)  # before Spark starts
@@ -259,15 +276,15 @@ def run_experiment(cfg) -> list[dict]:
                                      {"strategies": ",".join(r.label for r in runs), "workers": cfg.workers,
                                       "workload": cfg.workload.name, "dataset": cfg.dataset.name})
     dest = record.Destination(root, logger, parent, progress)
-    progress.step(f"preparing dataset {cfg.dataset.name}")
     t0 = time.perf_counter()
     inputs = {}
     try:
-        ds = prepare_dataset(cfg.dataset, spark, root / "cache" / "datasets")
+        ds = _dataset(cfg, spark, root, progress)
         inputs = record.input_metrics(ds, None)
         if inputs["bad_rows"]:
+            hints = [h for h in (ds.swap_hint(), ds.rest_of_line_hint()) if h]
             progress.warn("malformed input rows skipped: " + ", ".join(f"{k}={v}" for k, v in ds.bad_rows.items() if v)
-                          + (f"; {ds.swap_hint()}" if ds.swap_hint() else ""))
+                          + "".join(f"; {h}" for h in hints))
         events, warmup, folder, meta = load_or_build_workload(ds, cfg, root / "cache")
     except Exception as exc:  # noqa: BLE001 - recorded, then a user's bad input is one line, a bug a traceback
         progress.done()
@@ -275,7 +292,8 @@ def run_experiment(cfg) -> list[dict]:
         if isinstance(exc, ValueError):
             raise DataPreparationError(str(exc), rows) from exc
         raise
-    inputs = {**record.input_metrics(ds, meta), **stream_identity(folder)}  # the cached stream it read (issue 42)
+    # the cached stream it read (issue 42) and the dataset cache its words and ids are in (issue 52)
+    inputs = {**record.input_metrics(ds, meta), **stream_identity(folder), "dataset_cache": ds.cache_path or None}
     timings["data_s"] = time.perf_counter() - t0
     events_path = publish_events(cfg, folder)
     progress.step("oracle")
