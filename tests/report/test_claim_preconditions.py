@@ -178,6 +178,8 @@ def test_same_cells_fails_on_different_cell_counts_and_passes_on_the_same():
     assert claims.evaluate(claim, table(3582.0, adj_dp=3)).verdict == "not exercised"
     assert claims.evaluate(claim, table(0.0, adj_dp=0)).verdict == "not exercised"  # dp never selected
     assert claims.evaluate(claim, table(3582.0)).verdict == "holds"
+    assert claims.evaluate(claim, table(3582.0 * 1.005)).verdict == "holds"  # a few cells more: the same cells
+    assert claims.evaluate(claim, table(3582.0 * 1.02)).verdict == "not exercised"
 
 
 # ------------------------------------------------------------------- never a failure, the tallies
