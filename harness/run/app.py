@@ -7,7 +7,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from harness.run.config import ConfigError, check_overrides, register_configs, validate
+from harness.run.config import ConfigError, check_overrides, register_configs
 from harness.report.results import PROJECT_ROOT, current_sweep_id
 
 register_configs()
@@ -20,12 +20,10 @@ def _hydra_main(cfg: DictConfig) -> None:
     from harness.run.runner import DataPreparationError, run_experiment
 
     try:
-        validate(cfg)
+        rows = run_experiment(cfg)  # validates the config first, before Spark starts (harness.run.config.validate)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    try:
-        rows = run_experiment(cfg)
     except DataPreparationError as exc:  # the user's input: one line (error rows are recorded)
         print("dataset error: " + " ".join(str(exc).splitlines()), file=sys.stderr)
         for line in where_lines(exc.rows, results_root(cfg.results_dir) / "runs.parquet", False)[:1]:

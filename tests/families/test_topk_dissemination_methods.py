@@ -11,10 +11,8 @@ import pytest
 
 from harness.families.base import NEVER
 from harness.families.topk.arrival import arrival_candidates
-from harness.families.topk.bounds import rest_max, suffix_weights, text_floors
 from harness.families.topk.ciq import DEPTH, ciq_candidates, ciq_index, cover_cells, leaf_coords, node_id, node_reach
-from harness.families.topk.subscription_index import subscription_blocks
-from tests.families.topk_streams import scored_stream
+from tests.families.topk_streams import built_index, scored_stream
 
 N_MSG, N_SUB, N_TERMS = 200, 500, 30
 
@@ -76,12 +74,7 @@ def test_ciq_finds_every_subscription_a_message_reaches_once(stream):
 
 def test_ipt_skips_no_block_reads_more_than_igpt_and_finds_every_reached_subscription(stream):
     d = stream
-    theta = d["theta"].copy()
-    alpha = d["s_alpha"]
-    lam = text_floors(theta, alpha)
-    wsum, rmax = suffix_weights(d["s_off"], d["s_w"]), rest_max(d["s_off"], d["s_w"])
-    index = subscription_blocks(d["s_x"], d["s_y"], d["s_off"], d["s_val"], d["s_w"], wsum, rmax, theta, lam, alpha,
-                                N_TERMS, per_cell=8.0, block=16)
+    index, theta, alpha, lam, wsum, rmax = built_index(d, N_TERMS, per_cell=8.0)
     longest = int(np.diff(d["m_off"]).max())
     none, empty = np.full(N_TERMS, -1, np.int64), np.zeros(0, np.int64)
     s_ins, s_del = np.full(N_SUB, -1, np.int64), np.full(N_SUB, NEVER, np.int64)

@@ -10,9 +10,7 @@ import pytest
 
 from harness.families.base import NEVER
 from harness.families.topk.arrival import arrival_candidates
-from harness.families.topk.bounds import rest_max, suffix_weights, text_floors
-from harness.families.topk.subscription_index import subscription_blocks
-from tests.families.topk_streams import scored_stream
+from tests.families.topk_streams import built_index, scored_stream
 
 N_MSG, N_SUB, N_TERMS = 200, 500, 30
 
@@ -25,12 +23,7 @@ def stream():
 @pytest.mark.parametrize("per_cell", [1e9, 8.0])
 def test_every_subscription_a_message_reaches_is_a_candidate(stream, per_cell):
     d = stream
-    theta = d["theta"].copy()
-    alpha = d["s_alpha"]
-    lam = text_floors(theta, alpha)
-    wsum, rmax = suffix_weights(d["s_off"], d["s_w"]), rest_max(d["s_off"], d["s_w"])
-    index = subscription_blocks(d["s_x"], d["s_y"], d["s_off"], d["s_val"], d["s_w"], wsum, rmax, theta, lam, alpha,
-                                N_TERMS, per_cell=per_cell, block=16)
+    index, theta, alpha, lam, wsum, rmax = built_index(d, N_TERMS, per_cell=per_cell)
     longest = int(np.diff(d["m_off"]).max())
     m_rmax, m_rsum = np.empty(longest + 1), np.empty(longest + 1)
     s_seen = np.full(N_SUB, -1, np.int64)

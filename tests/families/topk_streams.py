@@ -8,7 +8,9 @@ import math
 
 import numpy as np
 
+from harness.families.topk.bounds import rest_max, suffix_weights, text_floors
 from harness.families.topk.scoring import normalised_weights, term_idf
+from harness.families.topk.subscription_index import subscription_blocks
 
 
 def csr(rng, n, lo, hi, p):
@@ -57,3 +59,14 @@ def scored_stream(n_msg: int, n_sub: int, n_terms: int, seed: int = 5) -> dict:
     d["theta"] = np.where(rng.random(n_sub) < 0.1, 0.0, np.clip(best, 0, None) * rng.uniform(0.6, 1.0, n_sub))
     return d
 
+
+
+def built_index(d: dict, n_terms: int, per_cell: float, block: int = 16) -> tuple:
+    """The subscription index over `scored_stream`'s subscriptions at their thresholds, with what
+    the arrival kernel reads beside it: (index, theta, alpha, lam, wsum, rmax)."""
+    theta, alpha = d["theta"].copy(), d["s_alpha"]
+    lam = text_floors(theta, alpha)
+    wsum, rmax = suffix_weights(d["s_off"], d["s_w"]), rest_max(d["s_off"], d["s_w"])
+    index = subscription_blocks(d["s_x"], d["s_y"], d["s_off"], d["s_val"], d["s_w"], wsum, rmax, theta, lam, alpha,
+                                n_terms, per_cell=per_cell, block=block)
+    return index, theta, alpha, lam, wsum, rmax
