@@ -1,8 +1,18 @@
-"""CPU-time bookkeeping shared by worker indexes and mergers."""
+"""CPU-time bookkeeping shared by worker indexes, mergers, migrations and adjusters."""
 
 from __future__ import annotations
 
 import time
+
+
+def work_clock() -> float:
+    """Seconds of CPU the calling thread has used: the clock of a migration's stall (packing,
+    shipping and installing the moved state) and of an adjuster's decision. Wall time would charge
+    a migration with whatever else the machine ran meanwhile (the same SSTD FG move stalled 38.6,
+    70.3 and 489.6 ms on a shared machine: ../shared/reviews/fidelity-2026-11-29.md, cause C);
+    the workers' index time is CPU time too, so the stall and the work it delays share one basis
+    (issue 48)."""
+    return time.thread_time()
 
 
 class CompileClock:

@@ -10,13 +10,13 @@ plan before anything moves. Shared by the Spark runner and the in-process simula
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
 from harness.core.events import Events
+from harness.core.timing import work_clock
 from harness.engine.migration import live_queries, validate_plan
 from harness.engine.monitor import units_frame, workers_frame
 from strategies.adjust_base import Adjuster, EpochStats, MigrationPlan
@@ -60,10 +60,11 @@ class Step:
 
 
 def plan_step(adjuster: Adjuster, router, stats: EpochStats) -> Step:
-    """Ask the adjuster (timed: the plan selection time) and check its plan against the live set."""
-    t0 = time.perf_counter()
+    """Ask the adjuster (timed in CPU time, harness.core.timing.work_clock: the plan selection
+    time) and check its plan against the live set."""
+    t0 = work_clock()
     plan = adjuster.adjust(router, stats)
-    select_s = time.perf_counter() - t0
+    select_s = work_clock() - t0
     if plan is None:
         return Step(None, select_s)
     validate_plan(plan, router, stats.live, stats.n_workers)  # raises InvalidPlanError
@@ -84,6 +85,9 @@ def epoch_row(epoch: int, n_events: int, worker_stats: dict[int, dict], route_s:
         "load_max_min": float(loads.max() / loads.min()) if loads.min() > 0 else float("inf"),
         "load_max_mean": float(loads.max() / loads.mean()) if loads.mean() > 0 else float("nan"),
         "busy_max_s": float(busy.max()), "pause_max_s": float(table["pause_s"].max()),
+        # the least busy worker: busy_max_s / busy_min_s is the epoch's balance, which an
+        # adjustment claim reads on the epochs after the move (harness/report/preconditions.py)
+        "busy_min_s": float(busy.min()),
     }
     if unit_tables:  # the balance of the monitor's unit loads, what SSTD's detection compares
         units = units_frame(unit_tables)

@@ -12,8 +12,9 @@ subscriptions under the new router and cuts them by destination (the results a w
 subscription travel with it, stored objects go where the new router sends them); `gather_bundle`
 keeps what a worker already had, adds what arrives (each subscription and object once) and says
 what moved. Only the moving subscriptions are
-timed (serialising them out, de-serialising and indexing them in): that is the stall a
-migration causes on the workers involved (the latency model charges it there).
+timed (serialising them out, de-serialising and indexing them in), in CPU time of the thread doing
+it (harness.core.timing.work_clock): that is the stall a migration causes on the workers involved
+(the throughput and latency models charge it there), whatever else the machine runs meanwhile.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from harness.core import store
+from harness.core.timing import work_clock
 from harness.core.events import DELETE, INSERT, Events, row_bytes, sorted_runs
 from harness.engine.blocks import (BLOCK_SCHEMA, from_ipc, one_row, read_bundle, read_merge_state, spark_schema,
                                    to_ipc, write_bundle, write_merge_state)
@@ -166,10 +168,10 @@ def split_state(state: Events, router, worker: int, old_router=None, codes=None)
     leaving = 0
     for lo, hi in sorted_runs(w):
         dest = int(w[lo])
-        t0 = time.perf_counter()
+        t0 = work_clock()
         parts[dest] = state.take(r[lo:hi])
         if dest != worker:  # cutting out what stays is not migration work
-            out_s += time.perf_counter() - t0
+            out_s += work_clock() - t0
             leaving += hi - lo
     return parts, out_s, leaving
 
@@ -189,10 +191,10 @@ def split_bundle(bundle: StateBundle, router, worker: int, old_router=None,
     q_parts, out_s, leaving = split_state(bundle.queries, router, worker, old_router, codes)
     parts = {dest: StateBundle(queries=q) for dest, q in q_parts.items()}
     for dest, part in parts.items():
-        t0 = time.perf_counter()
+        t0 = work_clock()
         part.results = _results_of(bundle.results, part.queries.id)
         if dest != worker:
-            out_s += time.perf_counter() - t0
+            out_s += work_clock() - t0
     if len(bundle.objects):
         parts.setdefault(worker, StateBundle()).objects = bundle.objects
     return parts, out_s, leaving
@@ -270,10 +272,10 @@ def _split_task(batches, routers_bc, state_in: str, codes_by_family: dict[int, o
                 out_s += f_out_s
                 leaving += f_leaving
                 for dest, part in parts.items():
-                    t0 = time.perf_counter()
+                    t0 = work_clock()
                     blocks = _bundle_blocks(part)
                     if dest != w:
-                        out_s += time.perf_counter() - t0
+                        out_s += work_clock() - t0
                     for name, blob in blocks.items():
                         yield one_row(BLOCK_SCHEMA, worker=dest, payload=blob, family=family,
                                       info=json.dumps({"src": w, "part": name}))
@@ -296,14 +298,14 @@ def _gather_task(batches, factories: dict[int, object], state_out: str):
                 if not payload[i].is_valid or fams[i].as_py() != family:
                     continue
                 info = json.loads(infos[i].as_py())
-                t0 = time.perf_counter()
+                t0 = work_clock()
                 table_i = from_ipc(payload[i].as_py())
                 part = table_i if info["part"] == "results" else Events.from_arrow(table_i)
                 if info["src"] == w:
                     setattr(kept, info["part"], part)
                 else:
                     setattr(incoming.setdefault(info["src"], StateBundle()), info["part"], part)
-                    read_s += time.perf_counter() - t0
+                    read_s += work_clock() - t0
             g = gather_bundle(w, kept, list(incoming.values()), factory)
             write_bundle(state_out, w, family, g.state)
             summary["moved_in"] += int(g.moved_in)

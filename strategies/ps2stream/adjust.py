@@ -36,7 +36,6 @@ This module holds the adjusters; the Phase II selections are in `selection.py`, 
 
 from __future__ import annotations
 
-import time
 
 import copy
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ import numpy as np
 
 from harness.core.events import INSERT, OBJECT, Events
 from harness.core.repetitions import median_interval
+from harness.core.timing import work_clock
 from strategies.adjust_base import Adjuster, EpochStats, MigrationPlan, unit_table
 from strategies.base import Router
 from strategies.ps2stream.gridt import GridtRouter
@@ -151,9 +151,9 @@ class Ps2Adjuster(Adjuster):
                                 "tau_initial": float(model.tau()), "phase1": []}
         new, moves, touched = router, [], EMPTY
         if isinstance(router, GridtRouter) and p.p > 0:
-            t_phase1 = time.perf_counter()
+            t_phase1 = work_clock()
             new, moves, touched = self.phase1(router, stats, unit_load, mine, w_o, w_l, model, info)
-            info["phase1_s"] = time.perf_counter() - t_phase1  # its trial splits and merges
+            info["phase1_s"] = work_clock() - t_phase1  # its trial splits and merges
         tau = model.tau()
         chosen = EMPTY
         if model.ratio() > p.sigma and tau > 0:  # Phase II while the constraint is still violated
@@ -286,14 +286,16 @@ class Ps2Adjuster(Adjuster):
 def selection_timings(select, load, size, tau, times: int = SELECTION_TIMINGS,
                       before=lambda: None) -> tuple[np.ndarray, list[float]]:
     """Run `select(load, size, tau)` `times` times on the same cells, `before()` (untimed) ahead
-    of each; its choice (every run must make the same one) and each run's seconds. Figs. 12a and
-    13 compare selection times of well under a millisecond, which one timing cannot tell apart."""
+    of each; its choice (every run must make the same one) and each run's seconds, in CPU time of
+    the thread (harness.core.timing.work_clock: another process on the machine does not lengthen
+    them). Figs. 12a and 13 compare selection times of well under a millisecond, which one timing
+    cannot tell apart."""
     chosen, seconds = None, []
     for _ in range(times):
         before()
-        t0 = time.perf_counter()
+        t0 = work_clock()
         pick = select(load, size, tau)
-        seconds.append(time.perf_counter() - t0)
+        seconds.append(work_clock() - t0)
         if chosen is None:
             chosen = pick
         elif not np.array_equal(pick, chosen):
