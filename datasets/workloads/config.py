@@ -19,7 +19,9 @@ PROFILES = ("q1", "q2", "q3")
 
 DRIFTS = ("none", "q3_switch", "hotspot_objects", "hotspot_queries", "scale")
 
-DRIFT_FIELDS = ("drift", "drift_start", "drift_every", "drift_fraction", "hotspot_fraction", "hotspot_region_km",
+HOTSPOT_SHAPES = ("ramp", "burst")
+
+DRIFT_FIELDS = ("drift", "drift_start", "drift_end", "hotspot_shape", "drift_every", "drift_fraction", "hotspot_fraction", "hotspot_region_km",
                 "hotspot_seed", "scale_factor", "scale_fraction")
 
 SOURCES = ("generator", "file")
@@ -53,6 +55,10 @@ class SharedWorkloadConfig:
     keywords_min: int = 1
     keywords_max: int = 3
     or_fraction: float = 0.5
+    # Tornado Fig. 8(c) (tornado.txt l.368): query keywords drawn from one band of the vocabulary
+    # ranked by frequency instead of from the query's centre object: 0 = the most frequent terms
+    # (the paper's 100%), 1 = the least frequent (its 0%, keywords objects hardly carry); None = off
+    keyword_rarity: Optional[float] = None
     q1_side_km_min: float = 1.0
     q1_side_km_max: float = 50.0
     q2_side_km_min: float = 1.0
@@ -65,9 +71,11 @@ class SharedWorkloadConfig:
     # drift of the measured part (module docstring); the warm-up never drifts
     drift: str = "none"  # none | q3_switch | hotspot_objects | hotspot_queries | scale
     drift_start: float = 0.2  # fraction of the measured events before the drift begins
-    drift_every: Optional[int] = None  # q3_switch: query insertions between switches; None = queries // 4
+    drift_end: float = 1.0  # hotspot_*: where the ramp reaches hotspot_fraction, or the burst ends
+    hotspot_shape: str = "ramp"  # hotspot_*: ramp (0 -> hotspot_fraction at drift_end, held) | burst (hotspot_fraction until drift_end, 0 after)
+    drift_every: Optional[int] = None  # q3_switch: query insertions between switches; None = queries (the paper's mu)
     drift_fraction: float = 0.1  # q3_switch: share of the regions switching at each drift point
-    hotspot_fraction: float = 0.5  # hotspot_*: share relocated at the end of the stream (linear ramp)
+    hotspot_fraction: float = 0.5  # hotspot_*: share relocated (hotspot_shape says when)
     hotspot_region_km: float = 100.0  # hotspot_*: side of the hot square
     hotspot_seed: Optional[int] = None  # hotspot_*: fixes the hot square across seeds; None = from the seed
     scale_factor: float = 0.5  # scale: sf (Tornado: .4 to .7)

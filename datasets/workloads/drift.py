@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from datasets.workloads.config import invalid
+from datasets.workloads.config import HOTSPOT_SHAPES, invalid
 from datasets.workloads.sts import csr_replace, q3_region, query_payload
 
 
@@ -14,6 +14,10 @@ def validate_hot_spot(cfg) -> None:
     """The fields every workload with a drift reads: when it starts and the hot square."""
     if not 0.0 <= cfg.drift_start < 1.0:
         invalid("drift_start", cfg.drift_start, "a number in [0, 1)")
+    if not cfg.drift_start < cfg.drift_end <= 1.0:
+        invalid("drift_end", cfg.drift_end, f"a number in (drift_start={cfg.drift_start}, 1]")
+    if cfg.hotspot_shape not in HOTSPOT_SHAPES:
+        invalid("hotspot_shape", cfg.hotspot_shape, " or ".join(HOTSPOT_SHAPES))
     if not 0.0 <= cfg.hotspot_fraction <= 1.0:
         invalid("hotspot_fraction", cfg.hotspot_fraction, "a number in [0, 1]")
     if not cfg.hotspot_region_km > 0:
@@ -39,10 +43,24 @@ def hot_square(cfg, objects, extent, seed: int):
 
 
 def ramp(cfg, t):
-    """Hot share at measured-stream position t in [0, 1): 0 before drift_start, then linear up to
-    hotspot_fraction at the end."""
-    s = cfg.drift_start
-    return cfg.hotspot_fraction * np.clip((t - s) / (1.0 - s), 0.0, None) * (t >= s)
+    """Hot share at measured-stream position t in [0, 1), by `hotspot_shape`:
+
+    - ramp: 0 before drift_start, then linear up to hotspot_fraction at drift_end, held from there
+      to the end (drift_end = 1: a ramp over the whole measured part);
+    - burst: hotspot_fraction from drift_start to drift_end, 0 after.
+
+    With drift_end < 1 the stream has SSTD's three phases (sstd.txt l.378-384): the load as
+    preloaded, the imbalance injected into one region ("insert a significantly large number of
+    objects into the region" / "register a significantly large number of continuous queries into
+    the region"), and a stream after it in which the adjustment acts and the throughput and latency
+    "after the adjustment" are measured. Objects ramp and hold: the hot region keeps receiving
+    them, so the imbalance lasts. Queries come as a burst: the registered queries stay live (a query
+    lives about `queries` later insertions, datasets/workloads/range.py) while new ones arrive as
+    before, so the imbalance is steady after the burst."""
+    s, e = cfg.drift_start, cfg.drift_end
+    if cfg.hotspot_shape == "burst":
+        return cfg.hotspot_fraction * ((t >= s) & (t < e))
+    return cfg.hotspot_fraction * np.clip((t - s) / (e - s), 0.0, 1.0) * (t >= s)
 
 
 def drift_rng(cfg, seed: int, tag: int):
@@ -69,7 +87,8 @@ def drift_queries(cfg, seed, objects, df, extent, payload, q_off, q_val, qinfo, 
         rng = drift_rng(cfg, seed, 1)
         n_reg = cfg.regions_per_side ** 2
         m = max(1, int(round(cfg.drift_fraction * n_reg)))
-        every = int(cfg.drift_every) if cfg.drift_every is not None else max(1, int(cfg.queries) // 4)
+        # PS2Stream: "every interval of 10M queries" with mu = 10M (ps2stream.txt l.420): one live-set turnover
+        every = int(cfg.drift_every) if cfg.drift_every is not None else max(1, int(cfg.queries))
         order = rng.permutation(n_reg)  # regions switch in this order, m at a time, wrapping round
         rank = np.empty(n_reg, np.int64)
         rank[order] = np.arange(n_reg)

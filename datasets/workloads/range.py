@@ -27,7 +27,7 @@ payload. The drift begins at `drift_start` (a fraction of the measured events).
   imbalance): a square of side `hotspot_region_km` around a random object; the share of measured
   objects (or query insertions) replaced by objects of that square (queries: re-centred on them,
   keywords re-drawn from their terms) ramps linearly from 0 at the drift start to
-  `hotspot_fraction` at the end of the stream.
+  `hotspot_fraction` at `drift_end` (default: the end of the stream) and holds there after it.
 - scale (Tornado Sec. 6.4): after the drift start a `scale_fraction` of the objects and query
   insertions get every coordinate scaled by `scale_factor` about the extent's min corner, i.e.
   the workload crowds into a corner area and onto fewer workers of a static partitioning.
@@ -60,6 +60,8 @@ def validate_range_workload(cfg) -> None:
         bad("keywords_min/keywords_max", (cfg.keywords_min, cfg.keywords_max), "1 <= min <= max")
     if not 0.0 <= cfg.or_fraction <= 1.0:
         bad("or_fraction", cfg.or_fraction, "a number in [0, 1]")
+    if cfg.keyword_rarity is not None and not 0.0 <= cfg.keyword_rarity <= 1.0:
+        bad("keyword_rarity", cfg.keyword_rarity, "a number in [0, 1] (0: the most frequent terms), or null")
     if cfg.objects_per_update < 0 or cfg.warmup_objects_per_query < 0:
         bad("objects_per_update", cfg.objects_per_update, "a number >= 0")
     for p in ("q1", "q2"):
@@ -72,7 +74,7 @@ def validate_range_workload(cfg) -> None:
         bad("drift", cfg.drift, f"q3_switch only with profile q3 (profile is {cfg.profile!r}); or none, hotspot_objects, hotspot_queries, scale")
     validate_hot_spot(cfg)
     if cfg.drift_every is not None and cfg.drift_every < 1:
-        bad("drift_every", cfg.drift_every, "an integer >= 1, or null for queries // 4")
+        bad("drift_every", cfg.drift_every, "an integer >= 1, or null for `queries` (PS2Stream: every mu insertions)")
     if not 0.0 < cfg.drift_fraction <= 1.0:
         bad("drift_fraction", cfg.drift_fraction, "a number in (0, 1]")
     if not 0.0 < cfg.scale_factor <= 1.0:

@@ -360,19 +360,21 @@ def _unmet(claim: dict, others: list, basis: str | None):
 
     def unmet(g: pd.DataFrame, subject, values: dict) -> list[str]:
         mids = {str(k): v.mid for k, v in values.items() if v is not None}
-        return preconditions.unmet(requires, g, subject, others, basis, latency_at=mids.get)
+        return preconditions.unmet(requires, g, subject, others, basis, latency_at=mids.get,
+                                   metric=Reader(claim["check"]["metric"], basis).column)
     return unmet
 
 
 def _reread(claim: dict, others: list, basis: str | None):
-    """A throughput claim that requires moves is read on the epochs after the last move
+    """A throughput or balance claim that requires moves is read on the epochs after the last move
     (harness/report/preconditions.py `read_after_moves`; None: read as the runs table gives it)."""
     requires = preconditions.parse(claim)
-    if not any(r.kind == "moves" and r.after > 0 for r in requires) or claim["check"]["metric"] != "throughput_eps":
+    metric = claim["check"]["metric"]
+    if not any(r.kind == "moves" and r.after > 0 for r in requires) or metric not in preconditions.READ_AFTER_MOVES:
         return None
 
     def reread(g: pd.DataFrame, subject, values: dict):
-        return preconditions.read_after_moves(requires, g, subject, others, "throughput_eps", basis, values)
+        return preconditions.read_after_moves(requires, g, subject, others, metric, basis, values)
     return reread
 
 

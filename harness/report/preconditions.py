@@ -23,6 +23,11 @@ Kinds (`of`: the variants it is asked of; its default per kind):
   the replication is read: replicas dropped in the run's first measured epoch (every reading of
   stored_replication is at an epoch's end after it), else in the run (DSkype's prefixes cut by
   kScore after system initialisation, skype.txt l.650-665, l.819).
+- `reached` (bounds on a share of tuples under a threshold; asked of every run in the claim's cell,
+  the other methods of the preset included): some run's share is below 1, i.e. some tuple took
+  longer than the threshold. When none did (every method reads 100% under 100 ms: PS2Stream's
+  Fig. 12(c) bound, ps2stream.txt l.418, with migrations that stall for milliseconds), the bound
+  "at least 80% under 100 ms" cannot fail, so it was not put to the test.
 - `same_cells` (selection-time claims; default: every compared run): the compared methods chose
   from the same number of candidate cells in the same number of selections ("we run the four
   algorithms on the same worker (having the same set of cells)"; their time "is only determined
@@ -40,9 +45,9 @@ import pandas as pd
 
 from harness.report import results
 
-REQUIRES = ("moves", "latency_floor", "pruned", "same_cells")
+REQUIRES = ("moves", "latency_floor", "pruned", "same_cells", "reached")
 FIELDS = {"moves": ("after", "of"), "latency_floor": ("resolution_ms", "of"), "pruned": ("of",),
-          "same_cells": ("of",)}
+          "same_cells": ("of",), "reached": ()}
 MIN_EPOCHS_AFTER_MOVE = 3  # measured epochs after the last move the figures are read on (issue 48)
 LATENCY_RESOLUTION_MS = 0.01  # latencies are shown and compared to 0.01 ms
 PER_CELL_KINDS = ("better", "ratio_at_least", "bound", "between")  # the kinds `compare` judges cell by cell
@@ -92,6 +97,9 @@ def parse(claim: dict) -> list[Requirement]:
         res = spec.get("resolution_ms", LATENCY_RESOLUTION_MS)
         if isinstance(res, bool) or not isinstance(res, (int, float)) or not res > 0:
             raise ValueError(f"claim {cid!r}: requires {k}: resolution_ms={res!r} is invalid; allowed: a number > 0")
+        if k == "reached" and not str(claim["check"].get("metric", "")).startswith("latency_share_lt_"):
+            raise ValueError(f"claim {cid!r}: requires reached reads a share of tuples under a threshold "
+                             f"(latency_share_lt_*), not check.metric={claim['check'].get('metric')!r}")
         if k == "latency_floor" and claim["check"].get("metric") != "latency_mean_ms":
             raise ValueError(f"claim {cid!r}: requires latency_floor reads the latency curve of latency_mean_ms, "
                              f"not check.metric={claim['check'].get('metric')!r}")
@@ -198,8 +206,17 @@ def _same_cells(rows: dict[str, pd.Series]) -> str | None:
     return None
 
 
+def _reached(g: pd.DataFrame, metric: str) -> str | None:
+    """Why no run of the cell `g` put a share-under-threshold bound to the test (None: one did)."""
+    shares = pd.to_numeric(g[metric], errors="coerce").dropna() if metric in g else pd.Series(dtype=float)
+    if len(shares) and (shares < 1.0).any():
+        return None
+    return (f"no run of the {len(shares)} in this cell had a tuple past the threshold ({metric} = 100% in every "
+            "one): the bound cannot fail here")
+
+
 def unmet(requires: list[Requirement], g: pd.DataFrame, subject, others: list, basis: str | None = None,
-          latency_at=None) -> list[str]:
+          latency_at=None, metric: str | None = None) -> list[str]:
     """The reasons the cell `g` (its runs, one per variant) did not exercise the claim: empty when
     every precondition holds. `latency_at(variant)`: the variant's mean latency (ms) at the common
     rate (latency_floor)."""
@@ -229,6 +246,9 @@ def unmet(requires: list[Requirement], g: pd.DataFrame, subject, others: list, b
                     continue
                 if why := _floor(rows[n], basis, at, req.resolution_ms):
                     reasons.append(f"{n}: {why}")
+        elif req.kind == "reached":
+            if metric is not None and (why := _reached(g, metric)):
+                reasons.append(why)
         elif req.kind == "same_cells":
             chosen = {n: rows[n] for n in (names if names is not None else list(rows)) if n in rows}
             if why := _same_cells(chosen):
@@ -247,16 +267,40 @@ def _moved(names: list[str] | None, rows: dict[str, pd.Series]) -> list[str]:
             or (isinstance(r.get("adjust"), str) and r.get("adjust") not in ("", "none"))]
 
 
+READ_AFTER_MOVES = ("throughput_eps", "busy_max_min")  # the metrics an adjustment claim reads after the move
+
+
+def _after_value(s: pd.DataFrame, sel: pd.DataFrame, metric: str, basis: str | None) -> tuple[float | None, str | None]:
+    """The metric on the selected epochs of one run's series: throughput = events over the epochs'
+    summed bottleneck time; balance = the busiest worker's summed busy time over the least busy's
+    (busy_max_s / busy_min_s summed over the epochs, so that a short epoch weighs less). (None,
+    why) when the series cannot give it."""
+    if metric == "throughput_eps":
+        col = EPOCH_COLUMNS.get(basis)
+        if col is None or col not in s:
+            return None, f"its epochs table has no {col}"
+        eps = pd.to_numeric(sel[col], errors="coerce")
+        events = pd.to_numeric(sel["events"], errors="coerce")
+        if not ((eps > 0).all() and (events > 0).all()):
+            return None, "an epoch without its events or throughput"
+        return float(events.sum() / (events / eps).sum()), None
+    if "busy_min_s" not in s or "busy_max_s" not in s:
+        return None, "its epochs table has no busy_min_s (runs before issue 48 part 2)"
+    lo = float(pd.to_numeric(sel["busy_min_s"], errors="coerce").sum())
+    hi = float(pd.to_numeric(sel["busy_max_s"], errors="coerce").sum())
+    return (hi / lo, None) if lo > 0 else (float("inf"), None)
+
+
 def read_after_moves(requires: list[Requirement], g: pd.DataFrame, subject, others: list, metric: str,
                      basis: str | None, values: dict) -> tuple[dict, str | None]:
-    """A throughput claim that requires `moves` (with epochs after them) reads every compared run on
-    the same epochs: those after the last move of any of them, without a stall in any (the paper's
-    "throughput after the adjustment", sstd.txt l.384; Fig. 16, ps2stream.txt l.425): events over
-    the epochs' summed bottleneck time, from each run's epochs.parquet, with the run's own relative
-    repetition interval. The values as read, and a note on what was read (None: nothing changed)."""
+    """A throughput or balance claim that requires `moves` (with epochs after them) reads every
+    compared run on the same epochs: those after the last move of any of them, without a stall in
+    any (the paper's "system throughput after the adjustment", sstd.txt l.384; Fig. 16,
+    ps2stream.txt l.425), from each run's epochs table, with the run's own relative repetition
+    interval (`_after_value` says how each metric is read). The values as read, and a note on what
+    was read (None: nothing changed)."""
     req = next((r for r in requires if r.kind == "moves" and r.after > 0), None)
-    col = EPOCH_COLUMNS.get(basis) if metric == "throughput_eps" else None
-    if req is None or col is None:
+    if req is None or metric not in READ_AFTER_MOVES or (metric == "throughput_eps" and basis not in EPOCH_COLUMNS):
         return values, None
     rows = {}
     for v in [subject, *others]:
@@ -282,18 +326,13 @@ def read_after_moves(requires: list[Requirement], g: pd.DataFrame, subject, othe
         return values, None  # too few: the precondition says so
     out = dict(values)
     for n, s in series.items():
-        if col not in s:
-            return values, f"read over the whole run (its epochs table has no {col})"
-        sel = s[s["epoch"].isin(epochs)]
-        eps = pd.to_numeric(sel[col], errors="coerce")
-        events = pd.to_numeric(sel["events"], errors="coerce")
-        if not ((eps > 0).all() and (events > 0).all()):
-            return values, "read over the whole run (an epoch without its events or throughput)"
-        mid = float(events.sum() / (events / eps).sum())
+        mid, why = _after_value(s, s[s["epoch"].isin(epochs)], metric, basis)
+        if mid is None:
+            return values, f"read over the whole run ({why})"
         old = values.get(n)
         if old is None:
             continue
-        lo, hi = (old.lo / old.mid, old.hi / old.mid) if old.mid > 0 else (1.0, 1.0)
+        lo, hi = (old.lo / old.mid, old.hi / old.mid) if old.mid > 0 and math.isfinite(old.mid) else (1.0, 1.0)
         out[n] = type(old)(mid, mid * lo, mid * hi, old.how)
     first, last = min(epochs), max(epochs)
     return out, f"read on epochs {first:g}-{last:g}, after the last move ({len(epochs)} epochs)"

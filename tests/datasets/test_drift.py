@@ -219,6 +219,31 @@ def test_hotspot_queries_concentrate_into_one_region_over_time(data):
     same_rows(ev, none, np.flatnonzero(ev.kind == OBJECT))  # objects untouched
 
 
+def test_a_ramp_that_ends_early_holds_and_a_burst_stops(data):
+    """SSTD's staging (sstd.txt l.378-384): objects ramp into the hot square until drift_end and
+    keep that share after it; a burst registers every query there until drift_end and none after,
+    while the queries it registered stay live."""
+    held = build(data, drift="hotspot_objects", drift_start=0.1, drift_end=0.5, hotspot_fraction=0.9)
+    ev, info = held.events, held.drift
+    objs = np.flatnonzero(ev.kind == OBJECT)
+    n_meas = len(ev) - held.warmup
+    late = objs[objs >= held.warmup + int(0.6 * n_meas)]  # after drift_end: the share holds at 0.9
+    first, second = late[: len(late) // 2], late[len(late) // 2:]
+    assert hot_share(ev, first, info["rect"]) > 0.85 and hot_share(ev, second, info["rect"]) > 0.85
+    burst = build(data, drift="hotspot_queries", profile="q1", drift_start=0.1, drift_end=0.5,
+                  hotspot_shape="burst", hotspot_fraction=1.0)
+    none = build(data, drift="none", profile="q1").events
+    ev, info = burst.events, burst.drift
+    ins = np.flatnonzero(ev.kind == INSERT)
+    at = (ins - burst.warmup) / (len(ev) - burst.warmup)
+    inside = ins[(at >= 0.12) & (at < 0.48)]
+    after = ins[at >= 0.52]
+    assert hot_share(ev, inside, info["rect"]) == 1.0  # every query of the burst is centred there ...
+    assert len(inside) and hot_share(ev, after, info["rect"]) == pytest.approx(hot_share(none, after, info["rect"]))
+    same_rows(ev, none, after)  # ... and none after it: the stream goes on as undrifted
+    assert info["moved_queries"] == int(((at >= 0.1) & (at < 0.5)).sum())
+
+
 @pytest.mark.parametrize("fraction", (1.0, 0.5))
 def test_scale_moves_points_and_rectangles_by_the_factor(data, fraction):
     wl = build(data, drift="scale", scale_factor=0.4, scale_fraction=fraction)
@@ -251,7 +276,8 @@ def test_hotspot_seed_fixes_the_region_across_seeds(data):
 @pytest.mark.parametrize("field,value", [
     ("drift", "sideways"), ("drift_start", 1.0), ("drift_start", -0.1), ("drift_every", 0),
     ("drift_fraction", 0.0), ("drift_fraction", 1.5), ("hotspot_fraction", 1.2),
-    ("hotspot_region_km", 0.0), ("scale_factor", 0.0), ("scale_factor", 1.5), ("scale_fraction", -0.1)])
+    ("hotspot_region_km", 0.0), ("scale_factor", 0.0), ("scale_factor", 1.5), ("scale_fraction", -0.1),
+    ("drift_end", 0.1), ("drift_end", 1.5), ("hotspot_shape", "square")])
 def test_bad_knobs_are_rejected_naming_the_field(data, field, value):
     with pytest.raises(ValueError) as err:
         build(data, drift="scale" if field != "drift" else value, **({field: value} if field != "drift" else {}))
@@ -265,7 +291,9 @@ def test_q3_switch_needs_the_q3_profile(data):
 
 
 @pytest.mark.parametrize("name,drift", [("sts_q3_drift", "q3_switch"), ("hotspot_objects", "hotspot_objects"),
-                                        ("hotspot_queries", "hotspot_queries"), ("scale_drift", "scale")])
+                                        ("hotspot_queries", "hotspot_queries"), ("scale_drift", "scale"),
+                                        ("sstd_hot_objects", "hotspot_objects"),
+                                        ("sstd_hot_queries", "hotspot_queries")])
 def test_workload_yaml_composes_and_builds(data, name, drift):
     from hydra import compose, initialize_config_dir
 
@@ -277,7 +305,8 @@ def test_workload_yaml_composes_and_builds(data, name, drift):
         cfg = compose(config_name="config", overrides=[f"workload={name}", "strategy=grid"])
     validate(cfg)
     w = cfg.workload
-    assert (w.name, w.drift, w.queries, w.updates) == (name, drift, 20000, 40000)
+    assert (w.name, w.drift) == (name, drift)
+    assert w.updates >= 2 * w.queries > 0  # the measured part turns the live set over at least once
     w.queries, w.updates = 200, 2000
     objs, df, ext = data
     wl = build_workload(objs, df, ext, w, 3)

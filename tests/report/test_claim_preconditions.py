@@ -182,6 +182,23 @@ def test_same_cells_fails_on_different_cell_counts_and_passes_on_the_same():
     assert claims.evaluate(claim, table(3582.0 * 1.02)).verdict == "not exercised"
 
 
+def test_reached_fails_where_no_method_had_a_tuple_past_the_threshold_and_passes_where_one_did():
+    """PS2Stream's Fig. 12(c) bound ("at least 80% under 100 ms") is tested only where some run of
+    the cell, another method's included, had tuples past 100 ms."""
+    claim = _claim("kdt + gr", [], metric="latency_share_lt_100ms", kind="bound", min=0.8, requires=["reached"])
+
+    def table(gr, dp):
+        return pd.DataFrame([_row("kdt + gr", gr, metric="latency_share_lt_100ms"),
+                             _row("kdt + dp", dp, metric="latency_share_lt_100ms")])
+
+    v = claims.evaluate(claim, table(1.0, 1.0))
+    assert v.verdict == "not exercised" and "no run of the 2 in this cell had a tuple past" in v.comparisons[0]
+    assert claims.evaluate(claim, table(1.0, 0.7)).verdict == "holds"  # dp's tuples waited: the bound could fail
+    assert claims.evaluate(claim, table(0.6, 0.7)).verdict == "does not hold"
+    with pytest.raises(ValueError, match="requires reached reads a share of tuples under a threshold"):
+        _claim("kdt + gr", [], metric="latency_mean_ms", kind="bound", min=0.8, requires=["reached"])
+
+
 # ------------------------------------------------------------------- never a failure, the tallies
 
 
@@ -274,3 +291,29 @@ def test_a_throughput_that_requires_moves_is_read_on_the_epochs_after_the_last_m
     assert "a + pm 200" in v.comparisons[0] and "a 123" in v.comparisons[0]
     whole = claims.evaluate(_claim("a + pm", ["a"], requires=[{"kind": "moves", "after": 0}]), table)
     assert whole.verdict == "does not hold"  # after: 0 reads the moves' own run: 80 against 100
+
+
+def test_a_balance_that_requires_moves_is_read_on_the_epochs_after_the_last_move(tmp_path):
+    """a + fg's busiest worker is 6x its least busy over the whole run (the hot spot before the
+    move) but 1.5x on epochs 3-6, after the move; a stays at 3x. Read after the move, a + fg
+    balances better; read over the whole run it would not. Epochs without busy_min_s (runs before
+    the column existed) fall back to the whole run, saying so."""
+    adjusted = _epochs(tmp_path, "fg", {2: 40})
+    still = _epochs(tmp_path, "none", {})
+    for folder, busy_max, busy_min in ((adjusted, [6.0, 6.0, 1.5, 1.5, 1.5, 1.5], [1.0] * 6),
+                                       (still, [3.0] * 6, [1.0] * 6)):
+        frame = pd.read_parquet(f"{folder}/epochs.parquet")
+        frame["busy_max_s"], frame["busy_min_s"] = busy_max, busy_min
+        frame.to_parquet(f"{folder}/epochs.parquet", index=False)
+    table = pd.DataFrame([_row("a + fg", 6.0, metric="busy_max_min", run_dir=adjusted),
+                          _row("a", 3.0, metric="busy_max_min", run_dir=still)])
+    claim = _claim("a + fg", ["a"], metric="busy_max_min", requires=["moves"])
+    v = claims.evaluate(claim, table, None)
+    assert v.verdict == "holds", v.comparisons
+    assert "read on epochs 3-6, after the last move (4 epochs)" in v.comparisons[0]
+    for folder in (adjusted, still):
+        frame = pd.read_parquet(f"{folder}/epochs.parquet").drop(columns=["busy_min_s"])
+        frame.to_parquet(f"{folder}/epochs.parquet", index=False)
+    old = claims.evaluate(claim, table, None)  # the tables are read anew: keyed on the file's time
+    assert old.verdict == "does not hold"
+    assert "no busy_min_s" in old.comparisons[0]
