@@ -67,6 +67,41 @@ def q3_region(cfg, extent, x, y):
     return ry * side + rx
 
 
+KEYWORD_BAND_FRACTION = 0.01  # the band's width, as a share of the vocabulary (at least 50 terms)
+
+
+def band_keywords(cfg, df, counts, src):
+    """Tornado Fig. 8(c)'s keywords (tornado.txt l.368: "we vary the frequency of query keywords
+    from 0%, i.e., least frequent keywords that do not match the keywords of data objects, to
+    100%, i.e., most frequent keywords"): each query keeps its keyword count but draws its terms,
+    distinct and uniform, from a band of the vocabulary ranked by frequency (`df`, most frequent
+    first; ties by term id), placed at `keyword_rarity` of the ranking (0: the top, 1: the tail).
+    The band is 1% of the vocabulary (at least 50 terms, so that 3 distinct keywords exist). The
+    draws use a generator of their own (seeded by the workload's seed offset and the query
+    centres), so the rest of the workload is the same stream as without the knob."""
+    n_terms = len(df)
+    order = np.lexsort((np.arange(n_terms), -np.asarray(df, np.float64)))
+    width = min(n_terms, max(50, int(np.ceil(KEYWORD_BAND_FRACTION * n_terms)), int(counts.max(initial=1))))
+    start = int(round(float(cfg.keyword_rarity) * (n_terms - width)))
+    band = order[start:start + width]
+    rng = np.random.default_rng([int(cfg.seed_offset), 0xF18C, len(src), int(np.sum(src) % (1 << 62))])
+    kmax = int(counts.max(initial=0))
+    picks = rng.integers(0, width, size=(len(counts), kmax))
+    live = np.arange(kmax)[None, :] < counts[:, None]
+    while True:  # redraw a query's repeated picks until its picks are distinct (k << width: a few rounds)
+        picks = np.where(live, picks, width)  # unused slots sort last
+        picks.sort(axis=1)
+        dup = np.zeros_like(live)
+        dup[:, 1:] = (picks[:, 1:] == picks[:, :-1]) & live[:, 1:]
+        if not dup.any():
+            break
+        picks[dup] = rng.integers(0, width, size=int(dup.sum()))
+    # the live picks are each row's first `counts` slots (unused ones sorted last): their terms, sorted
+    terms = np.where(live, band[np.minimum(picks, width - 1)], np.iinfo(np.int64).max)
+    terms.sort(axis=1)
+    return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), terms[live].astype(np.int64)
+
+
 def query_payload(cfg, rng, objects, df, src, is_q2, u, k, coin=None):
     """Payloads of queries centred on objects `src` given their draws (side uniform u, keyword count
     k, AND/OR coin); keywords are picked with `rng`, and the coin is drawn after them when None (the
@@ -81,6 +116,8 @@ def query_payload(cfg, rng, objects, df, src, is_q2, u, k, coin=None):
     src_off, src_val = csr_take(o_off, o_val, src)
     rare_cut = max(1, int(np.ceil(cfg.rare_top_fraction * len(df))))
     t_off, t_val = pick_keywords(rng, src_off, src_val, df, k, is_q2, rare_cut)
+    if getattr(cfg, "keyword_rarity", None) is not None:
+        t_off, t_val = band_keywords(cfg, df, np.diff(t_off), src)
     if coin is None:
         coin = rng.random(len(src)) < cfg.or_fraction
     op = np.where(coin & (np.diff(t_off) > 1), OR, AND).astype(np.int8)
