@@ -1,12 +1,7 @@
-"""Run metrics from the per-epoch pipeline results (definitions: docs/metrics.md, DESIGN.md), and the
-registry (METRICS) that gives every metric a run reports its unit, meaning, better direction and
-display format, for the table, plots, report, claims and MLflow to share.
-
-Throughput = input events / bottleneck time, the bottleneck being the larger of the busiest
-worker's CPU time and the dispatchers' routing time (split evenly over `dispatchers`).
-Load L_i follows PS2Stream's Definition 1 with c1..c4 = 1 and |Q_i| read as the subscriptions
-the worker holds on average over the epoch (restored plus half the net insertions), since the
-paper's cell load (Definition 3) uses stored queries: L_i = |O_i| * q_i + |O_i| + ins_i + del_i.
+"""The registry (METRICS) that gives every metric a run reports its unit, meaning, better direction and
+display format, for the table, plots, report, claims and MLflow to share. The figures themselves are
+computed during a run by harness/measure/ (run_metrics.py, summary.py, latency.py, network.py,
+timestamps.py).
 """
 
 from __future__ import annotations
@@ -21,56 +16,15 @@ import pandas as pd
 from datasets.config import BAD_ROW_REASONS
 from harness.core.metric import BETTER, Metric  # noqa: F401 - the registry's readers import them from here
 from harness.families import registry as families
-from harness.report.network import RESOURCES
-
-
-def run_metrics(epochs, workers: pd.DataFrame, n_dispatchers: int, n_input_objects: int,
-                n_input_queries: int) -> dict[str, float]:
-    n_events = sum(e.n_events for e in epochs)
-    route_s = sum(e.route_ns for e in epochs) / 1e9
-    observe_s = sum(e.observe_s for e in epochs)
-    # a dispatcher routes its share of the events and keeps its whole copy of the routing state current
-    dispatcher_s = route_s / n_dispatchers + observe_s
-    worker_s = float((workers["busy_s"] + workers["pause_s"]).max()) if len(workers) else 0.0
-    bottleneck = max(dispatcher_s, worker_s, 1e-12)
-    loads = workers["load"].to_numpy()
-    # a job shared by several runs (harness/engine/lockstep.py) is apportioned by task time
-    wall = sum(e.timings.get("job_s", 0) * e.timings.get("job_share", 1.0) for e in epochs)
-    routed_obj = sum(e.routed_objects for e in epochs)
-    routed_q = sum(e.routed_queries for e in epochs)
-    return {
-        "events": float(n_events),
-        "throughput_eps": n_events / bottleneck,
-        "throughput_wall_eps": n_events / wall if wall > 0 else float("nan"),
-        "bottleneck_s": bottleneck,
-        "dispatcher_s": dispatcher_s,
-        # the routing alone (route calls timed around them), a dispatcher's share: Tornado Fig. 9's
-        # "spatial routing time" (tornado.txt l.370), without upkeep (observe_s) or sending
-        "route_s": route_s / n_dispatchers,
-        "observe_s": observe_s,
-        "merge_s": sum(e.merge_busy_s for e in epochs),
-        "feedback_rows": float(sum(t.num_rows for e in epochs for t in e.feedback.values())),
-        "worker_busy_max_s": worker_s,
-        "worker_busy_sum_s": float(workers["busy_s"].sum()),
-        "load_sum": float(loads.sum()),
-        "load_max_min": float(loads.max() / loads.min()) if loads.min() > 0 else float("inf"),
-        "load_max_mean": float(loads.max() / loads.mean()) if loads.mean() > 0 else float("nan"),
-        "obj_replication": routed_obj / n_input_objects if n_input_objects else float("nan"),
-        "query_replication": routed_q / n_input_queries if n_input_queries else float("nan"),
-        "messages_routed": float(routed_obj + routed_q),
-        "candidates_sum": float(workers["candidates"].sum()),
-        "results_raw": float(workers["results"].sum()),
-        "worker_index_bytes_max": float(workers["index_bytes"].max()),
-        "worker_index_bytes_mean": float(workers["index_bytes"].mean()),
-        "partitions_actual": float((workers["events"] > 0).sum()),
-        "replicas_dropped": float(workers["replicas_dropped"].sum()) if "replicas_dropped" in workers else 0.0,
-        "resent": float(workers["resent"].sum()) if "resent" in workers else 0.0,
-    }
 
 
 # ---------------------------------------------------------------- the registry
 # After ann-benchmarks' plotting/metrics.py: every reader takes names, units, directions and
 # formats from here, so no two of them can disagree on what a metric means or which way is better.
+
+
+# the network model's resources (harness/measure/network.py), each with its time column resource_<name>_s
+RESOURCES = ("dispatcher_cpu", "dispatcher_link", "worker_link", "worker_cpu", "merge")
 
 
 def family_metrics() -> dict[str, Metric]:
@@ -111,7 +65,7 @@ _METRICS = [
            "moving events costs nothing", "higher", _COUNT),
     Metric("throughput_network_eps", "throughput with network", "events/s",
            "measured events / the busiest resource of the network model (dispatcher CPU with sending, dispatcher "
-           "and worker links, worker CPU with receiving, merge; harness/report/network.py)", "higher", _COUNT),
+           "and worker links, worker CPU with receiving, merge; harness/measure/network.py)", "higher", _COUNT),
     Metric("throughput_basis", "throughput basis", "", "which throughput throughput_eps is: compute, or network "
            "(<profile>)", None, "{}"),
     *(Metric(f"{k}_ci_{end}", f"{short} 95% {side}", "events/s", f"{side} end of the interval of {k}'s median over "
@@ -171,7 +125,7 @@ _METRICS = [
     Metric("worker_busy_sum_s", "total worker time", "s", "index CPU time summed over workers", "lower", "{:.3f}"),
     Metric("merge_s", "merge time", "s", "merge stage CPU seconds (all mergers)", "lower", "{:.3f}"),
     Metric("build_s", "build time", "s", "strategy fit time", "lower", "{:.3f}"),
-    # latency (the queue model, harness/report/latency.py)
+    # latency (the queue model, harness/measure/latency.py)
     *(Metric(f"latency_{k}_ms", f"latency {k}", "ms", f"{k} event latency under the queue model", "lower")
       for k in ("mean", "p50", "p95", "p99")),
     Metric("latency_share_lt_100ms", "latency < 100 ms", "", "share of events with latency < 100 ms", "higher", **_PCT),
@@ -227,7 +181,7 @@ _METRICS = [
     Metric("partitions_actual", "partitions used", "workers", "workers that received any event", None, _COUNT),
     Metric("replicas_dropped", "replicas dropped", "replicas", "subscription replicas the workers dropped when "
            "feedback narrowed the subscription (a kNN ball) out of their partition", None, _COUNT),
-    # DkM-SKS's figures on a time-stamped stream (harness/report/timestamps.py)
+    # DkM-SKS's figures on a time-stamped stream (harness/measure/timestamps.py)
     Metric("timestamps", "time-stamps", "time-stamps", "measured time-stamps of a time-stamped stream", None, _COUNT),
     Metric("update_time_ms_per_ts", "update time", "ms", "mean per time-stamp of the slowest worker's time plus the "
            "main server's time for new subscriptions (DkM-SKS Fig. 7)", "lower", "{:,.2f}"),
@@ -321,8 +275,7 @@ _METRICS = [
     Metric("window", "top-k window", "messages", "|W|: messages of the top-k window (a time window: those of its "
            "first T seconds)", None, _COUNT),
     # where the harness's own time went: descriptive, not the strategy's figure
-    *(Metric(f"{k}_span_s", f"{k} stage span", "s", f"wall-clock span of the {k} stage's tasks", None, "{:.3f}")
-      for k in ("dispatch", "workers", "merge")),
+    *(Metric(f"{k}_span_s", f"{k} stage span", "s", f"wall-clock span of the {k} stage's tasks", None, "{:.3f}") for k in ("dispatch", "workers", "merge")),
     Metric("job_s", "Spark job time", "s", "wall-clock time of the epoch's Spark job", None, "{:.3f}"),
     Metric("spark_overhead_s", "Spark overhead", "s", "job_s minus the stage spans", None, "{:.3f}"),
     Metric("job_lanes", "runs in the job", "runs", "runs that shared the epoch's Spark job (harness/engine/"
@@ -439,3 +392,4 @@ def describe(names) -> dict[str, dict]:
     """Unit, description and direction of the given metrics (logged beside them)."""
     return {n: {"unit": metric(n).unit, "description": metric(n).description, "better": metric(n).better}
             for n in names}
+

@@ -22,7 +22,6 @@ from typing import Any
 import pandas as pd
 
 from harness.report import metrics as metrics_mod
-from harness.report.network import RESOURCES
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +29,7 @@ RUNS_TABLE_COLUMNS = [
     "run_id", "status", "error", "strategy", "variant", "experiment", "sweep_id", "x", "facet", "workers", "dispatchers", "dataset", "workload", "seed", "tag",
     "cluster", "config_key", "code_version", "workload_events", "workload_events_sha256", "dataset_cache", "started_at", "events", "throughput_eps", "throughput_basis", "throughput_compute_eps",
     "throughput_network_eps", "bottleneck_resource", "bottleneck_s", "bottleneck_compute_s", "bottleneck_network_s",
-    *(f"resource_{r}_s" for r in RESOURCES), "network_bytes", "network_payload_bytes", "shipped_bytes", "shipped_blocks", "bytes_per_event", "throughput_by_bandwidth", "busy_max_min", "busy_max_mean",
+    *(f"resource_{r}_s" for r in metrics_mod.RESOURCES), "network_bytes", "network_payload_bytes", "shipped_bytes", "shipped_blocks", "bytes_per_event", "throughput_by_bandwidth", "busy_max_min", "busy_max_mean",
     "checks_max_min", "checks_max_mean", "throughput_eps_ci_lo", "throughput_eps_ci_hi", "throughput_compute_eps_ci_lo",
     "throughput_compute_eps_ci_hi", "throughput_network_eps_ci_lo", "throughput_network_eps_ci_hi",
     "reps_throughput_eps", "reps_throughput_compute_eps", "reps_throughput_network_eps", "reps_worker_busy_max_s",
@@ -72,7 +71,7 @@ def code_version() -> str:
     """The newest commit that changed the code a run executes (`RUN_CODE`: the packages, the
     configuration and the pinned requirements), "-dirty" appended when any of it has uncommitted
     changes, or "unknown" outside a git checkout. A claim reads only the runs of its preset's
-    newest code version (harness/report/claims.py) and `resume=true` skips only runs made at this
+    newest code version (harness/report/claims/__init__.py) and `resume=true` skips only runs made at this
     one, so a commit to the docs or the tests keeps every measurement current while a change to
     the code retires it."""
     def git(*args: str) -> str:
