@@ -13,7 +13,7 @@ WORKERS ?= 2
 CORES ?= 1
 MEMORY ?= 2g
 
-.PHONY: venv browser run test test-cluster sweep experiment reproduce report site record plots bench bench-check mlflow-ui clean cluster-up cluster-status cluster-down
+.PHONY: venv browser run test test-cluster sweep experiment reproduce report site record plots docs bench bench-check mlflow-ui clean cluster-up cluster-status cluster-down
 
 venv: $(STAMP)
 
@@ -92,6 +92,9 @@ record: $(STAMP)  ## the site, then its overview as Markdown, the figures and a 
 
 plots: $(STAMP)  ## PNG plots from results/runs.parquet into results/plots/
 	$(PY) -m harness.report.plots
+
+docs: $(STAMP)  ## docs/metrics.md's table of every metric, generated from the metrics registry (harness/report/metrics.py; a test fails when it is stale)
+	$(PY) -m harness.report.metrics --write-docs docs/metrics.md
 
 bench: $(KERNELS)  ## pytest-benchmark figures, each with its ratio to a baseline measured in the same run
 	$(PY) -m pytest benchmarks -q -p no:cacheprovider --benchmark-columns=min,mean,ops --benchmark-sort=name $(ARGS)

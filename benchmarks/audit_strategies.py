@@ -126,7 +126,7 @@ def audit(cfg, ds, events, warmup, strategies: list[str], repeat: int = 3, oracl
         busy = np.array([st["busy_s"] for _, st in sorted(last.worker_stats.items())])
         # subscription copies the workers held at the measured part's start / live subscriptions
         # (before the first thresholds prune; the runs' `stored_replication` reads the measured
-        # epochs' ends, harness/report/summary.py; benchmarks/dskype_replication.py reads both)
+        # epochs' ends, harness/measure/summary.py; benchmarks/dskype_replication.py reads both)
         held = sum(st.get("restored", 0) for st in last.worker_stats.values())
         held_end = sum(st.get("kept", 0) for st in last.worker_stats.values())  # after the epoch's pruning
         before = events.kind[:warmup]

@@ -1,6 +1,6 @@
 """DSkype's replication ratio (Table 5) at one preset cell, in process: `stored_replication` as the
 runs read it (the mean over the measured epochs' ends, after the first thresholds prune;
-harness/report/summary.py) beside the copies held at the measured part's start (the warm-up's
+harness/measure/summary.py) beside the copies held at the measured part's start (the warm-up's
 registrations, theta = 0: what the runs read before issue 47), per mechanism. The preset's epochs
 (a tenth of |W| in the DSkype presets) cut the measured part, as a run does. Usage, from the
 repository root:
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     from harness.engine.epochs import epoch_bounds
     from harness.engine.executors import InProcessExecutor
     from harness.engine.loop import run_epochs
-    from harness.report.summary import stored_replication
+    from harness.measure.summary import stored_replication
     from strategies import registry
     from strategies.base import FitContext
 

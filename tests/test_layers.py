@@ -1,6 +1,9 @@
 """The contracts of pyproject.toml's import-linter hold: no module imports from a layer above
 its own (harness.core at the bottom, then datasets, harness.families, strategies, harness.engine,
-harness.report, harness.run), and the five papers' strategy packages import none of each other."""
+harness.report, harness.measure, harness.run), the five papers' strategy packages import none of
+each other, and judging (harness.report.claims, harness.report.site) imports neither
+harness.measure nor harness.engine: it reads the runs table only, so `make report` and `make site`
+re-judge any table without running anything."""
 
 from __future__ import annotations
 

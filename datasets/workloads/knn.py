@@ -19,7 +19,7 @@ Decisions:
 - Event time. `ts` is the time-stamp index (0.0 for the warm-up, t for time-stamp t), in both
   protocols: one time-stamp is one second of event time (DkM's 1,000 objects per time-stamp is the
   synthetic stream's 1,000 objects/s). The dataset's own times are not used; a stream is
-  recognised as time-stamped by its integer times (harness/report/timestamps.py).
+  recognised as time-stamped by its integer times (harness/measure/timestamps.py).
 - Lifetime (ckq). tau = `tau_hours` * `hour_s` seconds, rounded to whole time-stamps (at least 1),
   so a deletion falls exactly on insertion + tau. `hour_s` = None maps the measured span of T
   time-stamps to TW14's 31 days (744 h, spec 1.9): hour_s = T / 744, so tau = 72 h is ~9.7% of the

@@ -23,6 +23,10 @@ class Metric:
     display_unit: str | None = None  # shown instead of `unit` (bytes as MB)
     scale: float = 1.0  # stored value * scale = displayed value
     log: bool = False  # plotted on a log axis (ratios that span orders of magnitude)
+    # a column of the runs table (results/runs.parquet), the one table claims and the site read; False
+    # for a figure kept only in the run's folder and MLflow (metrics.json, the per-epoch series
+    # epochs.parquet and a run row's epoch<N>_<timing>): the runs table's column list is derived from this
+    column: bool = True
 
     @property
     def shown_unit(self) -> str:

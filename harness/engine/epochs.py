@@ -86,7 +86,7 @@ def epoch_row(epoch: int, n_events: int, worker_stats: dict[int, dict], route_s:
         "load_max_mean": float(loads.max() / loads.mean()) if loads.mean() > 0 else float("nan"),
         "busy_max_s": float(busy.max()), "pause_max_s": float(table["pause_s"].max()),
         # the least busy worker: busy_max_s / busy_min_s is the epoch's balance, which an
-        # adjustment claim reads on the epochs after the move (harness/report/preconditions.py)
+        # adjustment claim reads on the epochs after the move (harness/report/claims/preconditions.py)
         "busy_min_s": float(busy.min()),
     }
     if unit_tables:  # the balance of the monitor's unit loads, what SSTD's detection compares

@@ -311,7 +311,7 @@ class Family(ParamsMixin):
     tiny_workload: ClassVar[dict] = {}
 
     # Its own figures of a run, which the report asks every registered family for
-    # (harness/report/summary.py), so that no figure of one family is computed in the report:
+    # (harness/measure/summary.py), so that no figure of one family is computed in the report:
     # - `counters`: per-worker counters its index reports (WorkerOutput.counters) that the worker
     #   table sums over the measured epochs (harness/engine/monitor.py: worker_table);
     # - `metrics`: the registry entries (name, unit, meaning, direction, format) of the figures

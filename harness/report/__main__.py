@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness.report import claims_report, results
+from harness.report import results
+from harness.report.claims import report as claims_report
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from harness.report import claims_report, metrics, results, sensitivity
+from harness.report import metrics, results, sensitivity
+from harness.report.claims import report as claims_report
 from harness.report.plots import EPOCH_PANELS, line_with_interval, plt, save_figure
 from harness.report.style import legend_outside, style
 
@@ -426,7 +427,7 @@ def _table(frame: pd.DataFrame, show=lambda col, v: f"{v:.2f}", header=str) -> s
 
 def write_report(root: Path, exp, runs: pd.DataFrame, plot_paths: list[Path]) -> Path:
     """results/plots/<preset>/report.md: the sweep's throughput on both bases and medians, every
-    claim that reads the preset (harness/report/claims_report.py), the figures."""
+    claim that reads the preset (harness/report/claims/report.py), the figures."""
     extra = ["## Replication, balance and memory (median over the sweep)", ""]
     med = runs.groupby("variant")[[c for c in SUMMARY if c in runs]].median()
     med.index.name = "strategy"

@@ -1,12 +1,7 @@
-"""Run metrics from the per-epoch pipeline results (definitions: docs/metrics.md, DESIGN.md), and the
-registry (METRICS) that gives every metric a run reports its unit, meaning, better direction and
-display format, for the table, plots, report, claims and MLflow to share.
-
-Throughput = input events / bottleneck time, the bottleneck being the larger of the busiest
-worker's CPU time and the dispatchers' routing time (split evenly over `dispatchers`).
-Load L_i follows PS2Stream's Definition 1 with c1..c4 = 1 and |Q_i| read as the subscriptions
-the worker holds on average over the epoch (restored plus half the net insertions), since the
-paper's cell load (Definition 3) uses stored queries: L_i = |O_i| * q_i + |O_i| + ins_i + del_i.
+"""The registry (METRICS) that gives every metric a run reports its unit, meaning, better direction,
+display format and whether it is a column of the runs table, for the table, plots, report, claims,
+MLflow and docs/metrics.md to share. The figures themselves are computed during a run by
+harness/measure/ (run_metrics.py, summary.py, latency.py, network.py, timestamps.py).
 """
 
 from __future__ import annotations
@@ -21,56 +16,15 @@ import pandas as pd
 from datasets.config import BAD_ROW_REASONS
 from harness.core.metric import BETTER, Metric  # noqa: F401 - the registry's readers import them from here
 from harness.families import registry as families
-from harness.report.network import RESOURCES
-
-
-def run_metrics(epochs, workers: pd.DataFrame, n_dispatchers: int, n_input_objects: int,
-                n_input_queries: int) -> dict[str, float]:
-    n_events = sum(e.n_events for e in epochs)
-    route_s = sum(e.route_ns for e in epochs) / 1e9
-    observe_s = sum(e.observe_s for e in epochs)
-    # a dispatcher routes its share of the events and keeps its whole copy of the routing state current
-    dispatcher_s = route_s / n_dispatchers + observe_s
-    worker_s = float((workers["busy_s"] + workers["pause_s"]).max()) if len(workers) else 0.0
-    bottleneck = max(dispatcher_s, worker_s, 1e-12)
-    loads = workers["load"].to_numpy()
-    # a job shared by several runs (harness/engine/lockstep.py) is apportioned by task time
-    wall = sum(e.timings.get("job_s", 0) * e.timings.get("job_share", 1.0) for e in epochs)
-    routed_obj = sum(e.routed_objects for e in epochs)
-    routed_q = sum(e.routed_queries for e in epochs)
-    return {
-        "events": float(n_events),
-        "throughput_eps": n_events / bottleneck,
-        "throughput_wall_eps": n_events / wall if wall > 0 else float("nan"),
-        "bottleneck_s": bottleneck,
-        "dispatcher_s": dispatcher_s,
-        # the routing alone (route calls timed around them), a dispatcher's share: Tornado Fig. 9's
-        # "spatial routing time" (tornado.txt l.370), without upkeep (observe_s) or sending
-        "route_s": route_s / n_dispatchers,
-        "observe_s": observe_s,
-        "merge_s": sum(e.merge_busy_s for e in epochs),
-        "feedback_rows": float(sum(t.num_rows for e in epochs for t in e.feedback.values())),
-        "worker_busy_max_s": worker_s,
-        "worker_busy_sum_s": float(workers["busy_s"].sum()),
-        "load_sum": float(loads.sum()),
-        "load_max_min": float(loads.max() / loads.min()) if loads.min() > 0 else float("inf"),
-        "load_max_mean": float(loads.max() / loads.mean()) if loads.mean() > 0 else float("nan"),
-        "obj_replication": routed_obj / n_input_objects if n_input_objects else float("nan"),
-        "query_replication": routed_q / n_input_queries if n_input_queries else float("nan"),
-        "messages_routed": float(routed_obj + routed_q),
-        "candidates_sum": float(workers["candidates"].sum()),
-        "results_raw": float(workers["results"].sum()),
-        "worker_index_bytes_max": float(workers["index_bytes"].max()),
-        "worker_index_bytes_mean": float(workers["index_bytes"].mean()),
-        "partitions_actual": float((workers["events"] > 0).sum()),
-        "replicas_dropped": float(workers["replicas_dropped"].sum()) if "replicas_dropped" in workers else 0.0,
-        "resent": float(workers["resent"].sum()) if "resent" in workers else 0.0,
-    }
 
 
 # ---------------------------------------------------------------- the registry
 # After ann-benchmarks' plotting/metrics.py: every reader takes names, units, directions and
 # formats from here, so no two of them can disagree on what a metric means or which way is better.
+
+
+# the network model's resources (harness/measure/network.py), each with its time column resource_<name>_s
+RESOURCES = ("dispatcher_cpu", "dispatcher_link", "worker_link", "worker_cpu", "merge")
 
 
 def family_metrics() -> dict[str, Metric]:
@@ -111,7 +65,7 @@ _METRICS = [
            "moving events costs nothing", "higher", _COUNT),
     Metric("throughput_network_eps", "throughput with network", "events/s",
            "measured events / the busiest resource of the network model (dispatcher CPU with sending, dispatcher "
-           "and worker links, worker CPU with receiving, merge; harness/report/network.py)", "higher", _COUNT),
+           "and worker links, worker CPU with receiving, merge; harness/measure/network.py)", "higher", _COUNT),
     Metric("throughput_basis", "throughput basis", "", "which throughput throughput_eps is: compute, or network "
            "(<profile>)", None, "{}"),
     *(Metric(f"{k}_ci_{end}", f"{short} 95% {side}", "events/s", f"{side} end of the interval of {k}'s median over "
@@ -163,15 +117,16 @@ _METRICS = [
     Metric("route_s", "routing time", "s", "a dispatcher's share of the routing alone (the routers' route calls): "
            "no routing-state upkeep (observe_s), no sending; Tornado Fig. 9's routing time", "lower", "{:.4f}"),
     Metric("dispatcher_s", "dispatcher time", "s", "a dispatcher's time: its share of the routing plus observe_s",
-           "lower", "{:.3f}"),
+           "lower", "{:.3f}", column=False),
     Metric("observe_s", "routing-state upkeep", "s",
            "driver seconds of Router.observe_inserts, charged in full to every dispatcher", "lower", "{:.3f}"),
     Metric("worker_busy_max_s", "busiest worker time", "s", "the busiest worker's index CPU time plus its stalls",
            "lower", "{:.3f}"),
-    Metric("worker_busy_sum_s", "total worker time", "s", "index CPU time summed over workers", "lower", "{:.3f}"),
+    Metric("worker_busy_sum_s", "total worker time", "s", "index CPU time summed over workers", "lower", "{:.3f}",
+           column=False),
     Metric("merge_s", "merge time", "s", "merge stage CPU seconds (all mergers)", "lower", "{:.3f}"),
     Metric("build_s", "build time", "s", "strategy fit time", "lower", "{:.3f}"),
-    # latency (the queue model, harness/report/latency.py)
+    # latency (the queue model, harness/measure/latency.py)
     *(Metric(f"latency_{k}_ms", f"latency {k}", "ms", f"{k} event latency under the queue model", "lower")
       for k in ("mean", "p50", "p95", "p99")),
     Metric("latency_share_lt_100ms", "latency < 100 ms", "", "share of events with latency < 100 ms", "higher", **_PCT),
@@ -179,7 +134,7 @@ _METRICS = [
            None, **_PCT),
     Metric("latency_share_gt_1s", "latency > 1 s", "", "share of events with latency > 1 s", "lower", **_PCT),
     Metric("latency_rate_eps", "latency input rate", "events/s", "the input rate the latency model assumed", None,
-           _COUNT),
+           _COUNT, column=False),
     Metric("latency_curve", "latency curve", "", "JSON {compute|network: [[input rate events/s, mean latency "
            "ms], ...]}: the queue model at 5-70% of the run's own throughput on each basis, so claims compare "
            "strategies at one common rate", None, "{}"),
@@ -195,7 +150,8 @@ _METRICS = [
            **_RATIO),
     Metric("checks_max_mean", "checks max/mean", "", "largest / mean candidate checks per worker", "lower", **_RATIO),
     Metric("unit_load_max_min", "unit L_max/L_min", "",
-           "balance of the monitor's unit loads per worker (what SSTD's detection compares)", "lower", **_RATIO),
+           "balance of the monitor's unit loads per worker (what SSTD's detection compares)", "lower", **_RATIO,
+           column=False),
     Metric("obj_replication", "object replication", "", "routed object copies / input objects", "lower", "{:.2f}"),
     Metric("query_replication", "query replication", "", "routed query-update copies / input query updates",
            "lower", "{:.2f}"),
@@ -223,11 +179,11 @@ _METRICS = [
     Metric("messages_routed", "messages routed", "messages", "(event, worker) pairs the dispatchers sent", "lower",
            _COUNT),
     Metric("candidates_sum", "candidate checks", "checks", "(object, subscription) checks summed over workers",
-           "lower", _COUNT),
+           "lower", _COUNT, column=False),
     Metric("partitions_actual", "partitions used", "workers", "workers that received any event", None, _COUNT),
     Metric("replicas_dropped", "replicas dropped", "replicas", "subscription replicas the workers dropped when "
            "feedback narrowed the subscription (a kNN ball) out of their partition", None, _COUNT),
-    # DkM-SKS's figures on a time-stamped stream (harness/report/timestamps.py)
+    # DkM-SKS's figures on a time-stamped stream (harness/measure/timestamps.py)
     Metric("timestamps", "time-stamps", "time-stamps", "measured time-stamps of a time-stamped stream", None, _COUNT),
     Metric("update_time_ms_per_ts", "update time", "ms", "mean per time-stamp of the slowest worker's time plus the "
            "main server's time for new subscriptions (DkM-SKS Fig. 7)", "lower", "{:,.2f}"),
@@ -242,9 +198,9 @@ _METRICS = [
     Metric("del_ms_per_ts", "deletion time", "ms", "mean per time-stamp of the slowest worker's time on deletions "
            "(DkM-SKS Table 3)", "lower", "{:,.3f}"),
     Metric("busy_max_s", "busiest worker time", "s", "the epoch's busiest worker's CPU time plus its stall",
-           "lower", "{:.3f}"),
+           "lower", "{:.3f}", column=False),
     Metric("pause_max_s", "largest stall", "s", "the longest migration stall a worker paid in the epoch", "lower",
-           "{:.3f}"),
+           "{:.3f}", column=False),
     # memory
     Metric("dispatcher_bytes", "dispatcher memory", "bytes", "bytes of the router's arrays", "lower", **_MB),
     Metric("worker_index_bytes_max", "largest worker index", "bytes", "bytes of the largest worker index", "lower",
@@ -258,8 +214,9 @@ _METRICS = [
            "mode: the JVM is the driver's)", "lower", **_MB),
     # results and correctness
     Metric("results_raw", "raw results", "pairs", "(query, object) pairs the workers found, duplicates included",
-           None, _COUNT),
-    Metric("results", "results", "pairs", "distinct (query, object) pairs of the epoch", None, _COUNT),
+           None, _COUNT, column=False),
+    Metric("results", "results", "pairs", "distinct (query, object) pairs of the epoch", None, _COUNT,
+           column=False),
     Metric("result_count", "results", "pairs", "distinct (query, object) pairs, all epochs", None, _COUNT),
     Metric("results_local", "results counted on workers", "pairs",
            "distinct pairs of sole object copies, counted where found instead of shuffled to the merge", None,
@@ -286,7 +243,7 @@ _METRICS = [
            "adjustments", None, _COUNT),
     Metric("migration_s", "migration time", "s", "time moving state between workers", "lower", **_MS),
     Metric("migration_job_s", "migration job time", "s", "Spark wall-clock time of the migration job", None,
-           "{:.3f}"),
+           "{:.3f}", column=False),
     # the input as it came (datasets/prepare.py, the workload generator): what was skipped, repeated or
     # repaired, so a figure measured on repeats or on a thinned file says so
     Metric("input_rows", "input rows", "rows", "rows the dataset source produced, malformed ones included", None,
@@ -321,14 +278,17 @@ _METRICS = [
     Metric("window", "top-k window", "messages", "|W|: messages of the top-k window (a time window: those of its "
            "first T seconds)", None, _COUNT),
     # where the harness's own time went: descriptive, not the strategy's figure
-    *(Metric(f"{k}_span_s", f"{k} stage span", "s", f"wall-clock span of the {k} stage's tasks", None, "{:.3f}")
-      for k in ("dispatch", "workers", "merge")),
-    Metric("job_s", "Spark job time", "s", "wall-clock time of the epoch's Spark job", None, "{:.3f}"),
-    Metric("spark_overhead_s", "Spark overhead", "s", "job_s minus the stage spans", None, "{:.3f}"),
+    *(Metric(f"{k}_span_s", f"{k} stage span", "s", f"wall-clock span of the {k} stage's tasks", None, "{:.3f}",
+             column=False) for k in ("dispatch", "workers", "merge")),
+    Metric("job_s", "Spark job time", "s", "wall-clock time of the epoch's Spark job", None, "{:.3f}",
+           column=False),
+    Metric("spark_overhead_s", "Spark overhead", "s", "job_s minus the stage spans", None, "{:.3f}",
+           column=False),
     Metric("job_lanes", "runs in the job", "runs", "runs that shared the epoch's Spark job (harness/engine/"
-           "lockstep.py; share_jobs=false: 1)", None, _COUNT),
+           "lockstep.py; share_jobs=false: 1)", None, _COUNT, column=False),
     Metric("job_share", "share of the job", "", "the run's part of its shared job's task time (routing, the "
-           "workers' restore and index work, merging), by which job_s is apportioned to it", None, "{:.3f}"),
+           "workers' restore and index work, merging), by which job_s is apportioned to it", None, "{:.3f}",
+           column=False),
     Metric("wall_s", "run wall time", "s", "wall-clock time of the strategy's run: its own driver time (fit, "
            "upkeep, summary) and its share of the epoch jobs, not the time it waited for runs it shares jobs "
            "with, nor for a free process to fit in", None, "{:.2f}"),
@@ -359,7 +319,7 @@ INPUT_METRICS = ("input_rows", "bad_rows", *(f"bad_rows_{r}" for r in BAD_ROW_RE
                  "rescued_rows", "rescuable_rows", "ctq_reports", "lifetime_deletes",
                  "dataset_objects",
                  "workload_objects", "objects_reused", "object_reuse_factor", "dataset_keywords_per_object",
-                 "query_keywords_mean", *ANOMALIES)
+                 "query_keywords_mean", "window", *ANOMALIES)
 # a run row carries each epoch's stage timings as epoch<N>_<timing>, e.g. epoch0_job_s
 _PER_EPOCH = re.compile(r"epoch(\d+)_(\w+)")
 # a cached dataset may name a reason BAD_ROW_REASONS no longer lists; its count is still reported
@@ -381,11 +341,11 @@ def metric(name: str) -> Metric:
     if hit and hit.group(2) in METRICS:
         base = METRICS[hit.group(2)]
         return replace(base, name=name, short=f"epoch {hit.group(1)} {base.short}",
-                       description=f"epoch {hit.group(1)}: {base.description}")
+                       description=f"epoch {hit.group(1)}: {base.description}", column=False)
     hit = _BAD_ROWS.fullmatch(name)
     if hit:
         return replace(METRICS["bad_rows"], name=name, short=f"rows skipped: {hit.group(1)}",
-                       description=f"input rows skipped as {hit.group(1).replace('_', ' ')}")
+                       description=f"input rows skipped as {hit.group(1).replace('_', ' ')}", column=False)
     raise UnknownMetric(f"unknown metric {name!r}; known metrics: {', '.join(sorted(METRICS))} "
                         "(and epoch<N>_<metric> for per-epoch timings)")
 
@@ -439,3 +399,94 @@ def describe(names) -> dict[str, dict]:
     """Unit, description and direction of the given metrics (logged beside them)."""
     return {n: {"unit": metric(n).unit, "description": metric(n).description, "better": metric(n).better}
             for n in names}
+
+
+# ---------------------------------------------------------------- the runs table and its docs
+# The registry owns the runs table: a metric is a column unless it says otherwise (`Metric.column`),
+# and docs/metrics.md's table of every metric is generated from it, so adding a metric here (or to a
+# family's `metrics`) is the one edit that puts it in the table, the docs and MLflow.
+
+
+def columns() -> list[str]:
+    """The registered metrics that are runs-table columns, in the registry's order (a plugin family
+    registered after this module was imported included); harness/report/results.py puts the run
+    keys before them."""
+    return [name for name, m in {**METRICS, **family_metrics()}.items() if m.column]
+
+
+DOCS_BEGIN = ("<!-- generated from the metrics registry (harness/report/metrics.py) by `make docs`, i.e. "
+              "`python -m harness.report.metrics --write-docs docs/metrics.md`: edit the registry, not this table -->")
+DOCS_END = "<!-- end of the generated table -->"
+
+
+def _plugin_only() -> set[str]:
+    """Metrics only a plugin family (one defined outside harness/families/) registers: its own docs'."""
+    builtin, plugin = {m.name for m in _METRICS}, set()
+    for name in families.names():
+        fam = families.get(name)
+        names = {m.name for m in fam.metrics}
+        if fam.snapshot_type is not None:
+            names.add(f"{fam.snapshot_type}_latency_mean_ms")
+        (builtin if fam.__module__.startswith("harness.families.") else plugin).update(names)
+    return plugin - builtin
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+
+
+def docs_table() -> str:
+    """The generated part of docs/metrics.md: every registered metric (a plugin family's aside) with its
+    unit, better direction, whether the runs table has it, and its description, in the registry's order."""
+    skip = _plugin_only()
+    lines = [DOCS_BEGIN, "",
+             "| metric | name | unit | better | runs table | definition |", "| --- | --- | --- | --- | --- | --- |"]
+    for m in METRICS.values():
+        if m.name in skip:
+            continue
+        lines.append(f"| `{m.name}` | {_cell(m.short)} | {_cell(m.unit)} | {m.better or ''} | "
+                     f"{'yes' if m.column else 'no'} | {_cell(m.description)} |")
+    lines += ["", "A run row (metrics.json, MLflow) also carries each epoch's timings as `epoch<N>_<metric>` "
+              "(e.g. `epoch0_job_s`), not in the runs table; a cached dataset's `bad_rows_<reason>` for a "
+              "reason no longer listed reads as `bad_rows`.", "", DOCS_END]
+    return "\n".join(lines)
+
+
+def docs_text(current: str) -> str:
+    """`current` (docs/metrics.md) with the part between its markers replaced by `docs_table()`; the
+    hand-written text around it is kept."""
+    if current.count(DOCS_BEGIN) != 1 or current.count(DOCS_END) != 1:
+        raise ValueError(f"docs/metrics.md needs exactly one {DOCS_BEGIN!r} line and one {DOCS_END!r} line "
+                         "around the generated table")
+    head, rest = current.split(DOCS_BEGIN)
+    tail = rest.split(DOCS_END)[1]
+    return head + docs_table() + tail
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import sys
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(prog="python -m harness.report.metrics",
+                                     description="Generate docs/metrics.md's table of every metric from the registry.")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write-docs", metavar="FILE", help="rewrite FILE's generated table (docs/metrics.md)")
+    mode.add_argument("--check-docs", metavar="FILE", help="exit 1 when FILE's generated table is stale")
+    args = parser.parse_args(argv)
+    path = Path(args.write_docs or args.check_docs)
+    current = path.read_text()
+    fresh = docs_text(current)
+    if args.check_docs:
+        if fresh != current:
+            print(f"{path} is stale: run `make docs`", file=sys.stderr)
+            return 1
+        return 0
+    if fresh != current:
+        path.write_text(fresh)
+        print(f"wrote: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

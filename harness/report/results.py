@@ -22,38 +22,8 @@ from typing import Any
 import pandas as pd
 
 from harness.report import metrics as metrics_mod
-from harness.report.network import RESOURCES
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-
-RUNS_TABLE_COLUMNS = [
-    "run_id", "status", "error", "strategy", "variant", "experiment", "sweep_id", "x", "facet", "workers", "dispatchers", "dataset", "workload", "seed", "tag",
-    "cluster", "config_key", "code_version", "workload_events", "workload_events_sha256", "dataset_cache", "started_at", "events", "throughput_eps", "throughput_basis", "throughput_compute_eps",
-    "throughput_network_eps", "bottleneck_resource", "bottleneck_s", "bottleneck_compute_s", "bottleneck_network_s",
-    *(f"resource_{r}_s" for r in RESOURCES), "network_bytes", "network_payload_bytes", "shipped_bytes", "shipped_blocks", "bytes_per_event", "throughput_by_bandwidth", "busy_max_min", "busy_max_mean",
-    "checks_max_min", "checks_max_mean", "throughput_eps_ci_lo", "throughput_eps_ci_hi", "throughput_compute_eps_ci_lo",
-    "throughput_compute_eps_ci_hi", "throughput_network_eps_ci_lo", "throughput_network_eps_ci_hi",
-    "reps_throughput_eps", "reps_throughput_compute_eps", "reps_throughput_network_eps", "reps_worker_busy_max_s",
-    "route_s", "route_s_ci_lo", "route_s_ci_hi", "reps_route_s",
-    "worker_busy_max_s", "worker_busy_max_s_ci_lo", "worker_busy_max_s_ci_hi", "repetitions",
-    "repetitions_discarded", "ci_coverage", "too_short", "throughput_wall_eps", "latency_mean_ms", "latency_curve", "latency_p50_ms",
-    "latency_p95_ms", "latency_p99_ms", "load_max_min", "load_max_mean", "load_sum", "obj_replication",
-    "query_replication", "messages_routed", "dispatcher_bytes", "worker_index_bytes_max", "worker_index_bytes_mean",
-    "build_s", "wall_s", "work_s", "fixed_s",
-    "logging_s", "mlflow_s", "task_failures",
-    "result_count", "result_digest", "oracle_ok", "oracle_method", "partitions_actual", "epochs", "adjust", "adjustments",
-    "migrated_queries", "migrated_bytes", "select_s", "select_cells_s", "select_cells_s_ci_lo",
-    "select_cells_s_ci_hi", "select_candidates", "migration_s", "latency_share_lt_100ms",
-    "latency_share_100ms_1s", "latency_share_gt_1s", "observe_s", "merge_s", "feedback_rows", "family", "indexes", "run_dir",
-    "replicas_dropped", "stored_replication", "resent",
-    "snapshot_latency_mean_ms", "snapshot_latency_p50_ms", "snapshot_latency_p95_ms", "snapshot_queries",
-    "snapshot_workers_mean", "stored_objects_max", "stored_objects_sum", "stored_bytes_max",
-    "stored_bytes_sum",
-    *metrics_mod.family_metrics(),  # each query family's own figures (Family.metrics, snapshot_type)
-    "driver_peak_rss_bytes", "executor_peak_rss_bytes", "results_local",
-    "time_spark_start_s", "time_data_s", "time_oracle_s", "time_invocation_share_s", *metrics_mod.TIMESTAMP_METRICS, *metrics_mod.INPUT_METRICS,
-]
-
 
 # what identifies a run (or says why it failed): every other key of a run row is a registered metric
 RUN_KEYS = ("run_id", "status", "error", "traceback", "mlflow_error", "strategy", "variant", "experiment", "sweep_id",
@@ -61,6 +31,18 @@ RUN_KEYS = ("run_id", "status", "error", "traceback", "mlflow_error", "strategy"
             "adjust", "run_dir", "cluster", "config_key", "oracle_method", "indexes", "code_version",
             "workload_events", "workload_events_sha256", "dataset_cache")
 EPOCH_KEYS = ("epoch", "operation")  # likewise for a row of the per-epoch series (epochs.parquet)
+# run keys kept in the run's folder (metrics.json) and MLflow but not in the runs table: a failed run's
+# traceback is long (the table's `error` says why in one line), and an MLflow failure is the folder's note
+KEYS_NOT_COLUMNS = ("traceback", "mlflow_error")
+
+
+def runs_table_columns() -> list[str]:
+    """The runs table's columns: the run keys (less KEYS_NOT_COLUMNS), then every registered metric that
+    is a column (`Metric.column`; harness/report/metrics.py owns the list)."""
+    return [k for k in RUN_KEYS if k not in KEYS_NOT_COLUMNS] + metrics_mod.columns()
+
+
+RUNS_TABLE_COLUMNS = runs_table_columns()  # as at import; append_runs_table asks again (a plugin's figures too)
 
 
 RUN_CODE = ("harness", "strategies", "datasets", "conf", "pyproject.toml", "requirements.txt",
@@ -72,7 +54,7 @@ def code_version() -> str:
     """The newest commit that changed the code a run executes (`RUN_CODE`: the packages, the
     configuration and the pinned requirements), "-dirty" appended when any of it has uncommitted
     changes, or "unknown" outside a git checkout. A claim reads only the runs of its preset's
-    newest code version (harness/report/claims.py) and `resume=true` skips only runs made at this
+    newest code version (harness/report/claims/__init__.py) and `resume=true` skips only runs made at this
     one, so a commit to the docs or the tests keeps every measurement current while a change to
     the code retires it."""
     def git(*args: str) -> str:
@@ -129,7 +111,7 @@ def write_run_folder(run_dir: Path, config_yaml: str, row: dict, workers: pd.Dat
 def append_runs_table(root: Path, rows: list[dict]) -> Path:
     """Append rows to results/runs.parquet (read, concat, rewrite: once per invocation)."""
     path = root / "runs.parquet"
-    columns = RUNS_TABLE_COLUMNS + [m for m in metrics_mod.family_metrics() if m not in RUNS_TABLE_COLUMNS]
+    columns = runs_table_columns()
     new = pd.DataFrame([{c: row.get(c) for c in columns} for row in rows])  # (a plugin family's figures too)
     if path.exists():
         old = pd.read_parquet(path)

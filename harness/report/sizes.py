@@ -39,7 +39,7 @@ import pandas as pd
 import yaml
 from scipy import stats
 
-from harness.report import claim_checks
+from harness.report.claims import checks as claim_checks
 from harness.report import claims as claims_mod
 from harness.report import metrics, results
 from harness.report.claims import BASES, CELL, ClaimResult

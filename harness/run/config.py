@@ -29,7 +29,7 @@ from harness.engine.epochs import EPOCH_BY
 from harness.engine.setup import check_snapshots
 from harness.families import registry as families
 from harness.families.workload import WorkloadConfig
-from harness.report.network import NetworkProfile
+from harness.measure.network import NetworkProfile
 from strategies import registry
 from strategies.adjust_base import get_adjuster
 from strategies.base import routes

@@ -2,7 +2,7 @@
 papers at its default size, one after another, resumable (each preset runs with resume=true, so a
 run whose configuration already has an ok row is skipped), with one progress line per preset over
 the whole batch (presets done, runs done, an estimate of the time left), then every report and the
-results site (results/site/, harness/report/site.py) rebuilt from the runs table and a summary of
+results site (results/site/, harness/report/site/__init__.py) rebuilt from the runs table and a summary of
 the verdicts per paper on both bases.
 
 A paper's presets are those named after it (`sstd_*`, `skype_*` and `dskype_*` for Skype/DSkype,
@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 from harness.report import claims as claims_mod
-from harness.report import claims_report, results, site, time_budget
+from harness.report import results, site, time_budget
+from harness.report.claims import report as claims_report
 
 PAPERS = {"ps2stream": ("ps2stream_",), "sstd": ("sstd_",), "tornado": ("tornado_",), "dkmsks": ("dkmsks_",),
           "skype": ("skype_", "dskype_"), "scale": ("scale_",),

@@ -27,7 +27,7 @@ from harness.engine.lockstep import Lockstep
 from harness.engine.loop import run_epochs
 from harness.engine.memory import driver_peak_bytes
 from harness.report import results
-from harness.report.summary import timed_summary
+from harness.measure.summary import timed_summary
 from harness.report.table import idle_workers
 from harness.run import fits
 from harness.run import processes as processes_mod

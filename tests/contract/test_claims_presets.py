@@ -52,7 +52,7 @@ def _norm(v):
 
 
 def _label(v) -> str:
-    """An x value as check.across: x names it (harness/report/claim_checks.num)."""
+    """An x value as check.across: x names it (harness/report/claims/checks.num)."""
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 

@@ -13,7 +13,7 @@ from datasets.workloads.anomalies import PAYLOAD, normalise
 from datasets.workloads.knn import build_knn_workload, lifetime_ts, n_timestamps, validate_knn_workload
 from harness.core.events import AND, DELETE, INSERT, KNN, OBJECT, OBJECT_SCHEMA, OR
 from harness.families.workload import WorkloadConfig
-from harness.report.timestamps import is_time_stamped
+from harness.measure.timestamps import is_time_stamped
 from tests.helpers import random_objects
 
 TINY = WorkloadConfig(name="tiny", family="knn", queries=150, updates=300)

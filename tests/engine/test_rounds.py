@@ -13,8 +13,8 @@ from harness.engine import executors, rounds
 from harness.engine.simulate import simulate
 from harness.families import registry as families
 from harness.families.workload import WorkloadConfig
-from harness.report.latency import event_latencies
-from harness.report.network import Copies
+from harness.measure.latency import event_latencies
+from harness.measure.network import Copies
 from strategies import registry
 from tests.helpers import random_objects
 

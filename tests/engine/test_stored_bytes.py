@@ -15,7 +15,7 @@ from harness.engine.loop import run_epochs
 from harness.engine.setup import family_setup, stream_families
 from harness.engine.simulate import default_context
 from harness.families.base import IndexContext
-from harness.report.summary import summarise_run
+from harness.measure.summary import summarise_run
 from harness.run.config import LatencyConfig
 from strategies import registry
 from tests.streams import random_snapshot_stream, random_stream

@@ -70,7 +70,7 @@ def test_latest_k_figure_reaches_the_run_summary(latest_k):
     from harness.engine.loop import run_epochs
     from harness.engine.simulate import default_context
     from harness.report import metrics
-    from harness.report.summary import summarise_run
+    from harness.measure.summary import summarise_run
     from harness.run.config import LatencyConfig
     from strategies import registry
 

@@ -1,9 +1,10 @@
-"""`python -m harness.report.claim`: a claim's verdict printed from a runs table, and an unknown id
+"""`python -m harness.report.claims`: a claim's verdict printed from a runs table, and an unknown id
 refused with what is allowed."""
 
 from __future__ import annotations
 
-from harness.report import claim, claims, results
+from harness.report import claims, results
+from harness.report.claims import __main__ as claim
 
 
 def test_a_claim_prints_its_verdict_on_both_bases_and_an_unknown_id_is_refused(tmp_path, capsys):

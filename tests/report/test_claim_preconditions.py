@@ -10,7 +10,9 @@ import json
 import pandas as pd
 import pytest
 
-from harness.report import claims, claims_report, preconditions
+from harness.report import claims
+from harness.report.claims import preconditions
+from harness.report.claims import report as claims_report
 
 
 def _row(variant, value=100.0, *, metric="throughput_eps", preset="p", workload="q1", run_dir=None, **extra):

@@ -7,10 +7,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from harness.report import claims, claims_report
+from harness.report import claims
+from harness.report.claims import report as claims_report
 from harness.report.results import RUNS_TABLE_COLUMNS
-from harness.report.site_data import tally_groups
-from harness.report.site_html import _tally
+from harness.report.site.data import tally_groups
+from harness.report.site.html import _tally
 
 
 def _claim(cid: str, **extra) -> dict:

@@ -14,7 +14,7 @@ from harness.report.results import PROJECT_ROOT
 
 DIAGNOSES = PROJECT_ROOT / "docs" / "reproduction" / "diagnoses.md"
 LINE = re.compile(r"> \*\*Re-run (?P<date>\d{4}-\d{2}-\d{2}):\*\* compute \*\*(?P<compute>[^*]+)\*\*, network "
-                  r"\*\*(?P<network>[^*]+)\*\*.*?`python -m harness\.report\.claim (?P<id>\S+) --results (?P<tables>\S+)`")
+                  r"\*\*(?P<network>[^*]+)\*\*.*?`python -m harness\.report\.claims (?P<id>\S+) --results (?P<tables>\S+)`")
 
 
 def _stated():

@@ -10,7 +10,7 @@ import pytest
 from harness.core.events import DELETE, INSERT, OBJECT, Events, NUMPY_DTYPES
 from harness.engine.pipeline import EpochResult
 from harness.report import claims, experiments
-from harness.report.timestamps import growth, per_timestamp, timestamp_metrics, timestamp_series
+from harness.measure.timestamps import growth, per_timestamp, timestamp_metrics, timestamp_series
 
 
 def _events(kinds, ts):

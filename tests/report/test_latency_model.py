@@ -7,8 +7,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.report.latency import event_latencies
-from harness.report.network import Copies
+from harness.measure.latency import event_latencies
+from harness.measure.network import Copies
 
 
 def plain_latencies(n, dispatch_s, n_disp, rate, workers):
@@ -40,7 +40,7 @@ def test_latencies_equal_a_plain_queue_simulation(n, n_disp, n_workers, data):
 
 
 def test_event_time_arrivals_keep_the_mean_rate_and_bring_a_batch_together():
-    from harness.report.latency import arrival_times
+    from harness.measure.latency import arrival_times
 
     ts = np.array([0.0, 0.0, 0.0, 1.0, 2.0, 2.0, 3.0])
     even = arrival_times(7, 2.0)
@@ -55,8 +55,8 @@ def test_snapshot_latency_by_sstd_type():
     import pytest
 
     from harness.core.events import INSERT, KNN, OBJECT, RANGE, SNAPSHOT, TERMS
-    from harness.report.network import Copies
-    from harness.report.summary import snapshot_metrics
+    from harness.measure.network import Copies
+    from harness.measure.summary import snapshot_metrics
 
     kinds = np.array([OBJECT, SNAPSHOT, SNAPSHOT, SNAPSHOT, INSERT, SNAPSHOT], np.int8)
     family = np.array([-1, RANGE, KNN, RANGE, RANGE, TERMS], np.int8)

@@ -15,8 +15,10 @@ from harness.engine.blocks import OUT_SCHEMA
 from harness.engine.epochs import epoch_row
 from harness.engine.monitor import UNIT_COLUMNS, worker_table
 from harness.engine.pipeline import Lane, collect_lanes
-from harness.report import claims, experiments, latency, metrics, table
-from harness.report.metrics import METRICS, UnknownMetric, run_metrics
+from harness.measure import latency
+from harness.report import claims, experiments, metrics, table
+from harness.measure.run_metrics import run_metrics
+from harness.report.metrics import METRICS, UnknownMetric
 from harness.report.results import EPOCH_KEYS, PROJECT_ROOT, RUN_KEYS, RUNS_TABLE_COLUMNS
 
 STATS = {0: {"events": 5, "objects": 3, "inserts": 2, "candidates": 4, "results": 1, "busy_s": 0.2,

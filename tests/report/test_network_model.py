@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from harness.engine.blocks import to_ipc
 from harness.core.events import row_bytes
 from harness.engine.calibrate import fit, synthetic_events
-from harness.report.latency import event_latencies
-from harness.report.network import Copies, NetworkProfile, resources
+from harness.measure.latency import event_latencies
+from harness.measure.network import Copies, NetworkProfile, resources
 from harness.core.repetitions import kept, median_interval
 
 PROFILE = NetworkProfile(name="test", send_s_per_message=1e-6, send_s_per_byte=1e-9, send_s_per_block=1e-4,

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from harness.engine.pipeline import EpochResult
-from harness.report.network import NetworkProfile
-from harness.report.summary import REPEATED, summarise_repetitions, summarise_run
+from harness.measure.network import NetworkProfile
+from harness.measure.summary import REPEATED, summarise_repetitions, summarise_run
 from harness.run.config import LatencyConfig, MeasureConfig
 from tests.streams import random_stream
 
@@ -77,7 +77,7 @@ def test_repetitions_summarised_from_their_own_full_summaries(profile, seed, n_r
 
 def test_a_summary_in_a_pool_process_is_the_drivers():
     """A sweep summarises its runs in the driver's pool (harness/run/runner.py): the same figures."""
-    from harness.report.summary import timed_summary
+    from harness.measure.summary import timed_summary
     from harness.run import processes
 
     events, reps = repetitions(5, 4, n_workers=3)

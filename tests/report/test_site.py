@@ -13,8 +13,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from harness.report import claims, claims_report, site, site_record
-from harness.report.site_data import tally_groups
+from harness.report import claims, site
+from harness.report.claims import report as claims_report
+from harness.report.site import record as site_record
+from harness.report.site.data import tally_groups
 from tests.report import site_tiny
 
 

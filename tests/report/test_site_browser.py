@@ -25,8 +25,8 @@ import pytest
 
 from harness.report import claims, site
 from harness.report.results import PROJECT_ROOT
-from harness.report.site_data import tally_groups
-from harness.report.site_record import CHROMIUM_FLAGS
+from harness.report.site.data import tally_groups
+from harness.report.site.record import CHROMIUM_FLAGS
 from tests.report import site_tiny
 
 INSTALL = "make browser (apt-get update && apt-get install -y chromium chromium-driver)"

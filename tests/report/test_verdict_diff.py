@@ -1,4 +1,4 @@
-"""The record diff (harness/report/verdict_diff.py): the verdicts a record's report.md printed, read
+"""The record diff (harness/report/claims/verdict_diff.py): the verdicts a record's report.md printed, read
 back from the claims table the record writer produces, beside the verdicts of a new runs table;
 a claim moves when its verdict's kind changes on either basis."""
 
@@ -7,7 +7,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from harness.report import claims, claims_report, verdict_diff
+from harness.report import claims
+from harness.report.claims import report as claims_report
+from harness.report.claims import verdict_diff
 from harness.report.results import RUNS_TABLE_COLUMNS
 
 

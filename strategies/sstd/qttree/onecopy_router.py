@@ -8,7 +8,7 @@
   `ckq_routing: ball` (then like a range query on its ball's square).
 - Routers: each dispatcher keeps its own keyword lists, evolved by the objects it routes (l.227);
   the engine deals events to dispatchers round-robin by seq (l.219: seq % n_dispatchers, as the
-  latency model, harness/report/latency.py). Exactness per event whatever Spark partition an
+  latency model, harness/measure/latency.py). Exactness per event whatever Spark partition an
   object lands in: the driver decides every object's leaf before its epoch is dispatched
   (`observe_objects`, in seq order, per dispatcher), and `route_objects` looks the leaf up by seq.
   An object outside the decided span (a caller that routes without the hook) is decided from the

@@ -21,7 +21,7 @@ from harness.engine.simulate import default_context
 from harness.core.events import format_digest
 from harness.families import registry as families
 from harness.families.workload import WorkloadConfig
-from harness.report.summary import stored_replication
+from harness.measure.summary import stored_replication
 from strategies import registry
 from tests.run.test_experiments import composed
 

@@ -16,7 +16,7 @@ does not hold (no cell holds, one fails at least), inconclusive (none fails, one
 noise at least), not exercised (no cell put the claim to the test), not measured.
 
 A claim may declare `requires:`, what must have happened in its own runs for it to be tested
-(harness/report/preconditions.py: a move with epochs after it, latencies above the model's floor,
+(harness/report/claims/preconditions.py: a move with epochs after it, latencies above the model's floor,
 replication read after the pruning acted, selections timed on the same cells). A cell whose
 precondition fails, or whose two points tie (the experiment did not separate them, unless
 `check.equality_ok: true`), is "not exercised", with the reason in its note: it never counts as a
@@ -24,7 +24,7 @@ failure. When some cells were exercised the verdict reads them alone and says ho
 ("holds (2/2 exercised cells hold; 1 not exercised)"); when none was, it is "not exercised"
 (issue 48).
 
-The comparisons themselves, value by value and kind by kind, are harness/report/claim_checks.py.
+The comparisons themselves, value by value and kind by kind, are harness/report/claims/checks.py.
 
 Throughput claims are evaluated on both bases, compute-only (`throughput_compute_eps`) and under
 the network model (`throughput_network_eps`), and report when the verdict flips between them.
@@ -61,8 +61,9 @@ import pandas as pd
 
 import yaml
 
-from harness.report import metrics, preconditions, results
-from harness.report.claim_checks import (BASIS_COLUMNS, CELL, FAIL, HOLD, LATENCY_CURVE, Reader, cell_label, compare,
+from harness.report import metrics, results
+from harness.report.claims import preconditions
+from harness.report.claims.checks import (BASIS_COLUMNS, CELL, FAIL, HOLD, LATENCY_CURVE, Reader, cell_label, compare,
                                          gap_grows, is_skip, linear, num, scales)
 from harness.report.results import PROJECT_ROOT
 
@@ -367,7 +368,7 @@ def _unmet(claim: dict, others: list, basis: str | None):
 
 def _reread(claim: dict, others: list, basis: str | None):
     """A throughput or balance claim that requires moves is read on the epochs after the last move
-    (harness/report/preconditions.py `read_after_moves`; None: read as the runs table gives it)."""
+    (harness/report/claims/preconditions.py `read_after_moves`; None: read as the runs table gives it)."""
     requires = preconditions.parse(claim)
     metric = claim["check"]["metric"]
     if not any(r.kind == "moves" and r.after > 0 for r in requires) or metric not in preconditions.READ_AFTER_MOVES:

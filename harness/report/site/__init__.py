@@ -10,7 +10,7 @@ only, nothing run.
 
 No JavaScript, no external resource (a page opens from file:// with the network off). `--record
 DIR` then copies the overview as Markdown and the figures into DIR (docs/reproduction: the dated
-record of a full reproduction; harness/report/site_record.py).
+record of a full reproduction; harness/report/site/record.py).
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ from pathlib import Path
 import pandas as pd
 
 from harness.report import claims as claims_mod
-from harness.report import results, site_figures, site_html
-from harness.report.site_data import Site, assemble, diagnoses
+from harness.report import results
+from harness.report.site import figures as site_figures
+from harness.report.site import html as site_html
+from harness.report.site.data import Site, assemble, diagnoses
 
 
 def build(table: pd.DataFrame, out: Path, claims: list[dict] | None = None, runs_file: Path | None = None,
@@ -90,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                  Path(args.diagnoses) if args.diagnoses else None)
     print(f"wrote: {out / 'index.html'} ({len(site.papers)} paper pages, {len(site.strategies)} strategy pages)")
     if args.record:
-        from harness.report import site_record
+        from harness.report.site import record as site_record
 
         flags = "".join(f"{f} " for f in (f"--results {site_record.shown_path(root)}" if args.results else "",
                                             "--ran-only" if args.ran_only else "") if f)

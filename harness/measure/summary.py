@@ -14,11 +14,11 @@ from harness.core.events import DELETE, INSERT, OBJECT, SNAPSHOT, Events, row_by
 from harness.engine.loop import SELECTION_EXTRAS
 from harness.engine.monitor import worker_table
 from harness.families import registry as families
-from harness.report import latency as latency_model
-from harness.report.metrics import run_metrics
-from harness.report.network import Copies, NetworkProfile, resources
+from harness.measure import latency as latency_model
+from harness.measure.run_metrics import run_metrics
+from harness.measure.network import Copies, NetworkProfile, resources
 from harness.core.repetitions import kept, median_interval
-from harness.report.timestamps import per_timestamp, timestamp_metrics, timestamp_series
+from harness.measure.timestamps import per_timestamp, timestamp_metrics, timestamp_series
 
 # summed over a run's adjustments (the sum of the selections' interval ends bounds the sum's;
 # those and the candidate count only when every adjustment reported them)
@@ -197,7 +197,7 @@ def latency_curve(copies: Copies, n: int, service_s: float, n_dispatchers: int, 
                   metrics: dict) -> str:
     """The mean latency at several input rates, compute-only (no network costs) and under the
     run's network profile, as JSON {basis: [[rate events/s, mean ms], ...]}: what lets the claims
-    compare strategies' mean latency at one input rate common to them (harness/report/claims.py)
+    compare strategies' mean latency at one input rate common to them (harness/report/claims/__init__.py)
     instead of each at its own 0.7x."""
     out = {}
     for basis, prof in (("compute", NetworkProfile()), ("network", profile)):

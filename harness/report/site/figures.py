@@ -22,7 +22,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 
 from harness.report import metrics  # noqa: E402
 from harness.report.claims import CELL  # noqa: E402
-from harness.report.site_data import Figure  # noqa: E402
+from harness.report.site.data import Figure  # noqa: E402
 from harness.report.style import style  # noqa: E402
 
 SVG_META = {"Date": None, "Creator": None}  # the same file for the same numbers

@@ -1,10 +1,10 @@
-"""`python -m harness.report.verdict_diff --before docs/reproduction/report.md [--results DIR]
+"""`python -m harness.report.claims.verdict_diff --before docs/reproduction/report.md [--results DIR]
 [--presets a,b] [--out FILE]`: claim by claim, the verdicts of a committed record beside the verdicts
 the current claims give on a runs table, on both bases, with the figure behind the new one.
 
 Why: a change to a strategy or a preset must show which published claims its new runs move and
 why (the closing note of a fidelity change, docs/reproduction/ re-made). The earlier verdicts are
-read from the record's own report.md (the claims tables harness/report/site_record.py writes), so
+read from the record's own report.md (the claims tables harness/report/site/record.py writes), so
 the comparison needs no runs table of the old record, only what the repository commits.
 
 Only the claims whose preset has runs in the table are compared (a partial re-run compares what it
@@ -128,7 +128,7 @@ def markdown(frame: pd.DataFrame) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.report.verdict_diff", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m harness.report.claims.verdict_diff", description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", required=True, help="a record's report.md (e.g. docs/reproduction/report.md)")
     parser.add_argument("--results", default=None, help="the results folder whose runs table is judged "
                                                           "(default: results/ or $STPS_RESULTS)")

@@ -4,7 +4,7 @@ A claim may declare `requires:` in conf/claims.yaml, a list of preconditions, ea
 (`moves`) or a mapping (`{kind: moves, after: 0, of: [qttree + pm]}`). They are read from the same
 runs the claim compares: the runs table's row of each compared run and, when its folder is there,
 its per-epoch series (`<run_dir>/epochs.parquet`, or a record's gathered epochs table). A cell whose precondition fails is "not
-exercised", with the reason, and never counts as a failure (harness/report/claims.py).
+exercised", with the reason, and never counts as a failure (harness/report/claims/__init__.py).
 
 Kinds (`of`: the variants it is asked of; its default per kind):
 
@@ -70,7 +70,7 @@ def parse(claim: dict) -> list[Requirement]:
     if not isinstance(raw, list) or not raw:
         raise ValueError(f"claim {cid!r}: requires={raw!r} is invalid; allowed: a non-empty list of preconditions, "
                          f"each one of {', '.join(REQUIRES)} or a mapping with `kind` "
-                         "(harness/report/preconditions.py)")
+                         "(harness/report/claims/preconditions.py)")
     kind = claim.get("check", {}).get("kind")
     if kind not in PER_CELL_KINDS:
         raise ValueError(f"claim {cid!r}: requires is only read by the kinds judged cell by cell "

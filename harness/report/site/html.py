@@ -1,6 +1,6 @@
 """The site's pages as HTML strings (plain templates; every value through html.escape; no
 JavaScript, no external resource): the overview, a page per paper, a page per strategy. The
-content comes assembled (harness/report/site_data.py); file names are the site's (site.py)."""
+content comes assembled (harness/report/site/data.py); file names are the site's (site.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from html import escape
 
 import pandas as pd
 
-from harness.report import claims_report, metrics
+from harness.report import metrics
+from harness.report.claims import report as claims_report
 from harness.report.claims import BASES, CELL, VERDICTS, ClaimResult, counted
-from harness.report.site_data import (BASIS_COLUMN, Figure, PaperPage, Site, StrategyPage, paper_claims,
+from harness.report.site.data import (BASIS_COLUMN, Figure, PaperPage, Site, StrategyPage, paper_claims,
                                       provenance, tally_groups)
 
 CSS = """

@@ -21,7 +21,7 @@ import heapq
 import numpy as np
 from numba import njit
 
-from harness.report.network import Copies, NetworkProfile, copy_costs
+from harness.measure.network import Copies, NetworkProfile, copy_costs
 
 NONE = NetworkProfile()
 

@@ -1,5 +1,5 @@
 """What the results site shows, assembled from the runs table and the claims (no HTML here:
-harness/report/site_html.py renders it, site_figures.py draws it).
+harness/report/site/html.py renders it, site_figures.py draws it).
 
 - figures: per preset a paper's claims read and per metric those claims compare, the runs the
   claims read (`claims.evidence`: the newest code version, the newest usable run per cell), with
@@ -25,7 +25,7 @@ import pandas as pd
 from harness.report import claims as claims_mod
 from harness.report import results
 from harness.report.claims import BASES, CELL, ClaimResult, counted
-from harness.report.claims_report import PAPER_TITLES, PAPERS
+from harness.report.claims.report import PAPER_TITLES, PAPERS
 
 THROUGHPUT = "throughput_eps"
 BASIS_COLUMN = claims_mod.BASIS_COLUMNS[THROUGHPUT]  # compute / network -> runs-table column

@@ -1,4 +1,4 @@
-"""The comparisons behind a claim's verdict (harness/report/claims.py): a run's value of a metric
+"""The comparisons behind a claim's verdict (harness/report/claims/__init__.py): a run's value of a metric
 with its repetition interval, two values compared beyond the noise, and the checks of the kinds
 that read more than one cell at a time (`scales`, `linear`, `gap_grows`); `compare` runs the
 per-cell kinds (`better`, `ratio_at_least`, `bound`, `between`).
@@ -8,7 +8,7 @@ A timing with no interval of its own borrows the relative interval of its run's 
 an outcome is HOLD, FAIL or NOISE. Two points that tie (deterministic counts or model outputs,
 equal) are SKIP, "not exercised": the experiment did not separate them (issue 48), unless the
 claim says `check.equality_ok: true` (the paper claims "at least as good"), where a tie holds. A
-cell whose declared precondition failed (harness/report/preconditions.py) is SKIP too.
+cell whose declared precondition failed (harness/report/claims/preconditions.py) is SKIP too.
 """
 
 from __future__ import annotations
@@ -203,8 +203,8 @@ def compare(reader: Reader, rows: pd.DataFrame, keys: list[str], chk: dict, high
             subjects: list[str], others: list[str], unmet=None, reread=None) -> tuple[list, list[str], list[str]]:
     """better / ratio_at_least / bound / between, per cell: outcomes, notes, missing cells.
     `reread(g, subject, values)`: the values read otherwise (a throughput after the last move,
-    harness/report/preconditions.py `read_after_moves`) and a note saying so, or None.
-    `unmet(g, subject, values)` (the claim's preconditions, harness/report/preconditions.py): the
+    harness/report/claims/preconditions.py `read_after_moves`) and a note saying so, or None.
+    `unmet(g, subject, values)` (the claim's preconditions, harness/report/claims/preconditions.py): the
     reasons the cell's runs `g` did not exercise the claim, whose outcome is then SKIP with them
     (`values`: each compared variant's value read, by name)."""
     out, notes, missing = [], [], []

@@ -18,9 +18,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from harness.report import claims_report
+from harness.report.claims import report as claims_report
 from harness.report.results import PROJECT_ROOT
-from harness.report.site_data import Site
+from harness.report.site.data import Site
 
 CHROMIUM = ("chromium", "/usr/bin/chromium", "chromium-browser")
 # a browser that asks nothing of the network and keeps no profile

@@ -1,4 +1,4 @@
-"""`python -m harness.report.claim ID [ID ...] [--results DIR]`: one claim's verdict on both bases,
+"""`python -m harness.report.claims ID [ID ...] [--results DIR]`: one claim's verdict on both bases,
 every cell it compared with our figures, the cells it missed and the runs it left out, judged now
 from a runs table (a results folder, or a record's committed evidence such as
 docs/reproduction/<date>/tables).
@@ -13,11 +13,12 @@ import argparse
 import sys
 
 from harness.report import claims as claims_mod
-from harness.report import claims_report, results
+from harness.report import results
+from harness.report.claims import report as claims_report
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.report.claim", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m harness.report.claims", description=__doc__.split("\n\n")[0])
     parser.add_argument("ids", nargs="+", metavar="ID", help="claim ids of conf/claims.yaml")
     parser.add_argument("--results", default=None, help="the results folder or a record's tables "
                                                           "(default: results/ or $STPS_RESULTS)")

@@ -26,9 +26,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from harness.core.events import seq_positions
+from harness.report.metrics import RESOURCES  # the registry names the resources' columns
 
-
-RESOURCES = ("dispatcher_cpu", "dispatcher_link", "worker_link", "worker_cpu", "merge")
 HEADLINES = ("network", "compute")
 
 
