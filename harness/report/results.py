@@ -52,6 +52,7 @@ RUNS_TABLE_COLUMNS = [
     *metrics_mod.family_metrics(),  # each query family's own figures (Family.metrics, snapshot_type)
     "driver_peak_rss_bytes", "executor_peak_rss_bytes", "results_local",
     "time_spark_start_s", "time_data_s", "time_oracle_s", "time_invocation_share_s", *metrics_mod.TIMESTAMP_METRICS, *metrics_mod.INPUT_METRICS,
+    *metrics_mod.LOAD_METRICS, "aa_role",  # the machine's load while it measured; the preset's A/A pair (issue 48)
 ]
 
 
