@@ -41,9 +41,10 @@ def role(cfg) -> str | None:
 
 def repeat_command(overrides: list[str]) -> list[str]:
     """The command that measures the first job again: its overrides (the preset's own and the
-    sweep's values for that job), aa_role=a2, no progress bars."""
-    kept = [o for o in overrides if not o.split("=", 1)[0].lstrip("+~") in ("aa_role", "progress")]
-    return [sys.executable, "-m", "harness", *kept, f"aa_role={A2}", "progress=false"]
+    sweep's values for that job), aa_role=a2, one job (a preset's file sets hydra.mode=MULTIRUN:
+    as a sweep of its own it would start another sweep id and another repeat), no progress bars."""
+    kept = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in ("aa_role", "progress", "hydra.mode")]
+    return [sys.executable, "-m", "harness", *kept, f"aa_role={A2}", "progress=false", "hydra.mode=RUN"]
 
 
 def run_repeat(overrides: list[str], cwd) -> int:

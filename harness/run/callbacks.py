@@ -51,7 +51,7 @@ class SweepCallback(Callback):
         if RESUME_SKIPPED["runs"]:
             print(f"resume: the sweep skipped {RESUME_SKIPPED['runs']} runs already in the runs table")
             RESUME_SKIPPED["runs"] = 0
-        if config.experiment.name and config.get("aa_pair") and self.first_job:
+        if config.experiment.name and config.get("aa_pair") and self.first_job and config.get("aa_role") is None:
             from harness.run import aa_pair
 
             aa_pair.run_repeat(self.first_job, results.PROJECT_ROOT)  # a failure is in its rows

@@ -140,3 +140,36 @@ def test_a_probe_reads_this_machine():
     out = probe.finish(0.9, machine_load.Thresholds())
     assert set(out) == set(machine_load.COLUMNS) and out["cpu_wall_ratio"] == pytest.approx(0.9)
     assert out["loaded"] in (0.0, 1.0) and (out["loaded"] == 1.0) == bool(out["loaded_reason"])
+
+
+def test_the_repeat_command_is_one_job_of_the_first_jobs_overrides():
+    from harness.run import aa_pair
+
+    cmd = aa_pair.repeat_command(["experiment=sstd_balancing", "workload=hotspot_objects", "adjust=none",
+                                  "progress=true", "+strategy.variants=[{label: x, name: grid}]"])
+    assert cmd[1:3] == ["-m", "harness"]
+    assert cmd[3:] == ["experiment=sstd_balancing", "workload=hotspot_objects", "adjust=none",
+                       "+strategy.variants=[{label: x, name: grid}]", "aa_role=a2", "progress=false",
+                       "hydra.mode=RUN"]
+
+
+def test_a_preset_figure_reads_the_first_job_not_its_repeat(tmp_path):
+    from harness.report import experiments, results
+
+    table = _runs(120.0).assign(run_dir="", sweep_id="s")
+    results.append_runs_table(tmp_path, table.to_dict("records"))
+    rows = experiments.sweep_rows(tmp_path, "s", "p")
+    one = rows[rows["workers"] == 1]
+    assert len(one) == 1 and one["aa_role"].iloc[0] == "a1" and one["throughput_compute_eps"].iloc[0] == 100.0
+
+
+def test_a_presets_report_shows_the_first_job_and_flags_a_loaded_run():
+    from harness.report import claims_report
+
+    table = _runs(120.0)
+    table.loc[2, ["loaded", "loaded_reason"]] = [1.0, "steal 9.0% > 5%"]
+    shown = claims_report.preset_runs("p", table, "v1")
+    assert list(shown.loc[shown["workers"] == 1, "aa_role"]) == ["a1"]
+    text = "\n".join(claims_report.throughput_tables(shown))
+    assert "loaded machine (steal 9.0% > 5%)" in text
+    assert text.count("loaded machine") == 1
