@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from harness.core import store
 from harness.core.events import Events, key_hash_sum, seq_positions, sorted_runs
+from harness.core.interleave import rep_order
 from harness.engine.blocks import (BLOCK_SCHEMA, DISPATCH, FEEDBACK, FOLLOWUP, MERGED, OUT_SCHEMA, QUERIES, RESULT, SERVICE,
                                    STATS, TICK, UNITS, LOCAL, Rows, from_ipc, out_row, read_bundle,
                                    read_merge_state, read_service, service_block, spark_schema, to_ipc, write_bundle,
@@ -69,35 +70,44 @@ class Lane:
 
 
 def dispatch_batches(batches, routers_bc, lanes: list[Lane], n_buckets: int):
-    """mapInArrow body of the dispatch stage: each batch routed by every lane's router."""
+    """mapInArrow body of the dispatch stage: each batch routed by every lane's router, the
+    lanes' timed repetitions interleaved (harness/core/interleave.py)."""
     routers = routers_bc.value
     for batch in batches:
         if batch.num_rows == 0:
             continue
         ev = Events.from_arrow(batch)
         rows = Rows(BLOCK_SCHEMA)
+        routed = _route_interleaved(ev, [router for router, _ in routers], lanes)
         for lane, (spec, (router, _)) in enumerate(zip(lanes, routers)):
-            yield from _route_batch(rows, batch, ev, router, spec.setup, n_buckets, lane, spec.ship_events,
-                                    spec.repeat)
+            yield from _route_batch(rows, batch, ev, spec.setup, n_buckets, lane, spec.ship_events, *routed[lane])
         yield from rows.flush()
 
 
-def _route_batch(out: Rows, batch: pa.RecordBatch, ev: Events, router, setup: FamilySetup, n_buckets: int,
-                 lane: int, ship_events: bool = False, repeat: int = 1):
-    """One batch through one lane's router, routed (and timed) `repeat` times: every routing must
-    give the first one's copies. Its blocks go into `out`."""
-    start = time.time()
-    view = routing_view(ev, setup.codes)
-    ns = []
-    for r in range(repeat):
+def _route_interleaved(ev: Events, routers: list, lanes: list[Lane]) -> list[tuple]:
+    """Per lane, (start time, copies' rows, their workers, ns per repetition): the batch routed by
+    every lane's router `repeat` times, repetition r of every lane before repetition r + 1 of any;
+    every routing must give the first one's copies."""
+    views = [routing_view(ev, spec.setup.codes) for spec in lanes]
+    got: list[list] = [[time.time(), None, None, []] for _ in lanes]
+    for r, lane in rep_order(len(lanes), max((spec.repeat for spec in lanes), default=0)):
+        spec, out = lanes[lane], got[lane]
+        if r >= spec.repeat:
+            continue
         t0 = time.perf_counter_ns()
-        got = setup.route(router, view, ev)
-        ns.append(time.perf_counter_ns() - t0)
+        rows, workers = spec.setup.route(routers[lane], views[lane], ev)
+        out[3].append(time.perf_counter_ns() - t0)
         if r == 0:
-            rows, workers = got
-        elif not (np.array_equal(got[0], rows) and np.array_equal(got[1], workers)):
-            raise RuntimeError(f"routing a batch again gave other copies ({len(got[0])} vs {len(rows)}): "
+            out[1], out[2] = rows, workers
+        elif not (np.array_equal(rows, out[1]) and np.array_equal(workers, out[2])):
+            raise RuntimeError(f"routing a batch again gave other copies ({len(rows)} vs {len(out[1])}): "
                                "the router is not deterministic")
+    return [tuple(out) for out in got]
+
+
+def _route_batch(out: Rows, batch: pa.RecordBatch, ev: Events, setup: FamilySetup, n_buckets: int,
+                 lane: int, ship_events: bool, start: float, rows: np.ndarray, workers: np.ndarray, ns: list[int]):
+    """One lane's copies of a batch (routed by `_route_interleaved`) as blocks into `out`."""
     order = np.lexsort((rows, workers))  # by worker, then stream order within the batch
     if ship_events:  # the events themselves, as the compared systems send them
         routed = batch.take(pa.array(rows[order]))
@@ -184,25 +194,33 @@ def worker_batches(batches, lanes: list[Lane], routers_bc, n_buckets: int, event
         else:
             yield from rows.add(rtype=DISPATCH, worker=-1, info=infos[i].as_py(), lane=int(lane_of[i]))
     here = np.flatnonzero(workers >= 0)
+    jobs, local = [], {}  # (lane, worker, its epoch, the state it started from), per lane its local pairs
     for lane in np.unique(lane_of[here]).tolist():
-        spec = lanes[lane]
         router, feedback = routers_bc.value[lane]
-        local = LocalCount()
+        local[lane] = LocalCount()
         for w in np.unique(workers[here[lane_of[here] == lane]]).tolist():
             mine = np.flatnonzero((workers == w) & (lane_of == lane))
-            yield from _worker_epoch(rows, spec, router, feedback or None, w,
-                                     [payload[int(i)].as_py() for i in mine], n_buckets, local, lane, events)
-        if spec.setup.local_codes:
-            yield from rows.out(LOCAL, -1, info={"count": local.count, "hash": local.hash}, lane=lane)
+            jobs.append((lane, w, *_worker_epoch(lanes[lane], router, feedback or None, w,
+                                                 [payload[int(i)].as_py() for i in mine], n_buckets, events)))
+    # repetition r of every (lane, worker) here before repetition r + 1 of any (harness/core/interleave.py)
+    for r, j in rep_order(len(jobs), max((run.repeat for _, _, run, _ in jobs), default=0)):
+        lane, w, run, _ = jobs[j]
+        if r < run.repeat:
+            for code, bucket, blob in run.repetition(r, local[lane]):
+                yield from rows.out(RESULT, w, bucket, blob, family=code, lane=lane)
+    for lane, w, run, bundles in jobs:
+        yield from _worker_outputs(rows, lanes[lane], routers_bc.value[lane][0], w, run, bundles, lane)
+    for lane in local:
+        if lanes[lane].setup.local_codes:
+            yield from rows.out(LOCAL, -1, info={"count": local[lane].count, "hash": local[lane].hash}, lane=lane)
     yield from rows.out(STATS, -1, info={"start": start, "end": time.time(), **task_peak_bytes()})
     yield from rows.flush()
 
 
-def _worker_epoch(rows: Rows, spec: Lane, router, feedback: dict | None, w: int, blobs: list[bytes | None],
-                  n_buckets: int, local: LocalCount, lane: int, events: EpochEvents):
-    """One worker of one lane for one epoch (`WorkerEpoch`: restore, process, `repeat` times): its
-    results, service times, per-repetition statistics (bucket = repetition) into `rows`, and the
-    state it keeps."""
+def _worker_epoch(spec: Lane, router, feedback: dict | None, w: int, blobs: list[bytes | None], n_buckets: int,
+                  events: EpochEvents) -> tuple[WorkerEpoch, dict]:
+    """One worker of one lane for one epoch, ready to run (`WorkerEpoch`: restore, process, `repeat`
+    times), and the state it starts from."""
     setup = spec.setup
     blocks = [from_ipc(b) for b in blobs if b is not None]
     routed = pa.concat_tables(blocks) if blocks else None
@@ -219,8 +237,13 @@ def _worker_epoch(rows: Rows, spec: Lane, router, feedback: dict | None, w: int,
     bundles = {code: read_bundle(spec.state_in, w, code) for code in setup.factories}
     run = WorkerEpoch(setup, router, feedback, w, ev, sole, bundles, events.lo, events.hi, spec.horizon,
                       spec.resend, n_buckets, spec.repeat)
-    for code, bucket, blob in run.results(local):
-        yield from rows.out(RESULT, w, bucket, blob, family=code, lane=lane)
+    return run, bundles
+
+
+def _worker_outputs(rows: Rows, spec: Lane, router, w: int, run: WorkerEpoch, bundles: dict, lane: int):
+    """After its repetitions, one worker's first rounds, service times, unit statistics, kept state
+    and per-repetition statistics (bucket = repetition) into `rows`."""
+    setup = spec.setup
     for code, table in run.followups.items():
         yield from rows.out(FOLLOWUP, w, payload=to_ipc(table), family=code, lane=lane)
     if spec.collect_service and len(run.events):

@@ -7,12 +7,15 @@ nothing more (issue 19, docs/decisions.md). Each repetition builds the worker's 
 restores the same state with the same feedback, takes the same events and does the same work;
 the first one's results go on to the merge and its state is the one kept, every later one's
 results are checked against it: a repetition whose results differ means the index is not
-deterministic, an error.
+deterministic, an error. A task holding the workers of several runs (the lanes of one epoch job)
+runs repetition r of every one before repetition r + 1 of any (`repetition`, harness/core/
+interleave.py), so that the runs a claim compares share the machine's state.
 """
 
 from __future__ import annotations
 
 import pickle
+import time
 import zlib
 from dataclasses import dataclass, field, fields, is_dataclass
 
@@ -50,42 +53,53 @@ class WorkerEpoch:
     kept: dict[int, StateBundle] = field(default_factory=dict)
     stats: list[dict] = field(default_factory=list)
     followups: dict[int, pa.Table] = field(default_factory=dict)  # family code -> its first rounds (rounds.py)
+    _first: int = 0  # the first repetition's digest, that every later one must equal
+    _size: int = 0  # the first repetition's index size
 
     def results(self, local: LocalCount):
         """Run the repetitions; yield the first one's result blocks (family code, bucket, block) and
         add the pairs it finished itself to `local`. Later repetitions only process and digest
         their outputs (splitting and packing results is not measured work, and it was half of a
         repetition's time)."""
-        first = None
         for r in range(self.repeat):
-            indexes = WorkerSet.build(self.setup.factories)
-            indexes.observe_routing(self._route, self.worker, self.router.n_workers)
-            restore_s = indexes.restore(self.bundles, self.feedback)
-            pruned = (indexes.prune_replicas(self.router, self.worker, self.setup.codes)
-                      if self.feedback is not None else {})
-            indexes.begin_epoch(self.lo, self.hi, self.horizon)
-            ev, n_resent, sole = with_resent(self.ev, self.resend, self.router, self.worker, self.setup.codes,
-                                             self.sole)
-            digest = Digest()
-            if r == 0:  # digested only when a later repetition will be compared with it
-                yield from result_blocks(indexes, ev, sole, self.setup, self.n_buckets, local,
-                                         digest.add if self.repeat > 1 else None)
-            else:
-                for _, outs in indexes.process_chunks(ev, self.setup.chunk_events):
-                    digest.add(outs)
-            work, counters, busy_s = indexes.totals()
-            own, work = without_resent(ev, work, n_resent)
-            if r == 0:
-                first = digest.crc
-                self.events, self.work, self.kept = own, work, indexes.export_state()
-                self.followups = indexes.followups()
-                size = indexes.size_bytes()
-            elif digest.crc != first:
-                raise RuntimeError(f"worker {self.worker}: repetition {r + 1} of epoch [{self.lo}, {self.hi}) gave "
-                                   f"other results than the first (CRC {digest.crc:08x} vs {first:08x}): the run "
-                                   "is not deterministic")
-            self.stats.append({**counters, **pruned, "busy_s": busy_s, "restore_s": restore_s, "index_bytes": size,
-                               "events": len(own), "resent": n_resent})
+            yield from self.repetition(r, local)
+
+    def repetition(self, r: int, local: LocalCount):
+        """Repetition `r` alone (0 first: it yields the result blocks and keeps the state), so that a
+        task holding several lanes' workers can run repetition r of every one before repetition
+        r + 1 of any (harness/core/interleave.py). Its CPU and wall time go in its statistics
+        (`rep_cpu_s`, `rep_wall_s`: a CPU/wall ratio far below 1 says the machine took the CPU
+        from it, harness/core/machine_load.py)."""
+        t_wall, t_cpu = time.perf_counter(), time.thread_time()
+        indexes = WorkerSet.build(self.setup.factories)
+        indexes.observe_routing(self._route, self.worker, self.router.n_workers)
+        restore_s = indexes.restore(self.bundles, self.feedback)
+        pruned = (indexes.prune_replicas(self.router, self.worker, self.setup.codes)
+                  if self.feedback is not None else {})
+        indexes.begin_epoch(self.lo, self.hi, self.horizon)
+        ev, n_resent, sole = with_resent(self.ev, self.resend, self.router, self.worker, self.setup.codes,
+                                         self.sole)
+        digest = Digest()
+        if r == 0:  # digested only when a later repetition will be compared with it
+            yield from result_blocks(indexes, ev, sole, self.setup, self.n_buckets, local,
+                                     digest.add if self.repeat > 1 else None)
+        else:
+            for _, outs in indexes.process_chunks(ev, self.setup.chunk_events):
+                digest.add(outs)
+        work, counters, busy_s = indexes.totals()
+        own, work = without_resent(ev, work, n_resent)
+        if r == 0:
+            self._first = digest.crc
+            self.events, self.work, self.kept = own, work, indexes.export_state()
+            self.followups = indexes.followups()
+            self._size = indexes.size_bytes()
+        elif digest.crc != self._first:
+            raise RuntimeError(f"worker {self.worker}: repetition {r + 1} of epoch [{self.lo}, {self.hi}) gave "
+                               f"other results than the first (CRC {digest.crc:08x} vs {self._first:08x}): the run "
+                               "is not deterministic")
+        self.stats.append({**counters, **pruned, "busy_s": busy_s, "restore_s": restore_s, "index_bytes": self._size,
+                           "events": len(own), "resent": n_resent,
+                           "rep_cpu_s": time.thread_time() - t_cpu, "rep_wall_s": time.perf_counter() - t_wall})
 
     def _route(self, ev: Events):
         """The dispatchers' routing of `ev` (for indexes that ask where else things went)."""

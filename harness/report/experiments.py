@@ -32,6 +32,8 @@ def sweep_rows(root: Path, sweep_id: str | None, name: str) -> pd.DataFrame:
         rows = table[table["sweep_id"] == sweep_id]
     else:
         rows = table[table.get("experiment", pd.Series(index=table.index, dtype=object)) == name]
+    if "aa_role" in rows:  # the A/A repeat of the first job is read for its spread alone (harness/report/aa_pairs.py)
+        rows = rows[rows["aa_role"].astype(object) != "a2"]
     keys = ["variant", "dataset", "workload", "workers", "x", "facet"]
     rows = rows.assign(**{k: rows[k] if k in rows else None for k in ("x", "facet")})
     return rows.sort_values("started_at").groupby([k for k in keys], dropna=False).tail(1)

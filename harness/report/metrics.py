@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from datasets.config import BAD_ROW_REASONS
+from harness.core.machine_load import COLUMNS as MACHINE_LOAD_COLUMNS
 from harness.core.metric import BETTER, Metric  # noqa: F401 - the registry's readers import them from here
 from harness.families import registry as families
 
@@ -309,9 +310,28 @@ _METRICS = [
     Metric("time_data_s", "data preparation", "s", "the invocation's dataset and workload preparation time", None,
            "{:.1f}"),
     Metric("time_oracle_s", "oracle time", "s", "the invocation's oracle time (brute force or scale oracle)", None, "{:.1f}"),
+    # the machine's load while the run measured (harness/core/machine_load.py); a loaded run is left
+    # out of the verdicts with loaded_reason (harness/report/claims.py)
+    Metric("load1_start", "load average at start", "", "the 1-minute load average when the run started", None,
+           "{:.2f}"),
+    Metric("load1_end", "load average at end", "", "the 1-minute load average when the run ended", None, "{:.2f}"),
+    Metric("load_per_core_max", "load per core", "", "the larger of load1_start and load1_end over the cores", None,
+           "{:.2f}"),
+    Metric("cpu_busy_frac", "machine busy", "", "share of all cores' time not idle over the run (/proc/stat; every "
+           "process's, the run's included)", None, **_PCT),
+    Metric("steal_frac", "CPU steal", "", "share of all cores' time stolen by the hypervisor over the run "
+           "(/proc/stat)", None, **_PCT),
+    Metric("cpu_wall_ratio", "CPU/wall of the timed work", "", "the workers' thread CPU time over their wall time "
+           "in the counted repetitions: below 1, the worker waited for a core", None, "{:.2f}"),
+    Metric("loaded", "measured on a loaded machine", "", "1 when a threshold of `machine` was passed "
+           "(load per core, CPU/wall, steal): the run is left out of the verdicts", None, "{:.0f}"),
+    Metric("loaded_reason", "why loaded", "", "which thresholds the run passed, with its figures", None, "{}"),
+    Metric("aa_role", "A/A pair", "", "a1: the preset's first job; a2: the same job measured again at the preset's "
+           "end (harness/run/aa_pair.py); their spread widens the verdicts' intervals", None, "{}"),
 ]
 METRICS: dict[str, Metric] = {m.name: m for m in _METRICS}
 METRICS.update(family_metrics())  # the figures the families compute (Family.metrics)
+LOAD_METRICS = MACHINE_LOAD_COLUMNS  # the machine's load while a run measured (harness/core/machine_load.py)
 # what a run row says about its input (every run of an invocation shares them)
 TIMESTAMP_METRICS = ("timestamps", "update_time_ms_per_ts", "update_spread_ms_per_ts", "knn_update_ms_per_ts",
                      "ins_ms_per_ts", "del_ms_per_ts", "update_time_growth")

@@ -1,5 +1,6 @@
 """Hydra callback: a multirun (sweep) is one MLflow parent run with one child per job; its runs
-share a sweep id; when it ends its plots are drawn, and an experiment preset's own figures and
+share a sweep id; when it ends, a preset measures its first job again (its A/A pair:
+harness/run/aa_pair.py), then its plots are drawn, and an experiment preset's own figures and
 report (harness/report/experiments.py)."""
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from harness.run import processes, progress
 
 
 class SweepCallback(Callback):
+    first_job: list[str] | None = None  # the overrides of the sweep's first job (its A/A pair's repeat)
+
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        self.first_job = None
         root = results.results_root(config.get("results_dir"))
         root.mkdir(parents=True, exist_ok=True)
         os.environ[results.SWEEP_ID_ENV] = results.new_sweep_id()
@@ -32,6 +36,8 @@ class SweepCallback(Callback):
     def on_job_end(self, config: DictConfig, job_return: Any, **kwargs: Any) -> None:
         from harness.run.runner import LAST_RUNS
 
+        if self.first_job is None:
+            self.first_job = list(getattr(job_return, "overrides", None) or [])
         progress.SWEEP.jobs_done += 1
         progress.SWEEP.runs_done += LAST_RUNS["runs"]
         LAST_RUNS["runs"] = 0
@@ -45,6 +51,10 @@ class SweepCallback(Callback):
         if RESUME_SKIPPED["runs"]:
             print(f"resume: the sweep skipped {RESUME_SKIPPED['runs']} runs already in the runs table")
             RESUME_SKIPPED["runs"] = 0
+        if config.experiment.name and config.get("aa_pair") and self.first_job and config.get("aa_role") is None:
+            from harness.run import aa_pair
+
+            aa_pair.run_repeat(self.first_job, results.PROJECT_ROOT)  # a failure is in its rows
         sweep_id = results.current_sweep_id()
         os.environ.pop(results.SWEEP_PARENT_ENV, None)
         os.environ.pop(results.SWEEP_ID_ENV, None)

@@ -106,6 +106,18 @@ class MeasureConfig:
 
 
 @dataclass
+class MachineConfig:
+    """When a run counts as measured on a loaded machine and is left out of the verdicts
+    (harness/core/machine_load.py): at either end of the run, a 1-minute load average per core
+    above `max_load_per_core`; the workers' timed repetitions getting less than `min_cpu_wall` of
+    their wall time as CPU; more than `max_steal` of the cores' time stolen."""
+
+    max_load_per_core: float = 1.5
+    min_cpu_wall: float = 0.7
+    max_steal: float = 0.05
+
+
+@dataclass
 class OracleConfig:
     enabled: bool = True
     # past this many pairs a family's brute force examines (Family.oracle_checks: by default
@@ -167,6 +179,7 @@ class Config:
     latency: LatencyConfig = field(default_factory=LatencyConfig)
     network: NetworkProfile = field(default_factory=NetworkProfile)  # conf/network/<profile>.yaml
     measure: MeasureConfig = field(default_factory=MeasureConfig)
+    machine: MachineConfig = field(default_factory=MachineConfig)
     oracle: OracleConfig = field(default_factory=OracleConfig)
     mlflow: MlflowConfig = field(default_factory=MlflowConfig)
     results_dir: Optional[str] = None  # default: <project>/results
@@ -197,6 +210,10 @@ class Config:
     # skip a run whose configuration already has a successful row in the runs table (`config_key`):
     # an interrupted `make sweep` run again does only what is missing or failed
     resume: bool = False
+    # a preset (a sweep with experiment.name) ends by measuring its first job again: the A/A pair
+    # whose spread widens the verdicts' intervals (harness/run/aa_pair.py, harness/report/aa_pairs.py)
+    aa_pair: bool = True
+    aa_role: Optional[str] = None  # null; "a2" in the invocation that measures the first job again
     experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
     table: TableConfig = field(default_factory=TableConfig)
 
@@ -380,6 +397,11 @@ def validate(cfg) -> list[RunSpec]:
         raise _bad("measure.discard", cfg.measure.discard, "an integer >= 0 (ignored unless measure.repeat is larger)")
     if cfg.measure.min_bottleneck_s < 0:
         raise _bad("measure.min_bottleneck_s", cfg.measure.min_bottleneck_s, "seconds >= 0")
+    if cfg.get("aa_role") not in (None, "a2"):
+        raise _bad("aa_role", cfg.aa_role, "null, or a2 (the A/A repeat of a preset's first job)")
+    for key in ("max_load_per_core", "min_cpu_wall", "max_steal"):
+        if not cfg.machine[key] >= 0:
+            raise _bad(f"machine.{key}", cfg.machine[key], "a number >= 0")
     try:
         network_profile(cfg).check()
     except ValueError as exc:

@@ -110,13 +110,15 @@ def run_config(cfg, spec: RunSpec) -> dict:
 
 # settings that change how a run is shown or stored, not what it measures
 _NOT_MEASURED = ("progress", "mlflow", "results_dir", "resume", "tag", "keep_pairs", "state_uri", "share_jobs",
-                 "run_plots", "fit_processes", "table")
+                 "run_plots", "fit_processes", "table", "machine", "aa_pair")
 
 
 def config_key(run_cfg: dict) -> str:
     """What a run measures, as a hash of its configuration (without display and storage settings,
     and of the experiment only its name and swept knobs): equal keys, the same measurement."""
     plain = {k: v for k, v in run_cfg.items() if k not in _NOT_MEASURED}
+    if plain.get("aa_role") is None:  # only the A/A repeat's key differs (resume keeps both)
+        plain.pop("aa_role", None)
     exp = plain.get("experiment") or {}
     plain["experiment"] = {k: exp.get(k) for k in ("name", "x", "facet")}
     return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()[:16]

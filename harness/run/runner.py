@@ -19,6 +19,7 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from harness.core import store
+from harness.core import machine_load
 from harness.core.events import Events
 from harness.engine.assembly import assemble_run
 from harness.engine.epochs import epoch_bounds
@@ -29,7 +30,7 @@ from harness.engine.memory import driver_peak_bytes
 from harness.report import results
 from harness.measure.summary import timed_summary
 from harness.report.table import idle_workers
-from harness.run import fits
+from harness.run import aa_pair, fits
 from harness.run import processes as processes_mod
 from harness.run import record
 from harness.run.config import RunSpec, network_profile, spark_master, validate
@@ -83,6 +84,7 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, inv: Invocat
     rec = record.RunRecord(run_dir, base, run_cfg, yaml_text)
     state_root = record.run_location(cfg, run_dir, base["run_id"], "state")
     waited = _Waited()
+    probe = machine_load.LoadProbe.start()  # the machine's load while it measures (loaded runs are left out)
     t_run = time.perf_counter()
     spark.sparkContext.setJobGroup(base["run_id"], f"{spec.label} w{cfg.workers}")  # its jobs, for task_failures
     try:
@@ -93,6 +95,7 @@ def run_strategy(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, inv: Invocat
     rec.row = record.finish_row(row, inv.inputs, inv.oracle, inv.oracle_method,
                                 failed_tasks(spark, base["run_id"]) + failed_tasks(spark, lockstep.group),
                                 driver_peak_bytes(spark), time.perf_counter() - t_run - waited.total_s)
+    rec.row.update(probe.finish(rec.row.get("cpu_wall_ratio"), machine_load.Thresholds.of(cfg.machine)))
     store.remove_tree(state_root)  # between-epoch state only; not a result
     inv.dest.progress.step(f"{spec.label}: logging")
     draw = cfg.run_plots if cfg.run_plots is not None else results.current_sweep_id() is None
@@ -137,8 +140,10 @@ def _measure(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, inv: Invocation,
     rec.workers, rec.latency_sample, rec.epochs = summary.workers, summary.latency_sample, summary.epochs
     record.write_timeline(rec.run_dir, summary.timeline)
     rec.router_info = loop.router.describe()
-    return record.measured_row(base, summary.metrics, loop, assembly.setup, loop.router, build_s, inv.oracle,
-                               cfg.adjust.name)
+    row = record.measured_row(base, summary.metrics, loop, assembly.setup, loop.router, build_s, inv.oracle,
+                              cfg.adjust.name)
+    row["cpu_wall_ratio"] = machine_load.cpu_wall_ratio(loop.repetitions, cfg.measure.discard)
+    return row
 
 
 def run_lanes(spark, cfg, runs: list[RunSpec], events_path: str, inv: Invocation) -> list[dict]:
@@ -304,6 +309,7 @@ def run_experiment(cfg) -> list[dict]:
     rows = []
     timings["invocation_share_s"] = sum(timings.values()) / len(runs)  # in each run's fixed cost
     shared = {**inputs, **{f"time_{k}": v for k, v in timings.items()}}  # every run of the invocation's row
+    shared["aa_role"] = aa_pair.role(cfg)  # the preset's A/A pair: its first job (a1), measured again at its end (a2)
     inv = Invocation(ds, events, warmup, oracle, oracle_method, dest, shared, processes)
     # all runs in one set of shared epoch jobs, or (share_jobs=false) each run with jobs of its own
     for group in ([runs] if cfg.share_jobs else [[spec] for spec in runs]):

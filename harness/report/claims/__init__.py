@@ -61,7 +61,7 @@ import pandas as pd
 
 import yaml
 
-from harness.report import metrics, results
+from harness.report import aa_pairs, metrics, results
 from harness.report.claims import preconditions
 from harness.report.claims.checks import (BASIS_COLUMNS, CELL, FAIL, HOLD, LATENCY_CURVE, Reader, cell_label, compare,
                                          gap_grows, is_skip, linear, num, scales)
@@ -235,7 +235,8 @@ def disagreed_with_oracle(value) -> bool:
 
 
 def _ok_mask(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
-    """(usable, why not) per run: ok status, the oracle's answer (or no oracle), long enough."""
+    """(usable, why not) per run: ok status, the oracle's answer (or no oracle), long enough, not
+    measured on a loaded machine, not the A/A repeat (harness/report/aa_pairs.py)."""
     why = pd.Series("", index=rows.index, dtype=object)
     why[rows["status"] != "ok"] = "failed"
     if "oracle_ok" in rows:
@@ -244,7 +245,21 @@ def _ok_mask(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     if "too_short" in rows:
         short = pd.to_numeric(rows["too_short"], errors="coerce").fillna(0) > 0
         why[(why == "") & short] = "too short to measure (bottleneck under measure.min_bottleneck_s)"
+    busy, reason = aa_pairs.loaded(rows)
+    why[(why == "") & busy] = reason[(why == "") & busy]
+    why[(why == "") & aa_pairs.is_repeat(rows)] = aa_pairs.REPEAT_REASON
     return why == "", why
+
+
+def aa_spread(preset: str, table: pd.DataFrame, column: str) -> aa_pairs.Spread | None:
+    """The preset's A/A spread on `column` (harness/report/aa_pairs.py), from its runs of the code
+    version its claims read that are usable but for being the A/A repeat."""
+    table = _cell_frame(table)
+    rows = table[table["experiment"] == preset].sort_values("started_at", kind="stable")
+    if "code_version" in rows and rows["code_version"].notna().any():
+        rows = rows[rows["code_version"] == rows["code_version"].dropna().iloc[-1]]
+    _, why = _ok_mask(rows)
+    return aa_pairs.spread(rows[why.isin(["", aa_pairs.REPEAT_REASON])], column)
 
 
 def evidence(preset: str, table: pd.DataFrame) -> tuple[pd.DataFrame, list[str], str | None]:
@@ -392,6 +407,8 @@ def evaluate(claim: dict, table: pd.DataFrame, basis: str | None = "compute") ->
     kind = chk["kind"]
     higher = higher_is_better(claim) if kind in ("better", "ratio_at_least", "scales", "gap_grows") else True
     reader = Reader(metric, basis)
+    pair = aa_spread(claim["preset"], table, reader.column)  # widens every value read (aa_pairs.py)
+    reader.widen = pair.widen if pair is not None else None
     if len(rows) and reader.column not in rows and not (metric == "latency_mean_ms" and LATENCY_CURVE in rows):
         return Verdict(claim, "not measured", [f"no column {reader.column!r} in the preset's runs"], basis, excluded,
                        runs=list(rows.get("run_id", [])))
@@ -412,6 +429,8 @@ def evaluate(claim: dict, table: pd.DataFrame, basis: str | None = "compute") ->
     if not out and not missing:
         missing.append(f"no usable run of the preset {claim['preset']!r} matches the claim's cells")
     verdict = "not measured" if missing else verdict_of(out)
+    if pair is not None and pair.rel > 0:
+        notes = [*notes, pair.note(metric)]
     return Verdict(claim, verdict, notes, basis, excluded, missing, list(rows.get("run_id", [])))
 
 

@@ -175,8 +175,13 @@ class Reader:
     def __init__(self, metric: str, basis: str | None):
         self.metric, self.basis = metric, basis
         self.column = BASIS_COLUMNS.get(metric, {}).get(basis, metric)
+        self.widen = None  # the preset's A/A spread widens every value read (harness/report/aa_pairs.py)
 
     def get(self, g: pd.DataFrame, variant: str, rate: float | None = None) -> Value | None:
+        value = self._get(g, variant, rate)
+        return self.widen(value) if self.widen is not None else value
+
+    def _get(self, g: pd.DataFrame, variant: str, rate: float | None = None) -> Value | None:
         hit = g[g["variant"] == variant]
         if hit.empty:
             return None

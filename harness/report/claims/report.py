@@ -124,6 +124,8 @@ def preset_runs(preset: str, table: pd.DataFrame, version: str | None) -> pd.Dat
     rows = results.labelled(table[(table["experiment"] == preset) & (table["status"] == "ok")])
     if version is not None and "code_version" in rows:
         rows = rows[rows["code_version"] == version]
+    if "aa_role" in rows:  # the A/A repeat is read for its spread alone (harness/report/aa_pairs.py)
+        rows = rows[rows["aa_role"].astype(object) != "a2"]
     keys = [k for k in ("variant", *claims_mod.CELL) if k in rows]
     return rows.sort_values("started_at").groupby(keys, dropna=False, sort=False).tail(1)
 
@@ -135,6 +137,8 @@ def _flags(row: pd.Series) -> str:
         flags.append("oracle mismatch")
     if pd.to_numeric(row.get("too_short"), errors="coerce") > 0:
         flags.append("too short")
+    if pd.to_numeric(row.get("loaded"), errors="coerce") > 0:
+        flags.append(f"loaded machine ({row.get('loaded_reason') or 'over the thresholds of machine.*'})")
     return ", ".join(flags)
 
 

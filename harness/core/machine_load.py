@@ -1,0 +1,130 @@
+"""How loaded the machine was while a run measured (issue 48, part 3): a run measured on a busy
+machine is flagged and left out of the verdicts with the reason, instead of reversing a comparison.
+
+Two presets measured the same DSkype configuration at 193k and 95.6k events/s: the timings of a
+run taken while other processes held the cores are not the strategy's. What is recorded, per run:
+
+- `load1_start`, `load1_end`: the 1-minute load average (os.getloadavg) when the run started and
+  ended, and `load_per_core_max`, the larger over the machine's cores. The load average lags by
+  about a minute and counts the run's own tasks too (at most one per core in local mode plus the
+  driver), which is why its threshold is above 1 per core.
+- `cpu_busy_frac`, `steal_frac`: from /proc/stat over the run, the share of all cores' time that
+  was not idle (everyone's, the run's included) and the share a hypervisor stole (NaN where
+  /proc/stat is missing).
+- `cpu_wall_ratio`: over the counted repetitions of the measured epochs, the workers' thread CPU
+  time over their wall time (harness/engine/worker_epoch.py `rep_cpu_s`, `rep_wall_s`). The timed
+  section is single-threaded: a ratio far below 1 means the worker waited for a core.
+
+A run is `loaded` (1, else 0) when one threshold is passed (measure.max_load_per_core,
+measure.min_cpu_wall, measure.max_steal), and `loaded_reason` says which, with the figures. The
+claims (harness/report/claims.py) leave loaded runs out as they leave out runs too short to
+measure, naming the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass
+
+COLUMNS = ("load1_start", "load1_end", "load_per_core_max", "cpu_busy_frac", "steal_frac", "cpu_wall_ratio",
+           "loaded", "loaded_reason")
+PROC_STAT = "/proc/stat"
+
+
+def cpu_ticks(path: str = PROC_STAT) -> tuple[float, float, float] | None:
+    """(all, idle incl. iowait, steal) clock ticks of every core since boot, from the `cpu` line of
+    /proc/stat (user nice system idle iowait irq softirq steal ...); None where it cannot be read."""
+    try:
+        with open(path) as f:
+            first = f.readline().split()
+    except OSError:
+        return None
+    if not first or first[0] != "cpu":
+        return None
+    vals = [float(v) for v in first[1:9]] + [0.0] * max(0, 8 - len(first[1:9]))
+    return sum(vals), vals[3] + vals[4], vals[7]
+
+
+def load1() -> float:
+    try:
+        return float(os.getloadavg()[0])
+    except (OSError, AttributeError):
+        return float("nan")
+
+
+@dataclass
+class Thresholds:
+    """When a run counts as measured on a loaded machine (measure.max_load_per_core, ...)."""
+
+    max_load_per_core: float = 1.5
+    min_cpu_wall: float = 0.7
+    max_steal: float = 0.05
+
+    @classmethod
+    def of(cls, measure) -> "Thresholds":
+        """From a config's `measure` node (or a dict), the defaults where it says nothing."""
+        get = measure.get if hasattr(measure, "get") else lambda k, d=None: getattr(measure, k, d)
+        d = cls()
+        return cls(float(get("max_load_per_core", d.max_load_per_core)), float(get("min_cpu_wall", d.min_cpu_wall)),
+                   float(get("max_steal", d.max_steal)))
+
+
+@dataclass
+class LoadProbe:
+    """The machine's state at a run's start; `finish` compares it with the state at its end."""
+
+    load1: float
+    ticks: tuple[float, float, float] | None
+    t0: float
+    cores: int
+
+    @classmethod
+    def start(cls) -> "LoadProbe":
+        return cls(load1(), cpu_ticks(), time.time(), os.cpu_count() or 1)
+
+    def finish(self, cpu_wall_ratio: float | None, limits: Thresholds) -> dict:
+        """The run's load columns (COLUMNS), `loaded` judged by `limits`."""
+        end = cpu_ticks()
+        busy = steal = float("nan")
+        if self.ticks is not None and end is not None:
+            total = end[0] - self.ticks[0]
+            if total > 0:
+                busy = 1.0 - (end[1] - self.ticks[1]) / total
+                steal = (end[2] - self.ticks[2]) / total
+        return judge({"load1_start": self.load1, "load1_end": load1(), "cpu_busy_frac": busy, "steal_frac": steal,
+                      "cpu_wall_ratio": float("nan") if cpu_wall_ratio is None else float(cpu_wall_ratio)},
+                     self.cores, limits)
+
+
+def judge(sample: dict, cores: int, limits: Thresholds) -> dict:
+    """`sample` (load1_start, load1_end, cpu_busy_frac, steal_frac, cpu_wall_ratio; NaN where
+    unknown) with load_per_core_max, loaded (1.0 or 0.0) and loaded_reason ("" when not loaded)."""
+    out = {k: float(sample.get(k, float("nan"))) for k in COLUMNS[:-2] if k != "load_per_core_max"}
+    loads = [v for v in (out["load1_start"], out["load1_end"]) if math.isfinite(v)]
+    out["load_per_core_max"] = max(loads) / max(int(cores), 1) if loads else float("nan")
+    reasons = []
+    if math.isfinite(out["load_per_core_max"]) and out["load_per_core_max"] > limits.max_load_per_core:
+        reasons.append(f"load average {out['load_per_core_max']:.2f} per core > {limits.max_load_per_core:g}")
+    if math.isfinite(out["cpu_wall_ratio"]) and out["cpu_wall_ratio"] < limits.min_cpu_wall:
+        reasons.append(f"CPU/wall {out['cpu_wall_ratio']:.2f} of the timed work < {limits.min_cpu_wall:g}")
+    if math.isfinite(out["steal_frac"]) and out["steal_frac"] > limits.max_steal:
+        reasons.append(f"steal {out['steal_frac']:.1%} > {limits.max_steal:.0%}")
+    out["loaded"] = 1.0 if reasons else 0.0
+    out["loaded_reason"] = "; ".join(reasons)
+    return out
+
+
+def cpu_wall_ratio(repetitions: list[list], discard: int) -> float | None:
+    """The workers' CPU time over their wall time in the counted repetitions of the measured
+    epochs (`repetitions`: per epoch, one result per repetition, each with per-worker statistics
+    carrying rep_cpu_s and rep_wall_s); None when none were timed."""
+    cpu = wall = 0.0
+    for reps in repetitions:
+        first = discard if len(reps) > discard else 0
+        for res in reps[first:]:
+            for st in (getattr(res, "worker_stats", None) or {}).values():
+                cpu += float(st.get("rep_cpu_s", 0.0))
+                wall += float(st.get("rep_wall_s", 0.0))
+    return cpu / wall if wall > 0 else None
