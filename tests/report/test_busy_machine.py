@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 
 from harness.core import machine_load
-from harness.report import aa_pairs, claims
-from harness.report.claim_checks import Value
+from harness.report import claims
+from harness.report.claims import aa_pairs
+from harness.report.claims.checks import Value
 
 
 def _row(variant, eps, *, lo=None, hi=None, workers=8, started="2026-01-01", **extra):
@@ -164,7 +165,7 @@ def test_a_preset_figure_reads_the_first_job_not_its_repeat(tmp_path):
 
 
 def test_a_presets_report_shows_the_first_job_and_flags_a_loaded_run():
-    from harness.report import claims_report
+    from harness.report.claims import report as claims_report
 
     table = _runs(120.0)
     table.loc[2, ["loaded", "loaded_reason"]] = [1.0, "steal 9.0% > 5%"]

@@ -61,7 +61,8 @@ import pandas as pd
 
 import yaml
 
-from harness.report import aa_pairs, metrics, results
+from harness.report import metrics, results
+from harness.report.claims import aa_pairs
 from harness.report.claims import preconditions
 from harness.report.claims.checks import (BASIS_COLUMNS, CELL, FAIL, HOLD, LATENCY_CURVE, Reader, cell_label, compare,
                                          gap_grows, is_skip, linear, num, scales)
@@ -236,7 +237,7 @@ def disagreed_with_oracle(value) -> bool:
 
 def _ok_mask(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
     """(usable, why not) per run: ok status, the oracle's answer (or no oracle), long enough, not
-    measured on a loaded machine, not the A/A repeat (harness/report/aa_pairs.py)."""
+    measured on a loaded machine, not the A/A repeat (harness/report/claims/aa_pairs.py)."""
     why = pd.Series("", index=rows.index, dtype=object)
     why[rows["status"] != "ok"] = "failed"
     if "oracle_ok" in rows:
@@ -252,7 +253,7 @@ def _ok_mask(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
 
 
 def aa_spread(preset: str, table: pd.DataFrame, column: str) -> aa_pairs.Spread | None:
-    """The preset's A/A spread on `column` (harness/report/aa_pairs.py), from its runs of the code
+    """The preset's A/A spread on `column` (harness/report/claims/aa_pairs.py), from its runs of the code
     version its claims read that are usable but for being the A/A repeat."""
     table = _cell_frame(table)
     rows = table[table["experiment"] == preset].sort_values("started_at", kind="stable")

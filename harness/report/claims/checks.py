@@ -175,7 +175,7 @@ class Reader:
     def __init__(self, metric: str, basis: str | None):
         self.metric, self.basis = metric, basis
         self.column = BASIS_COLUMNS.get(metric, {}).get(basis, metric)
-        self.widen = None  # the preset's A/A spread widens every value read (harness/report/aa_pairs.py)
+        self.widen = None  # the preset's A/A spread widens every value read (harness/report/claims/aa_pairs.py)
 
     def get(self, g: pd.DataFrame, variant: str, rate: float | None = None) -> Value | None:
         value = self._get(g, variant, rate)

@@ -124,7 +124,7 @@ def preset_runs(preset: str, table: pd.DataFrame, version: str | None) -> pd.Dat
     rows = results.labelled(table[(table["experiment"] == preset) & (table["status"] == "ok")])
     if version is not None and "code_version" in rows:
         rows = rows[rows["code_version"] == version]
-    if "aa_role" in rows:  # the A/A repeat is read for its spread alone (harness/report/aa_pairs.py)
+    if "aa_role" in rows:  # the A/A repeat is read for its spread alone (harness/report/claims/aa_pairs.py)
         rows = rows[rows["aa_role"].astype(object) != "a2"]
     keys = [k for k in ("variant", *claims_mod.CELL) if k in rows]
     return rows.sort_values("started_at").groupby(keys, dropna=False, sort=False).tail(1)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from harness.report import metrics
-from harness.report.claim_checks import CELL, Value, cell_label
+from harness.report.claims.checks import CELL, Value, cell_label
 
 A1, A2 = "a1", "a2"
 REPEAT_REASON = "the A/A repeat of the preset's first job (read for the A/A spread, not the verdict)"
