@@ -46,7 +46,7 @@ CAUSES = "causes-{paper}.md"
 DIAGNOSIS_HEADING = "## Diagnosis"
 
 _FIELD = re.compile(r"^- (?P<key>[A-Z][A-Za-z ]*): (?P<value>.*)$")
-_VERSION = re.compile(r"code_version `(?P<v>[0-9a-f]+)`")
+_VERSION = re.compile(r"code_version `(?P<v>[^`]+)`")
 _DATE = re.compile(r"last run read (?P<d>\d{4}-\d{2}-\d{2} \d{2}:\d{2}) UTC")
 _CAUSE_LINK = re.compile(r"\[(?P<label>[^\]]+)\]\((?P<file>causes-[a-z0-9_]+\.md)#(?P<anchor>[a-z0-9-]+)\)")
 
@@ -204,10 +204,16 @@ def site_notes(claim_results, table: pd.DataFrame, out: Path, directory: Path | 
     return notes
 
 
+def anchor(heading: str) -> str:
+    """A heading's anchor as GitHub makes it ("Cause P3" -> "cause-p3")."""
+    return re.sub(r"[^a-z0-9 _-]", "", heading.lower()).replace(" ", "-")
+
+
 def _text_page(path: Path, stale: str | None = None) -> str:
     """A Markdown page of docs/claims/ as a self-contained HTML page (its text, escaped; its links
     to the cause catalogues point at their HTML copies)."""
     text = escape(path.read_text())
+    text = re.sub(r"^## (.+)$", lambda m: f'<a id="{anchor(m[1])}"></a>{m[0]}', text, flags=re.M)
     text = re.sub(r"\((causes-[a-z0-9_]+)\.md(#[a-z0-9-]+)?\)",
                   lambda m: f'(<a href="{m[1]}.html{m[2] or ""}">{m[1]}.md{m[2] or ""}</a>)', text)
     mark = f"<p><strong>{escape(stale)}</strong></p>" if stale else ""

@@ -23,14 +23,14 @@ from pathlib import Path
 import pandas as pd
 
 from harness.report import claims as claims_mod
-from harness.report import results, site_figures, site_html
-from harness.report.site_data import Site, assemble, diagnoses
+from harness.report import claim_pages, results, site_figures, site_html
+from harness.report.site_data import Site, assemble
 
 
 def build(table: pd.DataFrame, out: Path, claims: list[dict] | None = None, runs_file: Path | None = None,
-          diagnoses_file: Path | None = None) -> Site:
+          diagnoses_dir: Path | None = None) -> Site:
     """The site under `out` (replaced), from `table`; `runs_file`: the Parquet file to offer as
-    download (else `table` written as Parquet)."""
+    download (else `table` written as Parquet); `diagnoses_dir`: the claim pages (docs/claims/)."""
     site = assemble(table, claims)
     if out.exists():
         shutil.rmtree(out)
@@ -46,7 +46,7 @@ def build(table: pd.DataFrame, out: Path, claims: list[dict] | None = None, runs
             if fig.key not in written:  # two papers may read one preset's figure
                 site_figures.write(fig, out / "figures")
                 written.add(fig.key)
-    notes = diagnoses(diagnoses_file)
+    notes = claim_pages.site_notes(site.claims, table, out, diagnoses_dir)
     (out / "index.html").write_text(site_html.overview(site))
     for paper in site.papers:
         (out / site_html.paper_file(paper.paper)).write_text(site_html.paper_html(paper, site, notes))
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="the site's folder (default: <results>/site)")
     parser.add_argument("--claims", default=None, help="the claims file (default: conf/claims.yaml)")
     parser.add_argument("--diagnoses", default=None,
-                        help="the diagnoses file (default: docs/reproduction/diagnoses.md; ## <claim-id> sections)")
+                        help="the claim pages' folder (default: docs/claims; one <claim-id>.md per diagnosed claim)")
     parser.add_argument("--record", default=None, metavar="DIR",
                         help="also copy the overview as Markdown, the figures and the provenance into DIR "
                              "(docs/reproduction)")
