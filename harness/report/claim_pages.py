@@ -149,7 +149,7 @@ def staleness(page: ClaimPage, version: str | None, date: str | None) -> str | N
         return None
     if page.evidence_date is not None and date is not None and date <= page.evidence_date:
         return None  # the evidence is older than the diagnosis: not a stale diagnosis
-    written = f"{page.code_version or 'no code_version stated'}" + (f", {page.evidence_date}" if page.evidence_date else "")
+    written = (page.code_version or "no code_version stated") + (f", {page.evidence_date}" if page.evidence_date else "")
     now = version + (f", {date}" if date else "")
     return f"diagnosis stale (written at {written}, evidence at {now})"
 

@@ -35,11 +35,13 @@ def build(table: pd.DataFrame, out: Path, claims: list[dict] | None = None, runs
     if out.exists():
         shutil.rmtree(out)
     (out / "downloads").mkdir(parents=True)
-    table.to_csv(out / "downloads" / "runs.csv", index=False)
+    # the runs table as committed: without the folder it was read from (a machine path, issue 50)
+    table.drop(columns=[results.TABLES_DIR], errors="ignore").to_csv(out / "downloads" / "runs.csv", index=False)
     if runs_file is not None and runs_file.exists():
         shutil.copyfile(runs_file, out / "downloads" / "runs.parquet")
     else:
-        table.to_parquet(out / "downloads" / "runs.parquet", index=False)
+        table.drop(columns=[results.TABLES_DIR], errors="ignore").to_parquet(out / "downloads" / "runs.parquet",
+                                                                              index=False)
     written = set()
     for paper in site.papers:
         for fig in paper.figures:

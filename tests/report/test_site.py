@@ -110,7 +110,8 @@ def test_strategy_pages_rank_within_preset_and_cell_and_say_why(tmp_path):
 def test_a_written_diagnosis_shows_under_its_claim(tmp_path):
     notes = tmp_path / "claims"
     notes.mkdir()
-    (notes / "ps2-grid-beats-text.md").write_text(claim_page("ps2-grid-beats-text", "The network model charges <grid>'s copies."))
+    (notes / "ps2-grid-beats-text.md").write_text(claim_page("ps2-grid-beats-text",
+                                                             "The network model charges <grid>'s copies."))
     (notes / "causes-ps2stream.md").write_text("# causes\n\n## Cause P1\n\nits introduction\n")
     _, out = _build(tmp_path, notes)
     page = (out / "paper-ps2stream.html").read_text()
