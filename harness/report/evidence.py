@@ -5,7 +5,9 @@ A results folder keeps one folder per run (epochs, workers, latency sample, time
 under machine paths; a reviewer given the repository has none of them. This writes, into DEST:
 
     runs.parquet        the runs table (every run of the chosen presets, failed ones included: the
-                        claims list what they leave out), with `run_dir` emptied (a machine path)
+                        claims list what they leave out), with `run_dir` emptied and the cached
+                        stream's path (`workload_events`) made relative to the results folder: no
+                        machine path in docs/ (tests/test_docs_hygiene.py)
     epochs.parquet      every run's per-epoch series, with its run_id
     workers.parquet     every run's per-worker table, with its run_id
     timestamps.parquet  every run's per-time-stamp series (the kNN family), with its run_id
@@ -30,6 +32,22 @@ from harness.report.results import TABLES_DIR
 
 COMPRESSION = "zstd"
 GATHERED = ("epochs", "workers", "timestamps")  # results.PER_RUN_TABLES but the latency sample (above)
+PATH_COLUMNS = ("workload_events", "dataset_cache")  # files of the results folder's cache, named by path
+
+
+def portable(path, root: Path | None = None):
+    """A path of a results folder as a reader can use it: relative to `root` when inside it, else
+    from its `cache/` folder on (the results folder's cache), else its file name; None stays None."""
+    if path is None or (isinstance(path, float) and path != path) or not str(path):
+        return path
+    p = Path(str(path))
+    if root is not None:
+        try:
+            return str(p.resolve().relative_to(Path(root).resolve()))
+        except ValueError:
+            pass
+    parts = p.parts
+    return str(Path(*parts[parts.index("cache"):])) if "cache" in parts else p.name
 
 
 def gather(root: Path, dest: Path, presets: list[str] | None = None) -> dict[str, tuple[int, int]]:
@@ -58,6 +76,9 @@ def gather(root: Path, dest: Path, presets: list[str] | None = None) -> dict[str
     for name in set(results.PER_RUN_TABLES) - set(GATHERED):
         (dest / f"{name}.parquet").unlink(missing_ok=True)  # a table gathered no more is not evidence
     runs = table.assign(run_dir=None)
+    for col in PATH_COLUMNS:
+        if col in runs:
+            runs[col] = runs[col].map(lambda p: portable(p, root))
     path = dest / "runs.parquet"
     runs.to_parquet(path, index=False, compression=COMPRESSION)
     written["runs"] = (len(runs), path.stat().st_size)

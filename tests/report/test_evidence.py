@@ -57,3 +57,18 @@ def test_the_runs_table_keeps_every_column(tmp_path):
     dest = tmp_path / "evidence"
     evidence.gather(_results(tmp_path), dest)
     assert set(RUNS_TABLE_COLUMNS) <= set(pd.read_parquet(dest / "runs.parquet").columns)
+
+
+def test_the_gathered_runs_table_names_the_cached_streams_without_a_machine_path(tmp_path):
+    root = _results(tmp_path)
+    table = results.read_runs_table(root)
+    inside = root / "cache" / "workloads" / "q1-abc" / "events.parquet"
+    table["workload_events"] = [str(inside), "/elsewhere/results/cache/workloads/q2-def/events.parquet", None]
+    table.drop(columns=[results.TABLES_DIR], errors="ignore").to_parquet(root / "runs.parquet", index=False)
+    dest = tmp_path / "evidence"
+    evidence.gather(root, dest)
+    got = pd.read_parquet(dest / "runs.parquet").set_index("run_id")["workload_events"]
+    assert got["r0"] == "cache/workloads/q1-abc/events.parquet"  # relative to the results folder
+    assert got["r1"] == "cache/workloads/q2-def/events.parquet"  # another folder's cache: from cache/ on
+    assert got["r2"] is None
+    assert evidence.portable("/some/machine/stream.parquet") == "stream.parquet"  # no cache folder: the name

@@ -46,7 +46,7 @@ class Page(HTMLParser):
 
 def _build(tmp_path: Path, diagnoses: Path | None = None):
     out = tmp_path / "site"
-    return site.build(site_tiny.table(), out, site_tiny.claim_list(), diagnoses_file=diagnoses), out
+    return site.build(site_tiny.table(), out, site_tiny.claim_list(), diagnoses_dir=diagnoses), out
 
 
 def test_the_overview_counts_are_the_claims_engines_and_every_claim_links_to_its_anchor(tmp_path):
@@ -110,15 +110,26 @@ def test_strategy_pages_rank_within_preset_and_cell_and_say_why(tmp_path):
 
 
 def test_a_written_diagnosis_shows_under_its_claim(tmp_path):
-    notes = tmp_path / "diagnoses.md"
-    notes.write_text("# Diagnoses\n\n## ps2-grid-beats-text\n\nThe network model charges <grid>'s copies.\n\n"
-                     "# Next paper\n\nits introduction\n\n## other\n\nnot this one\n")
+    notes = tmp_path / "claims"
+    notes.mkdir()
+    (notes / "ps2-grid-beats-text.md").write_text(claim_page("ps2-grid-beats-text",
+                                                             "The network model charges <grid>'s copies."))
+    (notes / "causes-ps2stream.md").write_text("# causes\n\n## Cause P1\n\nits introduction\n")
     _, out = _build(tmp_path, notes)
     page = (out / "paper-ps2stream.html").read_text()
     block = page.split('id="ps2-grid-beats-text"')[1].split('class="claim"')[0]
     assert "The network model charges &lt;grid&gt;&#x27;s copies." in block
-    assert "its introduction" not in block and "not this one" not in block  # a paper's heading ends it
+    assert "its introduction" not in block and "Claim:" not in block  # the diagnosis, not the header or the causes
+    assert 'href="claims/ps2-grid-beats-text.html"' in block and (out / "claims" / "ps2-grid-beats-text.html").exists()
     assert "no diagnosis written yet" in page.split('id="ps2-kdtree-beats-text"')[1]
+
+
+def claim_page(cid: str, text: str, version: str = site_tiny.VERSION, date: str = "2026-01-01 00:00") -> str:
+    """A claim page as docs/claims/ holds them (harness/report/site/claim_pages.py)."""
+    return (f"# {cid}\n\n- Claim: `{cid}` (conf/claims.yaml)\n- Paper: PS2Stream (`ps2stream`); causes: "
+            f"[causes-ps2stream.md](causes-ps2stream.md)\n- Preset: `cells`\n- Evidence: code_version `{version}`, "
+            f"last run read {date} UTC, from a test\n- Cause: [P1](causes-ps2stream.md#cause-p1)\n"
+            f"- Command: `python -m harness.report.claims {cid} --results <dir>`\n\n## Diagnosis\n\n{text}\n")
 
 
 def test_the_command_builds_the_site_and_records_the_overview(tmp_path, capsys):
@@ -135,7 +146,8 @@ def test_the_command_builds_the_site_and_records_the_overview(tmp_path, capsys):
     report = (dest / "report.md").read_text()
     results = claims.evaluate_all(site_tiny.table(), claims=site_tiny.claim_list())
     assert "\n".join(claims_report.tally_table(results)) in report
-    assert re.search(r"commit `[^`]+`", report) and "cores" in report
+    assert "runs of code version v1, v2, started 2025-12-01 00:00 to 2026-02-01 00:00 UTC" in report
+    assert not re.search(r"commit `[^`]+`|cores|\d{4}-\d\d-\d\d \d\d:\d\d UTC on ", report)  # nothing of the build
     assert "![sweep: throughput_eps](figures/sweep-throughput_eps.svg)" in report
     assert (dest / "figures" / "sweep-throughput_eps.svg").exists() and (dest / "figures" / "sweep-throughput_eps.csv").exists()
     assert (dest / "diagnoses.md").read_text() == "## ps2-grid-beats-text\n\nkept\n"  # hand-written, kept

@@ -24,31 +24,34 @@ import pandas as pd
 
 from harness.report import claims as claims_mod
 from harness.report import results
+from harness.report.site import claim_pages
 from harness.report.site import figures as site_figures
 from harness.report.site import html as site_html
-from harness.report.site.data import Site, assemble, diagnoses
+from harness.report.site.data import Site, assemble
 
 
 def build(table: pd.DataFrame, out: Path, claims: list[dict] | None = None, runs_file: Path | None = None,
-          diagnoses_file: Path | None = None) -> Site:
+          diagnoses_dir: Path | None = None) -> Site:
     """The site under `out` (replaced), from `table`; `runs_file`: the Parquet file to offer as
-    download (else `table` written as Parquet)."""
+    download (else `table` written as Parquet); `diagnoses_dir`: the claim pages (docs/claims/)."""
     site = assemble(table, claims)
     if out.exists():
         shutil.rmtree(out)
     (out / "downloads").mkdir(parents=True)
-    table.to_csv(out / "downloads" / "runs.csv", index=False)
+    # the runs table as committed: without the folder it was read from (a machine path, issue 50)
+    table.drop(columns=[results.TABLES_DIR], errors="ignore").to_csv(out / "downloads" / "runs.csv", index=False)
     if runs_file is not None and runs_file.exists():
         shutil.copyfile(runs_file, out / "downloads" / "runs.parquet")
     else:
-        table.to_parquet(out / "downloads" / "runs.parquet", index=False)
+        table.drop(columns=[results.TABLES_DIR], errors="ignore").to_parquet(out / "downloads" / "runs.parquet",
+                                                                              index=False)
     written = set()
     for paper in site.papers:
         for fig in paper.figures:
             if fig.key not in written:  # two papers may read one preset's figure
                 site_figures.write(fig, out / "figures")
                 written.add(fig.key)
-    notes = diagnoses(diagnoses_file)
+    notes = claim_pages.site_notes(site.claims, table, out, diagnoses_dir)
     (out / "index.html").write_text(site_html.overview(site))
     for paper in site.papers:
         (out / site_html.paper_file(paper.paper)).write_text(site_html.paper_html(paper, site, notes))
@@ -63,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="the site's folder (default: <results>/site)")
     parser.add_argument("--claims", default=None, help="the claims file (default: conf/claims.yaml)")
     parser.add_argument("--diagnoses", default=None,
-                        help="the diagnoses file (default: docs/reproduction/diagnoses.md; ## <claim-id> sections)")
+                        help="the claim pages' folder (default: docs/claims; one <claim-id>.md per diagnosed claim)")
     parser.add_argument("--record", default=None, metavar="DIR",
                         help="also copy the overview as Markdown, the figures and the provenance into DIR "
                              "(docs/reproduction)")

@@ -13,11 +13,11 @@ harness/report/site/html.py renders it, site_figures.py draws it).
 
 from __future__ import annotations
 
-import platform
+import hashlib
+import json
 import re
 import zlib
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -33,7 +33,6 @@ BASIS_COLUMN = claims_mod.BASIS_COLUMNS[THROUGHPUT]  # compute / network -> runs
 ID_COLUMNS = ["run_id", "variant", "strategy", *CELL, "code_version", "config_key", "started_at", "repetitions",
               "cluster"]
 WHY = ["bottleneck_resource", "obj_replication", "busy_max_min"]  # what explains a rank
-DIAGNOSES = results.PROJECT_ROOT / "docs" / "reproduction" / "diagnoses.md"
 
 
 def slug(text: str) -> str:
@@ -206,33 +205,32 @@ def provenance(rows: pd.DataFrame) -> dict:
             "repetitions": (int(reps.min()), int(reps.max())) if len(reps) else None}
 
 
-def built() -> dict:
-    return {"at": f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M UTC}", "host": platform.node(),
-            "machine": f"{platform.machine()}, Python {platform.python_version()}",
-            "commit": results.code_version()}
+def built(table: pd.DataFrame, claim_results: list[ClaimResult]) -> dict:
+    """What the site is built from, and nothing of when, where or at which commit it is built (so
+    the same tables and claims give the same bytes, a record rebuilds from its committed tables;
+    issue 50): the runs table's size, code versions and run dates, and a digest of the claims judged."""
+    def values(col):
+        return sorted(map(str, table[col].dropna().unique())) if col in table else []
+
+    dates = pd.to_datetime(table["started_at"], utc=True, errors="coerce").dropna() if "started_at" in table else []
+    claims = json.dumps([r.claim for r in claim_results], sort_keys=True, default=str)
+    return {"runs": len(table), "code_version": values("code_version"),
+            "first": f"{min(dates):%Y-%m-%d %H:%M}" if len(dates) else None,
+            "last": f"{max(dates):%Y-%m-%d %H:%M}" if len(dates) else None,
+            "claims": len(claim_results), "claims_sha256": hashlib.sha256(claims.encode()).hexdigest()[:12]}
 
 
-def diagnoses(path: Path | None = None) -> dict[str, str]:
-    """The written diagnoses by claim id: docs/reproduction/diagnoses.md's `## <claim-id>` sections
-    (a `# ` heading, e.g. a paper's, ends the section before it)."""
-    path = DIAGNOSES if path is None else Path(path)
-    if not path.exists():
-        return {}
-    out, current, lines = {}, None, []
-    for line in path.read_text().splitlines():
-        if line.startswith(("# ", "## ")):
-            if current:
-                out[current] = "\n".join(lines).strip()
-            current, lines = ((line[3:].split() or [""])[0] if line.startswith("## ") else None), []
-        elif current:
-            lines.append(line)
-    if current:
-        out[current] = "\n".join(lines).strip()
-    return out
+def built_text(b: dict) -> str:
+    """The build's provenance in words (the site's footer, the record's header)."""
+    dates = f", started {b['first']} to {b['last']} UTC" if b.get("first") else ""
+    return (f"from the runs table alone: {b.get('runs', 0):,} runs of code version "
+            f"{', '.join(b.get('code_version') or ['not recorded'])}{dates}; {b.get('claims', 0)} claims judged "
+            f"(sha256 of the claims judged: {b.get('claims_sha256', 'not computed')})")
 
 
 def assemble(table: pd.DataFrame, claims: list[dict] | None = None) -> Site:
     """The site's content from the runs table (claims: conf/claims.yaml's when None)."""
     claim_results = claims_mod.evaluate_all(table, claims=claims)
     read = runs_read(table)
-    return Site(table, claim_results, paper_pages(claim_results, table), strategy_pages(read, table), read, built())
+    return Site(table, claim_results, paper_pages(claim_results, table), strategy_pages(read, table), read,
+                built(table, claim_results))

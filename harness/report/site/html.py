@@ -12,8 +12,9 @@ import pandas as pd
 from harness.report import metrics
 from harness.report.claims import report as claims_report
 from harness.report.claims import BASES, CELL, VERDICTS, ClaimResult, counted
-from harness.report.site.data import (BASIS_COLUMN, Figure, PaperPage, Site, StrategyPage, paper_claims,
-                                      provenance, tally_groups)
+from harness.report.site import claim_pages
+from harness.report.site.data import (BASIS_COLUMN, Figure, PaperPage, Site, StrategyPage, built_text,
+                                      paper_claims, provenance, tally_groups)
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1c1c1c;line-height:1.4}
@@ -28,7 +29,7 @@ vertical-align:top}th{background:#eef1f5;text-align:left}td.num{text-align:right
 height:auto;border:1px solid #ddd}.figure aside{flex:1;min-width:280px;font-size:.9em}
 .claim{border-left:4px solid #9ab;padding:.2em .8em;margin:1em 0}.prov{font-size:.8em;color:#555}
 ul.cells{font-size:.85em}code{background:#f3f3f3;padding:0 .2em}.diag{white-space:pre-wrap;background:#f8f8f0;
-padding:.4em;border:1px solid #e0e0c8}
+padding:.4em;border:1px solid #e0e0c8}.stale{background:#fde3c4;border:1px solid #d9a05b;padding:.2em .4em}
 """
 
 
@@ -75,10 +76,7 @@ def page(title: str, body: str, site: Site) -> str:
 
 
 def _built(site: Site) -> str:
-    b = site.built
-    return (f'<p class="prov">Built {escape(b.get("at", ""))} on {escape(b.get("host", ""))} '
-            f'({escape(b.get("machine", ""))}) by <code>python -m harness.report.site</code> at commit '
-            f'<code>{escape(b.get("commit", ""))}</code>, from the runs table only.</p>')
+    return f'<p class="prov">Built by <code>python -m harness.report.site</code> {escape(built_text(site.built))}.</p>'
 
 
 def provenance_html(rows: pd.DataFrame, heading: str = "Provenance") -> str:
@@ -146,7 +144,7 @@ def _list(items: list[str], cls: str = "cells") -> str:
     return f'<ul class="{cls}">' + "".join(f"<li>{escape(i)}</li>" for i in items) + "</ul>" if items else ""
 
 
-def claim_block(r: ClaimResult, diagnosis: str | None) -> str:
+def claim_block(r: ClaimResult, diagnosis: claim_pages.Note | str | None) -> str:
     c = r.claim
     chk = c["check"]
     head = (f'<div class="claim" id="{escape(c["id"])}"><h3>{escape(c["id"])}'
@@ -163,12 +161,11 @@ def claim_block(r: ClaimResult, diagnosis: str | None) -> str:
             parts.append(f"<p>{escape(basis)}: missing cells</p>" + _list(v.missing))
     excluded = next(iter(r.verdicts.values())).excluded
     parts.append("<p>runs left out</p>" + (_list(excluded) or "<p><em>none</em></p>"))
-    parts.append('<h4>diagnosis</h4>' + (f'<div class="diag">{escape(diagnosis)}</div>' if diagnosis
-                                         else "<p><em>no diagnosis written yet</em></p>"))
+    parts.append('<h4>diagnosis</h4>' + claim_pages.note_html(diagnosis))
     return "".join(parts) + "</div>"
 
 
-def figure_section(f: Figure, diagnoses: dict[str, str]) -> str:
+def figure_section(f: Figure, diagnoses: dict) -> str:
     published = "".join(f"<li><strong>{escape(r.claim['id'])}</strong>: {escape(r.claim.get('published') or 'no figure quoted')}"
                         + (f"<br><em>setting:</em> {escape(r.claim['setting'])}" if r.claim.get("setting") else "")
                         + (f"<br><em>source:</em> {escape(r.claim['source'])}" if r.claim.get("source") else "")
@@ -184,7 +181,7 @@ def figure_section(f: Figure, diagnoses: dict[str, str]) -> str:
             + provenance_html(f.data, f"Provenance of {f.title}") + "</section>")
 
 
-def paper_html(p: PaperPage, site: Site, diagnoses: dict[str, str]) -> str:
+def paper_html(p: PaperPage, site: Site, diagnoses: dict) -> str:
     own = paper_claims(p.claims, p.paper)
     counts = "; ".join(f"{b}: " + ", ".join(f"{n} {k}" for k, n in _tally(own, b).items() if n) for b in BASES)
     toc = "".join(f'<li><a href="#fig-{escape(f.key)}">{escape(f.title)}</a> ('

@@ -7,20 +7,18 @@
     DIR/figures/         every figure of the paper pages (SVG) with its numbers (CSV)
     DIR/overview.png     a screenshot of the overview by headless Chromium, when it is installed
 
-DIR's other files (diagnoses.md, written by hand) are left alone.
+DIR's other files (README.md, written by hand) are left alone.
 """
 
 from __future__ import annotations
 
-import os
-import platform
 import shutil
 import subprocess
 from pathlib import Path
 
 from harness.report.claims import report as claims_report
 from harness.report.results import PROJECT_ROOT
-from harness.report.site.data import Site
+from harness.report.site.data import Site, built_text
 
 CHROMIUM = ("chromium", "/usr/bin/chromium", "chromium-browser")
 # a browser that asks nothing of the network and keeps no profile
@@ -59,11 +57,11 @@ def shown_path(dest: Path) -> str:
 
 
 def markdown(site: Site, dest: Path = Path("docs/reproduction"), flags: str = "") -> list[str]:
-    b = site.built
     lines = ["# Reproduction record", "",
-             f"Built {b['at']} on {b['host']} ({b['machine']}, {os.cpu_count()} cores, {platform.platform()}) at "
-             f"commit `{b['commit']}` from the runs table by `python -m harness.report.site {flags}--record "
-             f"{shown_path(dest)}` (`make record`). The site itself: `make site`, then results/site/index.html.", "",
+             f"Built by `python -m harness.report.site {flags}--record {shown_path(dest)}` (`make record`) "
+             f"{built_text(site.built)}. Nothing here depends on when, where or at which commit it was built: "
+             f"`make record` with the same tables and claims rebuilds it byte for byte. The site itself: "
+             f"`make site`, then results/site/index.html.", "",
              claims_report.BASIS_NOTE, "", "## Verdicts per paper", ""] + claims_report.tally_table(site.claims)
     flips = [r for r in site.claims if r.flips]
     lines += ["", f"{len(flips)} claims change verdict between the bases: "
