@@ -13,7 +13,7 @@ WORKERS ?= 2
 CORES ?= 1
 MEMORY ?= 2g
 
-.PHONY: venv browser run test test-cluster sweep experiment reproduce report site record plots bench bench-check mlflow-ui clean cluster-up cluster-status cluster-down
+.PHONY: venv browser docs run test test-cluster sweep experiment reproduce report site record plots bench bench-check mlflow-ui clean cluster-up cluster-status cluster-down
 
 venv: $(STAMP)
 
@@ -98,6 +98,10 @@ bench: $(KERNELS)  ## pytest-benchmark figures, each with its ratio to a baselin
 
 bench-check: $(KERNELS)  ## the gate: the small-scale benchmarks marked gate, each fast path's ratio to its fair baseline paired in the same run asserted (benchmarks/conftest.py GATES; about 2-3 min)
 	STPS_BENCH_SCALE=small $(PY) -m pytest benchmarks -q -p no:cacheprovider -m gate --bench-gate --benchmark-disable $(ARGS)
+
+docs:  ## regenerate docs/decisions/README.md (the decision records by subsystem) and docs/architecture.md's module tree; after merging pending records: python -m tools.adr --number-pending
+	python3 -m tools.adr
+	python3 -m tools.module_tree
 
 mlflow-ui: $(STAMP)  ## the MLflow UI on 127.0.0.1 over results/
 	mkdir -p results
