@@ -93,8 +93,11 @@ record: $(STAMP)  ## the site, then its overview as Markdown, the figures and a 
 plots: $(STAMP)  ## PNG plots from results/runs.parquet into results/plots/
 	$(PY) -m harness.report.plots
 
-docs: $(STAMP)  ## docs/metrics.md's table of every metric, generated from the metrics registry (harness/report/metrics.py; a test fails when it is stale)
+docs: $(STAMP)  ## regenerate the generated docs (a test fails when one is stale): docs/metrics.md's table from the metrics registry, docs/decisions/README.md (the decision records by subsystem), docs/architecture.md's module tree, docs/claims/README.md; after merging pending records: python -m tools.adr --number-pending
 	$(PY) -m harness.report.metrics --write-docs docs/metrics.md
+	$(PY) -m tools.adr
+	$(PY) -m tools.module_tree
+	$(PY) -m harness.report.site.claim_pages index
 
 bench: $(KERNELS)  ## pytest-benchmark figures, each with its ratio to a baseline measured in the same run
 	$(PY) -m pytest benchmarks -q -p no:cacheprovider --benchmark-columns=min,mean,ops --benchmark-sort=name $(ARGS)

@@ -49,7 +49,7 @@ SCALES = {
 # other work ran (four; three for the two routers, after their timing stopped including the
 # conversion of their output for the comparison), divided by 1.5 and rounded down; where the issue's own ratio target sits
 # below that, the issue's target (gi2, stream, knn, srq, skq). The runs' figures are in
-# docs/decisions.md (issue 41). A miss then means the fast path lost at least a third of its lead over the
+# ADR-0069 (issue 41). A miss then means the fast path lost at least a third of its lead over the
 # fair baseline, beyond the noise seen, not a noisy round.
 GATES = {
     "route_objects/grid_vs_numpy": ("route_objects/numpy_grid", 0.9),

@@ -2,7 +2,7 @@
 Table 4's buffers at PAIR_COST 75, 150 and 300 against the Skyband baseline, on skype_reevaluation's
 workloads (one worker, `hash`), in process.
 
-The preset's runs at each value (docs/decisions.md, "cSkyband's PAIR_COST is a setting") are made
+The preset's runs at each value (ADR-0079) are made
 one after another, and on a shared machine their clocks are not comparable: the same cSkyband run
 read AMP 236 us at one time and 664 us at another. Here the four settings run in turn within each
 round (75, 150, 300, skyband; rounds repeated), so every ratio is of two runs measured seconds

@@ -5,8 +5,7 @@ mergers merge them in turn, ABBA within each round. Their outputs (entries, exit
 feedback) must be equal, or the script stops; it prints each round's ratio and the median.
 
 Why a commit and not a baseline in this file: the reference is the merger as it was, not a second
-implementation of it kept here (docs/decisions.md, "The top-k merger's pass starts where a seq's
-changes do").
+implementation of it kept here (ADR-0083).
 
     PYTHONPATH=. python benchmarks/topk_merge_ab.py --baseline e3beed4 --results /work/res-pc/150 \
         [--preset dskype_mechanisms --dataset synthetic --strategy dskype_keyword --rounds 5]

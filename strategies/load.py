@@ -1,7 +1,7 @@
 """Load estimates from the warm-up sample, after PS2Stream's cost model.
 
 Definition 1 charges a worker c1*|O|*|Q| + c2*|O| + c3*|Q_ins| + c4*|Q_del|; Definition 3 the cell
-load n_o * n_q. With every c = 1 (decision in docs/decisions.md) a region or term with n_o sample
+load n_o * n_q. With every c = 1 (ADR-0002) a region or term with n_o sample
 objects and n_q sample queries costs n_o * n_q + n_o + n_q.
 """
 

@@ -1,7 +1,7 @@
 """The docs name the query families as the code does (issue 52): no page uses a family's former
-name (harness/core/events.py FORMER_FAMILY_NAMES) where it names a family. The decisions log keeps
-the history of the rename, and the dated record is left as it was written; every other page is
-read. The patterns are those a page names a family by: a table cell "<family>, <kind>", "a
+name (harness/core/events.py FORMER_FAMILY_NAMES) where it names a family. The decision records
+(docs/decisions/, not read here) and the changelog keep the history of the rename, and the dated
+record is left as it was written; every other page is read. The patterns are those a page names a family by: a table cell "<family>, <kind>", "a
 <family> insert/snapshot", "family <family>", "the `<family>` family", `family=<family>`."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from harness.core.events import FORMER_FAMILY_NAMES
 from harness.families import registry
 
 ROOT = Path(__file__).resolve().parents[1]
-KEPT_AS_WRITTEN = {"docs/decisions.md"}  # the log of the rename itself
+KEPT_AS_WRITTEN = {"docs/changelog.md"}  # work logs, kept as they were written
 
 
 def pages() -> list[Path]:

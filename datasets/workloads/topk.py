@@ -6,7 +6,7 @@ is the window and the registrations, so every measured object arrives at a full 
 "starts when the sliding window ... is full and continuously runs for 100,000 arriving messages").
 The paper's distributed runs have no subscription churn, nor has this stream.
 
-Decisions (docs/decisions.md, "Top-k subscriptions"):
+Decisions (ADR-0045):
 - A subscription: the location of a uniformly random dataset object with at least `keywords_min`
   terms; j uniform in [keywords_min, keywords_max] ("1 <= j <= 5"), capped at the object's term
   count, distinct terms drawn uniformly from it; k uniform in [k_min, k_max] (topk_q: 20); alpha

@@ -112,5 +112,5 @@ def check_snapshots(strategy) -> None:
     if not strategy.stores_objects:
         able = [n for n in registry.names() if registry.get(n).stores_objects]
         raise ValueError(f"strategy {strategy.name!r} cannot answer snapshot queries exactly: its router may send an "
-                         f"object nowhere and has no rule to keep it (docs/decisions.md, \"Where objects go\"); "
+                         f"object nowhere and has no rule to keep it (ADR-0054, where objects go); "
                          f"strategies that can: {', '.join(able)}")

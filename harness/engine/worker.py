@@ -115,7 +115,7 @@ class WorkerSet:
         replicas are, is anything done: a worker outside route(after) drops its replica, one inside
         keeps it with the narrowed columns (so later routing and migrations use them). Every replica
         decides the same from the same router and feedback, so the holders become route(after),
-        and the router's contract for `after` keeps results exact (docs/decisions.md)."""
+        and the router's contract for `after` keeps results exact (ADR-0033)."""
         t0 = time.perf_counter()
         dropped = narrowed = 0
         for index in self.indexes.values():

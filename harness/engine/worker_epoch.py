@@ -3,7 +3,7 @@
 Repetitions (measure.repeat) happen here, inside the worker's task, not as repeated epoch jobs: a
 Spark job costs about a second of fixed time on this machine for milliseconds of measured index
 work, so a job per repetition multiplied a sweep's wall time by the repetitions and measured
-nothing more (issue 19, docs/decisions.md). Each repetition builds the worker's indexes afresh,
+nothing more (issue 19, ADR-0051). Each repetition builds the worker's indexes afresh,
 restores the same state with the same feedback, takes the same events and does the same work;
 the first one's results go on to the merge and its state is the one kept, every later one's
 results are checked against it: a repetition whose results differ means the index is not

@@ -55,8 +55,7 @@ def stored_replication(measured, events: Events, warmup: int) -> float:
     first measured epoch's start (harness/engine/worker.py, `prune_replicas`); the paper computes its
     measurements "after system initialization" (l.819), with each prefix cut by kScore (Eq. 18,
     l.650-665). The mean over the epochs also counts the routes lazy reallocation grows back as
-    thresholds fall. A strategy that never prunes holds the same copies at every end (docs/decisions.md,
-    "When DSkype's replication is read")."""
+    thresholds fall. A strategy that never prunes holds the same copies at every end (ADR-0097)."""
     if not measured:
         return float("nan")
     ends = warmup + np.cumsum([e.n_events for e in measured])

@@ -499,7 +499,7 @@ def adjustable_runs(cfg, runs: list[RunSpec]) -> list[RunSpec]:
     try:  # the rule the run assembly applies again with the stream's own families
         check_adjustable(configured_families(cfg), cfg.adjust.name, "workload")
     except ValueError as exc:
-        raise ConfigError(f"{exc} (docs/decisions.md)") from None
+        raise ConfigError(f"{exc} (ADR-0008)") from None
     try:
         adj = get_adjuster(cfg.adjust.name)
         adj.check_params(adj.make_params(dict(cfg.adjust.params)))

@@ -52,5 +52,5 @@ def cached_oracle(events: Events, folder: Path, cfg, spark=None, events_path: st
 def auto_tiles(n_objects: int, n_queries: int) -> int:
     """Tiles per side for the scale oracle: sqrt(n_o n_q / 1e6) within [8, 512] (a tile a million
     checks; how the bounds were chosen:
-    docs/decisions.md, "Runs split by job, kernels a reader can follow")."""
+    ADR-0078)."""
     return int(np.clip(np.sqrt(n_objects * max(n_queries, 1) / 1e6), 8, 512))

@@ -95,7 +95,7 @@ def start_run(cfg, spec: RunSpec, root: Path) -> tuple[Path, dict, dict, str]:
 def config_yaml(run_cfg: dict) -> str:
     """A run's plain config as config.yaml holds it: PyYAML's C emitter with OmegaConf's settings
     (block style, keys in order, unicode), which gives OmegaConf.to_yaml's text byte for byte at a
-    fraction of its time (docs/decisions.md, "Runs split by job, kernels a reader can follow")."""
+    fraction of its time (ADR-0078)."""
     return yaml.dump(run_cfg, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), default_flow_style=False,
                      allow_unicode=True, sort_keys=False)
 

@@ -130,7 +130,7 @@ def _measure(lockstep: Lockstep, lane: int, cfg, spec: RunSpec, inv: Invocation,
         loop = run_epochs(waited.executor, router, inv.events, assembly.setup, bounds, assembly.adjuster,
                           cfg.workers, cfg.dispatchers, progress, name, cfg.measure.repeat)
     rec.series = loop.series
-    # in the pool, two runs at a time, while this one waits without the baton (docs/decisions.md)
+    # in the pool, two runs at a time, while this one waits without the baton (ADR-0044)
     t_sum = time.perf_counter()
     summary, summary_s = processes_mod.call(
         inv.fit_processes, timed_summary, loop.repetitions, loop.series, inv.events, inv.warmup, cfg.workers,

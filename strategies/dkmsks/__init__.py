@@ -1,0 +1,1 @@
+"""DkM-SKS and its baselines KOP and SOP: cost model, subscription partitioning, placement of new subscriptions."""

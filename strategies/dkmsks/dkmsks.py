@@ -13,7 +13,7 @@ subset S* whose R overlaps its own region most (Eq. 7), costs Eq. 5 under that R
 online to argmin C(w) (strategies/routers/subscription_table.py). Objects are broadcast to every
 worker.
 
-Decisions (the paper leaves them open; see docs/decisions.md): C(s) is recomputed with the
+Decisions (the paper leaves them open; see ADR-0021): C(s) is recomputed with the
 R of the subset s is in, for every candidate child; the space r of a Hybrid child is its parent's
 r; empty children are dropped; singletons are never split, and the loop also stops when nothing
 can split (so with fewer than gamma1 * m subscriptions, e.g. the paper's gamma1 = 100,000 on a

@@ -21,7 +21,7 @@ later ones, objects to both), and once few old subscriptions are left (or at the
 check) a final plan moves them onto the new router alone.
 
 Paper: ../shared/papers/ps2stream.txt (notes: ../shared/papers/notes/ps2stream.md, section 4).
-Decisions where the paper is silent (each also in docs/decisions.md, "PS2Stream load adjustment"):
+Decisions where the paper is silent (each also in ADR-0010):
 sigma = 1.5 (the kdt fit's constant); cell loads L_g are the monitor's per-unit Definition 3 loads;
 tau = the cell load whose move equalises w_o and w_l under the monitor's Definition 1 worker load
 (`PairModel`); a move that would leave w_l at or above w_o's load is not made (Phase I and II
@@ -166,8 +166,7 @@ class Ps2Adjuster(Adjuster):
         info.update(tau=float(tau), cells=len(chosen), moved_load=float(unit_load[chosen].sum()),
                     moved_bytes=float(unit_size[chosen].sum()),
                     # what stalls the overloaded worker: its Phase I trials and Phase II selection,
-                    # not the harness building the new router (docs/decisions.md, "The stall of a
-                    # PS2Stream adjustment")
+                    # not the harness building the new router (ADR-0084)
                     stall_s=float(info.get("phase1_s", 0.0) + info.get("select_cells_s", 0.0)))
         phase = "+".join(x for x, did in (("I", bool(moves)), ("II", len(chosen) > 0)) if did)
         if not phase:

@@ -2,7 +2,7 @@
 
 The space is cut into 2^6 x 2^6 cells (the granularity the paper found best); cells are grouped
 into workers by longest-processing-time greedy on their sample load (the paper does not say how
-cells are grouped; see docs/decisions.md). An object goes to the worker of its cell, a query to
+cells are grouped; see ADR-0003). An object goes to the worker of its cell, a query to
 the workers of every cell its rectangle overlaps.
 """
 

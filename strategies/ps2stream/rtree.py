@@ -12,7 +12,7 @@ overlapping; strategies/load.py). The leaves stay the partitioning; routing goes
 hierarchical R-tree over them (`node_capacity` entries a node, STR-packed bottom-up; Tornado's
 "Standard R-tree" routing index, tornado.txt l.370), or, as the variant `routing: tiles`, by the
 old binary searches over the tiles' cuts (`strategies/routers/rtree.py`). Decisions (variant,
-fan-out, leaf grouping, uncovered space, the routing hierarchy) are in docs/decisions.md.
+fan-out, leaf grouping, uncovered space, the routing hierarchy) are in ADR-0024 and ADR-0092.
 """
 
 from __future__ import annotations

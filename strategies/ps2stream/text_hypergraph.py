@@ -14,8 +14,7 @@ partition minimising the connectivity metric keeps co-requested terms on one ser
 - partitioner: KaHyPar (direct k-way, km1 objective, configuration strategies/kahypar_km1.ini),
   balance within `epsilon`, deterministic for a seed.
 
-Two reductions keep KaHyPar fast and the hypergraph linear in the sample (decisions in
-docs/decisions.md): hub terms (in more than `hub_degree` nets, or heavier than half a worker's
+Two reductions keep KaHyPar fast and the hypergraph linear in the sample (ADR-0027): hub terms (in more than `hub_degree` nets, or heavier than half a worker's
 fair share) are placed first by LPT and left out of the nets, since nearly every net holding them
 is cut anyway and their degree makes KaHyPar's refinement superlinear (measured: 20k nets with
 the Zipf head kept took 65-300 s); and at most `max_nets` sample items (a seeded random subset)

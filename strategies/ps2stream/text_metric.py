@@ -4,7 +4,7 @@ PS2Stream says only that it "uses a metric function to do the partitioning", cit
 et al., VLDB J. 2015), whose publication routing assigns words to matchers by a metric that
 trades load balance against the "spread" of posts (how many matchers a post is multicast to),
 modelling load on the word-to-post bipartite graph (its SALB algorithm). Its exact formula is not
-in our sources, so the metric here is our decision (docs/decisions.md), built from
+in our sources, so the metric here is our decision (ADR-0028), built from
 PS2Stream's own cost model (Definition 1 with every c = 1, Definition 2's objective):
 
 - worker load L_w = sum over its terms t of (n_o(t) * n_q(t) + AND subscriptions indexed under t)

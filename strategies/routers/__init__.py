@@ -1,0 +1,1 @@
+"""Router shapes several strategies share: cell map, term map, kd-tree, R-tree, subscription table, hash, dual."""

@@ -12,7 +12,7 @@ s reads only the terms older than s (a subscription inserted after the object ca
 which gives exact per-event semantics wherever the object is routed (`Router.observe_inserts`).
 Deletions do not shrink the set: l.197 only adds a keyword ("H2 is updated correspondingly if it
 does not contain the keyword"); a term whose subscriptions were all deleted still draws objects,
-a superset that stays exact (docs/decisions.md, "Objects follow live routing terms").
+a superset that stays exact (ADR-0091).
 
 gridt (strategies/ps2stream/gridt.py) keeps the same first-seq tables per cell, and shares
 `merge_first_seqs` for its subscriptions that cover most of the grid.

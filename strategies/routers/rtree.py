@@ -135,7 +135,7 @@ def tile_regions(xcuts, ycuts, ycut_off, leaf_start) -> np.ndarray:
 
 # ---------------------------------------------------------------- the R-tree over the tiles
 
-NODE_CAPACITY = 16  # entries per node; the paper gives none (tornado.txt l.370): docs/decisions.md
+NODE_CAPACITY = 16  # entries per node; the paper gives none (tornado.txt l.370): ADR-0092
 ROUTINGS = ("rtree", "tiles")
 
 

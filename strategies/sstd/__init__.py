@@ -1,0 +1,1 @@
+"""SSTD: the QT-tree, its Quadtree and Text ablations, and load balancing (PM, FM, FG)."""

@@ -4,14 +4,13 @@
   L_w the sum of w's leaf loads in the last epoch, leaf load = objects * stored queries +
   objects + updates (the unit statistics' `load`): Eq. 2's CRQ term p_crq * E_{P,O} with the
   monitor's counts in place of J's probabilities, per leaf as Definition 4 says, rather than the
-  worker-level |O_w| * q_w of `stats.workers` (docs/decisions.md).
+  worker-level |O_w| * q_w of `stats.workers` (ADR-0011).
 - PM and FM (Section 5.2): the reallocations of reallocation.py; they only read per-unit
   statistics, so they work on any router with units.
 - FG (Section 5.3): the QT-tree adjustment of fgtree.py, alone (`fg`: the paper's plan (v), sstd.txt
   l.378). The escalations are adjusters of their own: `pmfm` (plan (iv), PM then FM) and `pmfmfg`
   (plan (vi), PM then FM then FG: SSTD's recommended plan, l.386), so each of Section 7.6's six
-  plans has one name and a claim reads the plan its figure names (ADR in docs/decisions.md, "SSTD's
-  FG is FG").
+  plans has one name and a claim reads the plan its figure names (ADR-0012).
 """
 
 from __future__ import annotations

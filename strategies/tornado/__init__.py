@@ -1,0 +1,1 @@
+"""Tornado: the A-Grid, the textual hash baseline, and the rebalancing adjuster."""

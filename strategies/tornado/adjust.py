@@ -24,7 +24,7 @@ the additive terms the initial partitioning (`agrid_build.cell_costs`) also uses
 region = the sum of its cells' stored queries (the paper's query aggregates, notes A23), so beta
 is a cost (work units) per transferred query-cell posting, compared with one epoch's C_r. New
 partitions inherit the summaries of the cells they take over
-(`AGridRouter.with_partitions`, section 4.4). Decisions: docs/decisions.md ("Tornado rebalancing");
+(`AGridRouter.with_partitions`, section 4.4). Decisions: ADR-0013, ADR-0014;
 paper: ../shared/papers/tornado.txt; the notes A12, A13, A23: ../shared/papers/notes/tornado.md.
 """
 

@@ -24,7 +24,7 @@ and per-evaluator keyword summaries (Mahmood et al., Tornado; paper sections 3 a
 
 Partitions are explicit (inclusive cell rectangles + partition -> worker), one per worker by
 default as in the paper (one evaluator per partition); `partitions_per_worker` > 1 groups them by
-longest-processing-time greedy on their cost. Decisions are in docs/decisions.md.
+longest-processing-time greedy on their cost. Decisions are in ADR-0018.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ stays), and the worker emits the candidate (qid, oid, seq, d2). The bound used i
 min(local k-th, r_g^2), r_g^2 the global k-th distance at the epoch's start (the merger's
 feedback): a worker that sees a subset of the objects has a local k-th distance >= the global
 one, so every global entry is a local entry, and r_g only shrinks during the epoch, so nothing a
-candidate could be is pruned (docs/decisions.md, "kNN replay merge").
+candidate could be is pruned (ADR-0032).
 
 Postings of filled balls are rebuilt when the state is restored (then they are exact for the
 epoch's start); a ball that shrinks during the epoch leaves stale cells that the distance test
@@ -198,7 +198,7 @@ class KnnIndex(WorkerIndex):
         about AUTO_BALLS_PER_CELL subscriptions per cell. Most balls are far smaller than a cell
         (the k-th nearest of a dense stream), so an object's checks are the balls posted in its
         cell: a finer grid cuts them until the postings per ball grow (500k live subscriptions on
-        one core: 64 cells 18.5k objects/s, 128 33.8k, 192 36.3k, 256 26.9k; docs/decisions.md)."""
+        one core: 64 cells 18.5k objects/s, 128 33.8k, 192 36.3k, 256 26.9k; ADR-0034)."""
         if self.cells_per_side != "auto":
             return int(self.cells_per_side)
         lo, hi = AUTO_CELLS

@@ -6,7 +6,7 @@ replica's local k-th distance is never below the global one (it saw a subset of 
 an object that enters the global A(s) enters the local A(s) of every replica that received it, and
 the routing contract sends it to one at least. Replaying the distinct candidates of a query in seq
 order through the global A(s) (kept here across epochs, at most k rows per query) with the same
-strict rule gives exactly the global entries (docs/decisions.md, "kNN replay merge"). A candidate
+strict rule gives exactly the global entries (ADR-0032). A candidate
 after the query's deletion (from a replica the deletion did not reach) is ignored.
 
 Feedback: for each query whose global A(s) is full and changed this epoch, its k-th squared

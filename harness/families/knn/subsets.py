@@ -5,7 +5,7 @@ object probes the inverted file of every subset whose R contains it.
 The subsets are SOP's own rule applied by the worker to the subscriptions it holds: split the
 space like a quadtree (a subscription located at its point), always the subset of largest cost
 |S_r| * P(R), until there are `n_subsets` or none can split. P(R) is R's share of the space: the
-worker holds no O_init, so objects are taken as uniform (docs/decisions.md, "SOP's paper index").
+worker holds no O_init, so objects are taken as uniform (ADR-0036).
 The worker forms them itself at every build of its postings rather than receiving the fit's
 subsets from the router: the same structure over the same subscriptions, without a channel from
 the router to the index, and R follows the balls as feedback shrinks them.

@@ -25,7 +25,7 @@ def pack_sorted_keys(keys: np.ndarray) -> bytes:
     8-byte count. The pairs text partitioners ship are most of what their epoch jobs move (156 MB
     in a 32-worker grand_range epoch). The planes put the differences' always-zero high bytes
     together: against compressing the differences as they are, a third of the packing time, half
-    of the unpacking time and 15% fewer bytes (docs/decisions.md, issue 19)."""
+    of the unpacking time and 15% fewer bytes (docs/changelog.md, issue 19, sixth part)."""
     deltas = np.diff(keys, prepend=np.int64(0))
     planes = np.ascontiguousarray(deltas.view(np.uint8).reshape(-1, 8).T)
     return len(keys).to_bytes(8, "little") + pa.compress(planes, codec=CODEC, asbytes=True)

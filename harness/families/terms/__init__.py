@@ -1,0 +1,1 @@
+"""Top-k frequent terms (SSTD's STQ and CTQ): index, merger, oracle, snapshot answers."""

@@ -13,7 +13,7 @@ higher than the precomputed bound as candidates, which are then verified". And: 
 covering cells for each subscription cannot be too large; otherwise, it would lead to extremely
 high memory cost".
 
-The choices where the paper only cites (docs/decisions.md, "Skype's dissemination baselines"):
+The choices where the paper only cites (ADR-0090):
 
 - The cover: a full quadtree of DEPTH levels over the subscriptions' bounding box; a
   subscription's cover is, at every level 1..DEPTH, the three siblings of its own ancestor, and its

@@ -13,7 +13,7 @@ The loop takes the epoch's state as named tuples (state.py) and unpacks them onc
 kernels of each step with the arrays themselves. A step run as a kernel of its own, or a kernel
 taking the tuples, passes every array of them on each call (numba hands a tuple argument over as
 one argument per array, and counts a reference to each): on every seq that made the small top-k
-epochs measurably slower (docs/decisions.md, "Runs split by job, kernels a reader can follow").
+epochs measurably slower (ADR-0078).
 """
 
 from __future__ import annotations

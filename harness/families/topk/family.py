@@ -67,7 +67,7 @@ class TopkFamily(Family):
 
     # k_min and k_max its generator reads; the kNN generator's other knobs its workloads' cache key has
     # held since top-k came (the key kept every kNN knob for it then), and keeps, so that top-k
-    # workloads cached before keep their key (docs/decisions.md, 2026-11-28)
+    # workloads cached before keep their key (ADR-0076)
     workload_fields = ("protocol", "k_min", "k_max", "op", "tau_hours", "hour_s", "init_objects", "timestamps",
                        "objects_per_ts", "inserts_per_ts", "deletes_per_ts")
 

@@ -27,7 +27,7 @@ default `method`; Skype's baselines are selectable (skype.txt l.729-737): ipt re
 whole with the same individual bounds (l.761), ciq finds the candidates in CIQ's inverted files
 over covering cells (ciq.py, l.64). Registration and
 re-evaluation search the window's message index, built once per epoch (message_index.py;
-docs/decisions.md, "Top-k subscriptions").
+ADR-0046).
 
 The compiled epoch is split by job: epoch.py runs the loop over seqs, one phase per kernel;
 arrival.py an arrival's candidates and entries; reevaluation.py expiries and refills; buffers.py

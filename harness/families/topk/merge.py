@@ -8,7 +8,7 @@ replica's messages than among all, so it is in that replica's local top-k. Repla
 changes in seq order, all changes of one seq at once, through the union (a multiset: two replicas
 may hold the same message) gives the global top-k after every event; a message that is in it now
 and was not before the event is an entry (query, object, trigger seq). The union holds at most k
-rows per replica, kept across epochs as the bucket's state (docs/decisions.md, "Top-k merge").
+rows per replica, kept across epochs as the bucket's state (ADR-0046).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Why both bounds: a text-only threshold algorithm must bound SSim by 1, and the t
 best score) often lies below alpha, so it read most of the subscription's postings (about 5,000
 pairs at |W| = 100k, 40 ms a registration at 1M); a cell bound alone still scores every message of
 the nearby cells (3,300); together about 90, against the 60 any exact search must score
-(docs/decisions.md, "Top-k subscriptions").
+(ADR-0047).
 
 The index is built once per epoch over the window and the epoch's arrivals; a search skips the
 messages not yet arrived or already expired at its time, so the blocks' bounds stay valid.

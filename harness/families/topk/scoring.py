@@ -1,7 +1,7 @@
 """Skype's score (Eq. 1) as the worker index computes it: weights, normalisation, one pair's score.
 
 Score(s, m) = alpha * SSim + (1 - alpha) * TSim, SSim = 1 - EDist / MaxDist, TSim = the cosine of the
-tf-idf vectors over the common keywords. Decisions (docs/decisions.md, "Top-k subscriptions"):
+tf-idf vectors over the common keywords. Decisions (ADR-0045):
 
 - tf = 1 (objects and subscriptions are distinct term sets); idf(t) = ln(1 + (N + 1) / (df(t) + 1))
   over the stream's N objects (smoothed: a term in every object keeps a weight > 0, a subscription

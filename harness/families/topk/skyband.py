@@ -42,7 +42,7 @@ CSKYBAND, RATIO, KMAX = 0, 1, 2
 DEPTH = 3  # cSkyband considers thresholds down to the (DEPTH x k)-th best score
 # Eq. 13 adds buffer operations (C_sm) to re-evaluation cost (C_re); Skype prices both in time. A
 # re-evaluation here is counted in pairs scored, and one pair costs about as much as this many
-# buffer operations. Calibrated by measurement (docs/decisions.md, "Speed at the size"):
+# buffer operations. Calibrated by measurement (ADR-0049):
 # 30 (from ~0.7 us a pair against ~25 ns a buffer visit) under-priced a re-evaluation, which also
 # pays the message index's per-cell work; dskype_hash and dskype_keyword on synthetic ran their
 # least busy time from 75 to 300 (flat) and 30 clearly worse, with 3-9x fewer re-evaluations. The

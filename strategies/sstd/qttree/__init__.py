@@ -10,5 +10,5 @@ tree and `OneCopyRouter`), `strategy` (`qttree`; its ablations quadtree.py and t
 beside this package, and `qttree_termmap`). The term-map routing of `qttree_termmap`: `cost`
 (Eq. 1-2 with the text factor on W_crq, and the term assignment), `assemble`, `route` (the compiled
 routing kernels, also used for queries by the one-copy router) and `router` (`QTTreeRouter`).
-Where the paper is vague: docs/decisions.md.
+Where the paper is vague: ADR-0096 (qttree), ADR-0019 (qttree_termmap, quadtree, text_only).
 """

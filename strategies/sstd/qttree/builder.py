@@ -2,7 +2,7 @@
 ways and the cheaper children kept (ties go spatial, as in the paper's `<=`), until there are
 theta leaves.
 
-`qttree_termmap`'s textual split (docs/decisions.md; `qttree` splits as the paper does, by
+`qttree_termmap`'s textual split (ADR-0019; `qttree` splits as the paper does, by
 onecopy_build.OneCopyBuilder, which reuses this heap loop) = a static term -> child map fixed at fit (the paper assigns
 each *object* to the child of least cost increase, mutating per-router keyword lists while
 routing, and sends every query to all four textual children). Here the node's terms are assigned

@@ -4,7 +4,7 @@ assignment it drives (Section 4.1.2). Each term is Pr(type) * p_type(cell) * F(H
 form, with H the mass of M on the node's keywords, for SSTD's six types (stats.TYPES): continuous
 range, kNN and top-k terms (CRQ, CKQ, CTQ) and their snapshot forms (SRQ, SKQ, STQ).
 
-Text factor (docs/decisions.md): the paper's W_crq has none (CRQs reach every textual child).
+Text factor (ADR-0019): the paper's W_crq has none (CRQs reach every textual child).
 Under keyword routing a CRQ or SRQ only reaches a child if a routing keyword is there, so they get
 Eq. 1's factor F(H) = sum_l Pr(l) (1 - (1 - H)^l), l = number of routing keywords (1 for AND),
 each drawn independently from the cell's M, as Eq. 1 assumes. kNN types get it only when routed by

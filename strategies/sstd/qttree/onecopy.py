@@ -48,7 +48,7 @@ def _increment(n, hs, hk, ds, dk, c0, ps, pk, row):
 @njit(cache=True, inline="always")
 def _better(inc, n, best_inc, best_n):
     """The paper assigns an object to the child of smallest increment (l.188); it is silent on
-    ties, which go to the child holding fewer objects, then to the lower child (docs/decisions.md)."""
+    ties, which go to the child holding fewer objects, then to the lower child (ADR-0096)."""
     return inc < best_inc or (inc == best_inc and n < best_n)
 
 

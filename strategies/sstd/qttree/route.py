@@ -55,7 +55,7 @@ def route_kernel(batch, begin, points, tree, n_workers, out_r, out_w, total):
     (xmin, ymin is the point; xmax, ymax are not read). The named tuples are unpacked once per
     call and the per-row walk stays in this one loop: helper kernels called per row (or inlined
     with their array arguments) cost numba reference counts per array per call, measurably
-    (docs/decisions.md, issue 38 parts 4-5)."""
+    (ADR-0081)."""
     rows, xmin, ymin, xmax, ymax, offsets, values, last_only = batch
     (kind, first_child, mid_x, mid_y, exit_off, exit_len, exit_table, empty_exit, leaf_run, exit_worker, node_leaf,
      leaf_worker) = tree

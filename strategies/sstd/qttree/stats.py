@@ -11,7 +11,7 @@ rectangle around its ball (the fit view narrows it to its warm-up ball), which i
 kNN queries have routing keywords only when routed by them (ckq_routing: ball); SSTD's own rule
 sends them to every worker, and then they add nothing to M; top-k-terms queries have none.
 
-Decisions (docs/decisions.md):
+Decisions (ADR-0019; J's six-type sample: ADR-0096):
 - J is never materialised beyond the cells the tree visits; a J cell is the QT node's own region.
 - E_{P,O} = mean query lifetime x objects per time unit; the lifetime of a sample query is its
   insert-to-delete time, or insert-to-end-of-sample if not deleted there.

@@ -1,6 +1,5 @@
 """The `qttree` strategy (SSTD, Section 4) as the paper states it, and `qttree_termmap`, the
-harness's earlier routing kept as a named ablation (docs/decisions.md, "SSTD: the paper's one-copy
-QT-tree (issue 47)").
+harness's earlier routing kept as a named ablation (ADR-0096).
 
 qttree: J from a six-type historical sample generated from the fitting sample's tweets
 (history.py; sstd.txt l.180, l.320), Eq. 2 as the paper writes it (paper_cost.py; l.135-177),

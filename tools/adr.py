@@ -1,0 +1,242 @@
+"""Decision records: docs/decisions/NNNN-slug.md, one decision per file (issue 49, part 5).
+
+A record opens with `# ADR-NNNN: <title>` and a list of fields (Status, Date, Subsystem, Issue, Paper,
+Code, Figures). This module keeps three things true, each a test (tests/test_adr.py):
+- the index, docs/decisions/README.md, is generated from the records' headers, by subsystem;
+- every `ADR-NNNN` cited anywhere in the repository names a record, and nothing cites the old single
+  log any more (its sections are these records and docs/changelog.md);
+- no record is left pending. Helpers write `docs/decisions/pending-<helper>-<slug>.md` headed
+  `# ADR-pending: <title>`; `--number-pending` gives them the next free numbers (in date, then file
+  name order), renames the files, rewrites their headers, rewrites every citation of a pending file's
+  name to its new ID and regenerates the index.
+
+    python -m tools.adr                    # write docs/decisions/README.md
+    python -m tools.adr --check            # exit 1, naming each problem, if anything above is off
+    python -m tools.adr --number-pending   # number the pending records, then write the index
+
+Standard library only, so it runs without the project's environment."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDER = Path("docs") / "decisions"
+INDEX = "README.md"
+NUMBER_COMMAND = "python -m tools.adr --number-pending"
+INDEX_COMMAND = "python -m tools.adr"
+FIELDS = ("Status", "Date", "Subsystem", "Issue", "Paper", "Code", "Figures")
+SUBSYSTEMS = ("ps2stream", "sstd", "tornado", "dkmsks", "dskype", "engine", "families", "datasets",
+              "run", "report", "measure", "docs")
+OLD_LOG = "decisions" + ".md"  # spelt apart so this file does not cite it
+HEADER = re.compile(r"^# ADR-(\d{4}|pending): (.+)$")
+FIELD = re.compile(r"^- ([A-Z][a-z]+): (.*)$")
+CITED = re.compile(r"\bADR-(\d{4})\b")
+NUMBERED = re.compile(r"^(\d{4})-[a-z0-9][a-z0-9-]*\.md$")
+STATUS = re.compile(r"^(accepted|superseded by ADR-(\d{4}))$")
+TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".ini", ".txt", ".cfg", ".sh", ".html", ".js",
+                 ".css", ".json", ".rst"}
+TEXT_NAMES = {"Makefile", "Dockerfile"}
+# the files that define these rules name the old log and the pending header themselves
+SELF = {Path("tools") / "adr.py", Path("tests") / "test_adr.py"}
+
+
+@dataclass(frozen=True)
+class Record:
+    number: str  # "0001", or "pending"
+    title: str
+    fields: dict[str, str]
+    path: Path
+
+    @property
+    def id(self) -> str:
+        return f"ADR-{self.number}"
+
+
+def parse(path: Path) -> Record:
+    """The header of the record at `path`; a ValueError names the file and what is wrong."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    m = HEADER.match(lines[0]) if lines else None
+    if not m:
+        raise ValueError(f"{path}: the first line must be '# ADR-NNNN: <title>' (or '# ADR-pending: <title>'), "
+                         f"got {lines[0] if lines else '(empty file)'!r}")
+    fields: dict[str, str] = {}
+    for line in lines[1:]:
+        if not line.strip() and not fields:
+            continue
+        f = FIELD.match(line)
+        if not f:
+            break
+        fields[f.group(1)] = f.group(2).strip()
+    missing = [k for k in FIELDS if k not in fields]
+    if missing:
+        raise ValueError(f"{path}: fields {missing} missing; a record's header lists {list(FIELDS)}")
+    return Record(m.group(1), m.group(2).strip(), fields, path)
+
+
+def records(root: Path = ROOT) -> list[Record]:
+    """The numbered records, in number order; a file name and its header must agree."""
+    out = []
+    for path in sorted((root / FOLDER).glob("*.md")):
+        if path.name == INDEX or path.name.startswith("pending-"):
+            continue
+        m = NUMBERED.match(path.name)
+        if not m:
+            raise ValueError(f"{path}: a record's file is named NNNN-slug.md (lower-case slug) or pending-<helper>-<slug>.md")
+        rec = parse(path)
+        if rec.number != m.group(1):
+            raise ValueError(f"{path}: the header says ADR-{rec.number}, the file name {m.group(1)}")
+        out.append(rec)
+    return out
+
+
+def pending(root: Path = ROOT) -> list[Path]:
+    return sorted((root / FOLDER).glob("pending-*.md"))
+
+
+def render_index(recs: list[Record]) -> str:
+    """docs/decisions/README.md: the records by subsystem (the known ones in their order, then any
+    other alphabetically), each with its title, date and, when not accepted, its status."""
+    by: dict[str, list[Record]] = {}
+    for r in recs:
+        by.setdefault(r.fields["Subsystem"], []).append(r)
+    order = [s for s in SUBSYSTEMS if s in by] + sorted(set(by) - set(SUBSYSTEMS))
+    out = ["# Decision records", "",
+           f"<!-- generated by `{INDEX_COMMAND}` from the records' headers; do not edit by hand -->", "",
+           "Where a paper is vague, the harness decides; each decision is one record here, cited in code and",
+           "docs as `ADR-NNNN`. Work logs and dated measurements are in [the changelog](../changelog.md).",
+           "New records start as `pending-<name>-<slug>.md` headed `# ADR-pending: <title>`;",
+           f"`{NUMBER_COMMAND}` numbers them.", "",
+           f"{len(recs)} records: " + ", ".join(f"[{s}](#{s}) {len(by[s])}" for s in order) + ".", ""]
+    for s in order:
+        out += [f"## {s}", ""]
+        for r in by[s]:
+            status = "" if r.fields["Status"] == "accepted" else f" ({r.fields['Status']})"
+            out.append(f"- [{r.id}]({r.path.name}): {r.title}, {r.fields['Date']}{status}")
+        out.append("")
+    return "\n".join(out)
+
+
+def write_index(root: Path = ROOT) -> Path:
+    path = root / FOLDER / INDEX
+    path.write_text(render_index(records(root)), encoding="utf-8")
+    return path
+
+
+def slug(title: str) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+    return s[:60].rsplit("-", 1)[0] if len(s) > 60 else s
+
+
+def text_files(root: Path) -> list[Path]:
+    """The repository's text files: git's view (tracked and untracked, ignored files left out), or
+    a walk without the usual generated folders where git is not available."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=root,
+                                capture_output=True, check=True).stdout.decode().split("\0")
+        paths = [root / p for p in listed if p]
+    except (OSError, subprocess.CalledProcessError):
+        skip = {".git", ".venv", "results", "__pycache__", "node_modules", "mlruns", ".cluster"}
+        paths = [p for p in root.rglob("*") if not skip & set(p.relative_to(root).parts)]
+    return sorted(p for p in paths if p.is_file() and (p.suffix in TEXT_SUFFIXES or p.name in TEXT_NAMES))
+
+
+def problems(root: Path = ROOT) -> list[str]:
+    """Everything that is off, one line each: pending records, citations of IDs with no record or of
+    the old log, statuses that name no record, and a stale index."""
+    try:
+        recs = records(root)
+    except ValueError as exc:
+        return [str(exc)]
+    known = {r.number for r in recs}
+    out = [f"{p.relative_to(root)}: a pending record; run `{NUMBER_COMMAND}`" for p in pending(root)]
+    for r in recs:
+        st = STATUS.match(r.fields["Status"])
+        if not st:
+            out.append(f"{r.path.relative_to(root)}: Status {r.fields['Status']!r}; allowed: 'accepted' or "
+                       f"'superseded by ADR-NNNN'")
+        if not re.fullmatch(r"\d{4}-\d\d-\d\d", r.fields["Date"]):
+            out.append(f"{r.path.relative_to(root)}: Date {r.fields['Date']!r}; allowed: YYYY-MM-DD")
+    for path in text_files(root):
+        rel = path.relative_to(root)
+        if rel.parts[:2] == FOLDER.parts and path.name.startswith("pending-"):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            for m in CITED.finditer(line):
+                if m.group(1) not in known:
+                    out.append(f"{rel}:{n}: ADR-{m.group(1)} has no record in {FOLDER}/")
+            if rel in SELF:
+                continue
+            if OLD_LOG in line and rel.parts[:2] != FOLDER.parts:
+                out.append(f"{rel}:{n}: cites docs/{OLD_LOG}, which is now {FOLDER}/: cite the record's ADR-NNNN")
+            if "ADR-pending" in line and rel.parts[:2] != FOLDER.parts:
+                out.append(f"{rel}:{n}: cites ADR-pending; cite the pending file's name (pending-<helper>-<slug>), "
+                           f"which `{NUMBER_COMMAND}` rewrites to its number")
+    index = root / FOLDER / INDEX
+    if not index.exists() or index.read_text(encoding="utf-8") != render_index(recs):
+        out.append(f"{FOLDER / INDEX} is stale; run `{INDEX_COMMAND}`")
+    return out
+
+
+def number_pending(root: Path = ROOT) -> list[tuple[str, str]]:
+    """Number the pending records after the highest number in use, in (Date, file name) order; rename
+    each to NNNN-<slug of its title>.md, rewrite its header, rewrite every citation of its file name
+    (`pending-<helper>-<slug>`, with or without .md) to `ADR-NNNN`, then write the index. Returns
+    (old file name, new ID) pairs."""
+    recs = records(root)
+    todo = sorted(((parse(p), p) for p in pending(root)), key=lambda rp: (rp[0].fields["Date"], rp[1].name))
+    nxt = max((int(r.number) for r in recs), default=0) + 1
+    renames: list[tuple[str, str]] = []
+    for rec, path in todo:
+        number = f"{nxt:04d}"
+        nxt += 1
+        text = path.read_text(encoding="utf-8")
+        text = re.sub(r"^# ADR-pending: ", f"# ADR-{number}: ", text, count=1, flags=re.M)
+        new = path.with_name(f"{number}-{slug(rec.title)}.md")
+        new.write_text(text, encoding="utf-8")
+        path.unlink()
+        renames.append((path.name, f"ADR-{number}"))
+    if renames:
+        stems = {old.removesuffix(".md"): adr for old, adr in renames}
+        pattern = re.compile(r"(?:docs/decisions/)?(" + "|".join(map(re.escape, stems)) + r")(?:\.md)?")
+        for path in text_files(root):
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue
+            changed = pattern.sub(lambda m: stems[m.group(1)], text)
+            if changed != text:
+                path.write_text(changed, encoding="utf-8")
+    write_index(root)
+    return renames
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tools.adr", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="report every problem and exit 1 if there is one")
+    ap.add_argument("--number-pending", action="store_true", help="number docs/decisions/pending-*.md")
+    ap.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.number_pending:
+        for old, adr in number_pending(args.root):
+            print(f"{old} -> {adr}")
+    if args.check:
+        found = problems(args.root)
+        print("\n".join(found) if found else "decision records: ok")
+        return 1 if found else 0
+    if not args.number_pending:
+        print(write_index(args.root).relative_to(args.root))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
