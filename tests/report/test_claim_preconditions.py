@@ -137,7 +137,7 @@ def test_latency_floor_fails_at_the_models_fixed_delay_and_passes_where_runs_que
     # both at the network model's two hops (0.2 ms), or a queueing only in b: nothing compares queues
     for slopes in ((0.0, 0.004), (0.0, 5.0)):
         v = claims.evaluate(claim, table(*slopes), "network")
-        assert v.verdict == "not exercised" and "a: 0.200 ms is within 0.01 ms of the model's floor" in v.comparisons[0]
+        assert v.verdict == "not exercised" and "a: 200.0 µs is within 10 µs of the model's floor" in v.comparisons[0]
     assert claims.evaluate(claim, table(1.0, 5.0), "network").verdict == "holds"  # both queue; a less
     assert claims.evaluate(claim, table(5.0, 1.0), "network").verdict == "does not hold"
     no_curve = pd.DataFrame([_row("a", 1000.0, latency_mean_ms=1.0), _row("b", 1000.0, latency_mean_ms=2.0)])

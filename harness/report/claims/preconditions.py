@@ -178,8 +178,8 @@ def _floor(row: pd.Series, basis: str | None, at: float, resolution: float) -> s
         return f"no latency curve on the {basis} basis: the model's floor is unknown"
     floor = float(min(curve)[1])  # the lowest rate: the queues empty
     if not at - floor > resolution:
-        return (f"{at:.3f} ms is within {resolution:g} ms of the model's floor ({floor:.3f} ms at its lowest rate): "
-                f"no queueing to compare")
+        return (f"{at * 1e3:,.1f} µs is within {resolution * 1e3:g} µs of the model's floor ({floor * 1e3:,.1f} µs at "
+                f"its lowest rate: service time and the profile's fixed hop delays): no queueing to compare")
     return None
 
 
