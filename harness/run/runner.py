@@ -236,14 +236,16 @@ def _dataset(cfg, spark, root, progress: Progress):
     from datasets.config import source_of
     from datasets.prepare import events_dataset
     from harness.families import registry as families
+    from harness.families.workload import file_formats
 
     by_file = cfg.workload.source == "file"
+    code = families.get(cfg.workload.family).code
     if by_file and source_of(cfg.dataset.name) != "file":
         progress.step(f"reading events file {cfg.workload.path}")
-        return events_dataset(cfg.workload, families.get(cfg.workload.family).code)
+        return events_dataset(cfg.workload, code, formats=file_formats())
     progress.step(f"preparing dataset {cfg.dataset.name}")
     ds = prepare_dataset(cfg.dataset, spark, root / "cache" / "datasets")
-    return events_dataset(cfg.workload, families.get(cfg.workload.family).code, ds) if by_file else ds
+    return events_dataset(cfg.workload, code, ds, file_formats()) if by_file else ds
 
 
 def run_experiment(cfg) -> list[dict]:
