@@ -276,7 +276,7 @@ def run_experiment(cfg) -> list[dict]:
     if parent is None and len(runs) > 1:
         parent = logger.start_parent(f"{cfg.tag or 'compare'}-w{cfg.workers}-{cfg.workload.name}",
                                      {"strategies": ",".join(r.label for r in runs), "workers": cfg.workers,
-                                      "workload": cfg.workload.name, "dataset": cfg.dataset.name})
+                                      "workload": cfg.workload.name, "dataset": record.dataset_label(cfg)})
     dest = record.Destination(root, logger, parent, progress)
     t0 = time.perf_counter()
     inputs = {}

@@ -72,5 +72,5 @@ class TermsFamily(Family):
 
 
 def _refuse(events: Events, i: int, field: str, value, allowed: str):
-    raise ValueError(f"workload (terms): CTQ {int(events.id[i])} (seq {int(events.seq[i])}) has {field}={value!r}; "
-                     f"allowed: {allowed}")
+    raise ValueError(f"workload ({TermsFamily.name}): CTQ {int(events.id[i])} (seq {int(events.seq[i])}) has "
+                     f"{field}={value!r}; allowed: {allowed}")
