@@ -14,8 +14,8 @@ from harness.core.events import FAMILY_NAMES, KNN, RANGE, TERMS, TOPK, digest_of
 from harness.families import registry, result_rows
 from harness.report.results import PROJECT_ROOT
 
-SHARED = ("datasets/workloads/events_file.py", "harness/families/result_rows.py", "harness/families/plain.py",
-          "harness/export.py")
+SHARED = ("datasets/workloads/events_file.py", "datasets/workloads/file_types.py", "harness/families/result_rows.py",
+          "harness/families/plain.py", "harness/export.py")
 
 
 def test_the_shared_format_modules_name_no_family():

@@ -19,9 +19,7 @@ then normalised (datasets.workloads.anomalies) like every other, its counts in `
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -32,10 +30,10 @@ import pyarrow.parquet as pq
 from datasets.projection import EARTH_RADIUS_KM, bbox_centre, project
 from datasets.workloads.anomalies import normalise_workload
 from datasets.workloads.config import SOURCES, Workload
+from datasets.workloads.file_types import RECTANGLE, FileFormat, QueryType, TypeRows  # noqa: F401 (re-exported)
 from harness.core.events import (AND, DELETE, FAMILY_IDS, FORMER_FAMILY_NAMES, INSERT, KIND_NAMES, NUMPY_DTYPES, OBJECT,
                                  OR, SNAPSHOT, Events)
 
-RECTANGLE = ("xmin", "ymin", "xmax", "ymax")
 LONLAT_RECTANGLE = ("lon_min", "lat_min", "lon_max", "lat_max")
 OPTIONAL = ("seq", "ts", "family", "x", "y", *RECTANGLE, "lon", "lat", *LONLAT_RECTANGLE, "terms", "op", "k", "alpha",
             "tau", "win", "step")
@@ -463,103 +461,6 @@ def _terms(table, err, rows, vocab_size) -> tuple[np.ndarray, np.ndarray]:
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(owner, minlength=n), out=offsets[1:])
     return offsets, vals.astype(np.int32)
-
-
-class TypeRows:
-    """The rows of one query type in a file, as a family's checks see them (`QueryType.checks`):
-    `mine` (a mask over the events), the type's `label`, `first(mask)` (the first such event or
-    None) and `fail(column, value, i, allowed)` (a ValueError naming the file, column and row)."""
-
-    def __init__(self, events: Events, mine: np.ndarray, label: str, err, rows, blank_k, is_obj):
-        self.events, self.mine, self.label = events, mine, label
-        self.n_terms = np.diff(events.offsets)
-        self.blank_k, self.is_obj = blank_k, is_obj
-        self._err, self._rows = err, rows
-
-    @staticmethod
-    def first(mask) -> int | None:
-        at = np.flatnonzero(mask)
-        return int(at[0]) if len(at) else None
-
-    def fail(self, column: str, value, i: int, allowed: str):
-        self._err.fail(column, value, self._rows[i], allowed)
-
-
-# Checks a family composes into its query types (harness/families/<family>/formats.py); each takes
-# the type's rows (TypeRows) and refuses the first row that breaks it.
-
-
-def ordered_rectangle(t: TypeRows) -> None:
-    """xmin <= xmax and ymin <= ymax."""
-    ev = t.events
-    i = t.first(t.mine & ((ev.xmin > ev.xmax) | (ev.ymin > ev.ymax)))
-    if i is not None:
-        t.fail("xmin/xmax, ymin/ymax", (float(ev.xmin[i]), float(ev.xmax[i]), float(ev.ymin[i]), float(ev.ymax[i])),
-               i, "min <= max")
-
-
-def positive_k(t: TypeRows) -> None:
-    """A result size k >= 1 (a blank cell named as missing)."""
-    i = t.first(t.mine & (t.events.k < 1))
-    if i is not None:
-        t.fail("k", None if t.blank_k[i] else t.events.k[i], i, f"an integer >= 1 for every {t.label}")
-
-
-def has_keywords(t: TypeRows) -> None:
-    """At least one keyword."""
-    i = t.first(t.mine & (t.n_terms == 0))
-    if i is not None:
-        t.fail("terms", [], i, f"at least one keyword for every {t.label}")
-
-
-def left_empty(*columns: str, why: str = ""):
-    """A check that `columns` are empty (NaN) on the type's rows; `why` follows the refusal."""
-    def check(t: TypeRows) -> None:
-        for c in columns:
-            i = t.first(t.mine & np.isfinite(t.events.cols[c]))
-            if i is not None:
-                t.fail(c, t.events.cols[c][i], i, f"empty for a {t.label}" + why)
-    return check
-
-
-@dataclass(frozen=True)
-class QueryType:
-    """One query type of an event file (a family's insert or snapshot), declared by its family
-    (`Family.file_types`, harness/families/<family>/formats.py), so that this reader names none:
-
-    - `label`: how a refusal names it; `needs`: the columns every row of it must have finite
-      (`hints`: a column's meaning, appended to that refusal); `checks`: the type's own rules
-      (TypeRows -> None), after the shared ones (objects' points, tau > 0 where given);
-    - what the generators give it and the reader derives the same way (`derive`): `space`
-      ("always": its routing rectangle is the space's extent, as a generated subscription's that
-      routes by an unbounded region; "missing": the space when the row has no rectangle), `op` (the
-      keyword operator it always has), `lifetime` (its `tau` is a lifetime: deleted at ts + tau);
-      an insert's `space` and `op` reach its deletes too;
-    - `refused`: the type has no form (every row of it is refused on `kind`, with this text)."""
-
-    label: str
-    needs: tuple[str, ...] = ()
-    checks: tuple[Callable, ...] = ()
-    hints: dict = field(default_factory=dict)
-    space: str | None = None
-    op: int | None = None
-    lifetime: bool = False
-    refused: str | None = None
-
-
-@dataclass(frozen=True)
-class FileFormat:
-    """What the reader needs of one family: its `name` and `code`, its query `types` by kind
-    (INSERT, SNAPSHOT), and the events it derives when the stream holds an insert of it: `derive`
-    ((events, warmup) -> (events, warmup, info), before normalisation: a continuous query's report
-    events) and `finish` ((events, cfg) -> (events, info), after it: a window over the normalised
-    stream). harness/families/workload.py: file_formats() builds one per registered family."""
-
-    name: str
-    code: int
-    types: dict
-    derive: Callable | None = None
-    finish: Callable | None = None
 
 
 def _check_payload(events: Events, is_obj, needs, family_code, err, rows, blank_k, formats) -> None:

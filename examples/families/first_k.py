@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from datasets.workloads.events_file import RECTANGLE, QueryType, ordered_rectangle, positive_k
+from datasets.workloads.file_types import RECTANGLE, QueryType, ordered_rectangle, positive_k
 from harness.core.events import AND, DELETE, INSERT, OBJECT, Events, pair_keys
 from harness.families.base import (Family, Merger, MergeOutput, StateBundle, WorkerIndex, WorkerOutput,
                                    qid_buckets)

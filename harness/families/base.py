@@ -301,7 +301,7 @@ class Family(ParamsMixin):
     # Its formats, which the shared readers and writers ask every registered family for, so that
     # none of them names a family:
     # - `file_types`: its event-file query types by kind (INSERT, SNAPSHOT: datasets/workloads/
-    #   events_file.py QueryType: label, needed columns, checks, what the reader derives); a family
+    #   file_types.py QueryType: label, needed columns, checks, what the reader derives); a family
     #   without any has no rows in an event file; `derive_file(events, warmup) -> (events, warmup,
     #   info)` and `finish_file(events, cfg) -> (events, info)`: the events a file's stream derives
     #   for it before and after normalisation (frequent_terms: a CTQ's reports; top-k: its window);
@@ -380,11 +380,13 @@ class Family(ParamsMixin):
         """Reject index settings that cannot run (ValueError naming the field, value and what is allowed)."""
 
     @classmethod
-    def check_run(cls, cfg) -> None:
+    def check_run(cls, cfg, job) -> None:
         """Refuse a job this family cannot run with, beyond its workload and index settings
         (`validate_workload`, `check_params`): a ValueError naming the field, the value and what is
-        allowed. `cfg` is the whole composed config; called before Spark starts for every family the
-        job's workload holds (harness/run/config.py walks the registry). Default: nothing to refuse."""
+        allowed. `cfg` is the whole composed config, `job` what it asks for, resolved once
+        (harness/run/config.py Job: families, snapshots, source); called before Spark starts for
+        every family the job's workload holds (harness/run/config.py walks the registry). Default:
+        nothing to refuse."""
 
     @staticmethod
     @abstractmethod

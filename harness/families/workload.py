@@ -23,7 +23,8 @@ from __future__ import annotations
 from dataclasses import fields, make_dataclass
 
 from datasets.workloads.config import SharedWorkloadConfig
-from datasets.workloads.events_file import FileFormat, build_file_workload, validate_file_workload
+from datasets.workloads.events_file import build_file_workload, validate_file_workload
+from datasets.workloads.file_types import FileFormat
 from datasets.workloads.snapshot import TYPE_FAMILY, build_snapshot_workload, validate_snapshot_workload
 from harness.families import registry
 

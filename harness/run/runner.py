@@ -32,7 +32,7 @@ from harness.report.table import idle_workers
 from harness.run import fits
 from harness.run import processes as processes_mod
 from harness.run import record
-from harness.run.config import RunSpec, network_profile, spark_master, validate
+from harness.run.config import Job, RunSpec, network_profile, resolve_job, spark_master
 from harness.run.oracle import cached_oracle
 from harness.run.stream_record import stream_identity
 from harness.run.progress import Progress
@@ -248,11 +248,13 @@ def _dataset(cfg, spark, root, progress: Progress):
     return events_dataset(cfg.workload, code, ds, file_formats()) if by_file else ds
 
 
-def run_experiment(cfg) -> list[dict]:
-    """Everything `python -m harness` does after Hydra composed the config."""
+def run_experiment(cfg, job: Job | None = None) -> list[dict]:
+    """Everything `python -m harness` does after Hydra composed the config: the job it asks for,
+    resolved and checked once before Spark starts (`job`: already resolved by the caller), run."""
     from harness.run.spark import get_session, session_start_seconds
 
-    runs = validate(cfg)  # before Spark starts
+    job = job if job is not None else resolve_job(cfg)  # before Spark starts
+    runs = list(job.runs)
     root = results.results_root(cfg.results_dir)
     root.mkdir(parents=True, exist_ok=True)
     runs = record.unfinished(cfg, runs, root)

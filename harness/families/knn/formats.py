@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from datasets.workloads.events_file import RECTANGLE, QueryType, TypeRows, has_keywords, left_empty, positive_k
+from datasets.workloads.file_types import RECTANGLE, QueryType, TypeRows, has_keywords, left_empty, positive_k
 from harness.core.events import INSERT, SNAPSHOT
 from harness.families.result_rows import pair_results
 

@@ -3,7 +3,7 @@ form (pairs, exported as crq / srq)."""
 
 from __future__ import annotations
 
-from datasets.workloads.events_file import RECTANGLE, QueryType, left_empty, ordered_rectangle
+from datasets.workloads.file_types import RECTANGLE, QueryType, left_empty, ordered_rectangle
 from harness.core.events import INSERT, SNAPSHOT
 from harness.families.result_rows import pair_results
 

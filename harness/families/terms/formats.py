@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from datasets.workloads.events_file import RECTANGLE, QueryType, TypeRows, ordered_rectangle, positive_k
+from datasets.workloads.file_types import RECTANGLE, QueryType, TypeRows, ordered_rectangle, positive_k
 from harness.core.events import INSERT, SNAPSHOT, TERMS, Events, term_keys
 from harness.families.plain import queries
 from harness.families.result_rows import ResultFormat

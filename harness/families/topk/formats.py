@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from datasets.workloads.events_file import QueryType, TypeRows, has_keywords, left_empty, positive_k
+from datasets.workloads.file_types import QueryType, TypeRows, has_keywords, left_empty, positive_k
 from harness.core.events import INSERT, OBJECT, OR, SNAPSHOT, TOPK, Events
 from harness.families.plain import queries
 from harness.families.result_rows import ResultFormat
