@@ -75,7 +75,8 @@ def read_epoch(epoch: int, folder: Path) -> pa.Table:
 
 def read_exits(pairs: Path) -> pa.Table:
     """Every epoch's exit rows (a result that left its family's answer)."""
-    exits = [pq.read_table(f).cast(EXIT_SCHEMA) for _, d in epoch_dirs(pairs) for f in sorted(d.glob("exits-*.parquet"))]
+    exits = [pq.read_table(f).cast(EXIT_SCHEMA) for _, d in epoch_dirs(pairs)
+             for f in sorted(d.glob("exits-*.parquet"))]
     return pa.concat_tables(exits) if exits else EXIT_SCHEMA.empty_table()
 
 

@@ -59,8 +59,11 @@ def keys_of(family, qid, item, seq=None, report=None, count=None) -> np.ndarray:
     return registry.by_code(int(family)).results.keys(qid, item, seq, report, count)
 
 
-def rows(family: int, qid, item, seq=None, report=None, count=None, score=None) -> pa.Table:
-    """A RESULT_SCHEMA table of one family's rows, its keys computed by `keys_of`."""
+def rows(family: int, qid, item, seq=None, report=None, count=None, score=None,
+         keys: Callable | None = None) -> pa.Table:
+    """A RESULT_SCHEMA table of one family's rows, its keys computed by `keys` (the family's
+    `ResultFormat.keys`: a merger passes its own, so a merge on an executor never asks the
+    registry), or by `keys_of`."""
     qid = np.asarray(qid, np.int64)
     n = len(qid)
     fill = lambda v, blank, dt: np.full(n, blank, dt) if v is None else np.asarray(v, dt)  # noqa: E731
@@ -68,13 +71,14 @@ def rows(family: int, qid, item, seq=None, report=None, count=None, score=None) 
     item = np.asarray(item, np.int64)
     return pa.table({"family": np.full(n, family, np.int8), "qid": qid, "item": item, "seq": seq, "report": report,
                      "count": count, "score": fill(score, np.nan, np.float64),
-                     "key": keys_of(family, qid, item, seq, report, count)}, schema=RESULT_SCHEMA)
+                     "key": (keys(qid, item, seq, report, count) if keys is not None
+                             else keys_of(family, qid, item, seq, report, count))}, schema=RESULT_SCHEMA)
 
 
 def pair_rows(family: int, keys: np.ndarray) -> pa.Table:
     """The rows of (query << 32 | object) keys (a family of pairs)."""
     keys = np.asarray(keys, np.int64)
-    return rows(family, keys >> np.int64(32), keys & np.int64(0xFFFFFFFF))
+    return rows(family, keys >> np.int64(32), keys & np.int64(0xFFFFFFFF), keys=_pair_keys)
 
 
 def exits(family: int, qid, item, seq) -> pa.Table:

@@ -32,7 +32,8 @@ FILE_TYPES = {
     # a CKQ routes by the space until its ball is known (an unbounded region); a tau is its lifetime
     INSERT: QueryType("kNN insert (CKQ)", needs=("x", "y"), checks=(positive_k, has_keywords, _NO_WINDOW),
                       space="always", lifetime=True),
-    SNAPSHOT: QueryType("kNN snapshot (SKQ)", needs=("x", "y", "tau"), checks=(positive_k, _NO_WINDOW, covers_the_objects),
+    SNAPSHOT: QueryType("kNN snapshot (SKQ)", needs=("x", "y", "tau"),
+                        checks=(positive_k, _NO_WINDOW, covers_the_objects),
                         space="missing", hints={"tau": " (seconds: the snapshot's look-back)"}),
 }
 
