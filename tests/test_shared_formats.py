@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pyarrow as pa
+import pytest
 import pyarrow.parquet as pq
 
 from harness.core.events import FAMILY_NAMES, KNN, RANGE, TERMS, TOPK, digest_of, format_digest, key_hash_sum
@@ -29,12 +30,27 @@ def test_the_shared_format_modules_name_no_family():
         assert not hits, hits
 
 
-def test_every_registered_family_declares_its_formats():
-    for name in registry.names():
+def test_every_built_in_family_declares_its_formats():
+    for name in FAMILY_NAMES.values():
         fam = registry.get(name)
         assert isinstance(fam.results, result_rows.ResultFormat)
         assert {"qid", "item"} <= set(fam.results.columns) <= set(result_rows.RESULT_SCHEMA.names)
         assert fam.file_types, f"{name}: no event-file query types"
+
+
+def test_a_family_without_file_types_is_refused_naming_it(tmp_path):
+    """The reader knows a family only by what it declares: a row of one that declares no query
+    types is refused naming the row, the family and what it lacks."""
+    from datasets.workloads.events_file import read_events
+    from datasets.workloads.file_types import FileFormat
+
+    path = tmp_path / "e.csv"
+    path.write_text("kind,id,x,y,family,terms\nobject,1,0,0,,1\ninsert,2,0,0,toy,1\n")
+    with pytest.raises(ValueError, match=r"column 'kind' has 'insert', row 2; allowed: no toy query: its family "
+                                         r"declares no event-file query types"):
+        read_events(path, 77, formats={77: FileFormat("toy", 77, {})})
+    path.write_text("kind,id,x,y,family,terms\nobject,1,0,0,,1\ninsert,2,0,0,77,1\n")
+    assert len(read_events(path, 77)) == 2  # without formats: the columns' own rules alone
 
 
 def _epochs() -> list[pa.Table]:

@@ -494,8 +494,10 @@ def _check_payload(events: Events, is_obj, needs, family_code, err, rows, blank_
             qt = fmt.types.get(kind)
             if qt is None or qt.refused:
                 kinds = " or ".join(KIND_NAMES[k] for k in fmt.types if not fmt.types[k].refused)
-                err.fail("kind", KIND_NAMES.get(kind, kind), rows[i], qt.refused if qt is not None else
-                         f"{kinds} or delete (a {fmt.name} query has no {KIND_NAMES.get(kind, kind)} form)")
+                allowed = (qt.refused if qt is not None else
+                           f"{kinds} or delete (a {fmt.name} query has no {KIND_NAMES.get(kind, kind)} form)" if kinds
+                           else f"no {fmt.name} query: its family declares no event-file query types (file_types)")
+                err.fail("kind", KIND_NAMES.get(kind, kind), rows[i], allowed)
             for c in qt.needs:
                 i = first(mine & ~np.isfinite(events.cols[c]))
                 if i is not None:
