@@ -256,7 +256,8 @@ class Job:
     (its family, and a mixed generated workload's others: `configured_families`), whether its
     generator makes `snapshots` queries, the workload's `source` (generator or file), the strategy
     `runs` it can run, the load `adjuster` (None for adjust=none), and the runs `strategy=all` left
-    out (`skipped`, each with its reason)."""
+    out (`skipped`, each with its reason). The hooks see it before its runs and adjuster are
+    filled in (their answers decide those)."""
 
     families: tuple[str, ...]
     snapshots: bool
@@ -411,10 +412,10 @@ def resolve_job(cfg) -> Job:
         network_profile(cfg).check()
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    job = Job(tuple(configured_families(cfg)), snapshot_workload(cfg), str(cfg.workload.source))
     try:
         validate_dataset_config(cfg.dataset)
         families.get(cfg.workload.family).validate_workload(cfg.workload)
+        job = Job(tuple(configured_families(cfg)), snapshot_workload(cfg), str(cfg.workload.source))
         for name in job.families:
             families.get(name).check_run(cfg, job)
     except ValueError as exc:
