@@ -286,16 +286,19 @@ def _with_source_ids(cfg, fmt: str, rows, good):
     return good.join(F.broadcast(table), ["_file", "_block"], "left").withColumn("_source", where)
 
 
-def events_dataset(workload_cfg, family_code: int, base: PreparedDataset | None = None) -> PreparedDataset:
+def events_dataset(workload_cfg, family_code: int, base: PreparedDataset | None = None,
+                   formats: dict | None = None) -> PreparedDataset:
     """The dataset an event-file run (workload.source=file) reads, with no data set prepared for it
     (issue 52): its space is the file's objects' bounding box (events_file.file_space), found before
     Spark from the file alone. `base`: the file dataset (dataset=file) whose vocabulary the file's
     term ids are (the words the export shows) and whose projection its lon/lat take; without one,
-    the vocabulary is the file's own term ids (events_file.file_vocab) and no objects."""
+    the vocabulary is the file's own term ids (events_file.file_vocab) and no objects. `formats`: the
+    registered families' (events_file.FileFormat by code), for the names a `family` cell may give."""
     from .workloads.events_file import file_space, file_vocab, read_events
 
     objects = base.objects if base is not None else OBJECT_SCHEMA.empty_table()
-    events = read_events(workload_cfg.path, family_code, objects, base.vocab.num_rows if base is not None else None)
+    events = read_events(workload_cfg.path, family_code, objects, base.vocab.num_rows if base is not None else None,
+                         formats=formats)
     if base is not None:
         return dataclasses.replace(base, extent=file_space(events))
     return PreparedDataset("events", objects, file_vocab(events), file_space(events), (float("nan"), float("nan")))

@@ -3,15 +3,11 @@ results in plain form, one file per query family (issue 42).
 
 The run must have kept its results (`keep_pairs=true`: `RUN_DIR/pairs/epoch=E/part-*.parquet`,
 harness/families/result_rows.py); the stream it read is the one its row names
-(`workload_events`, checked against `workload_events_sha256`). Files written:
-
-- `range`, `knn`: qid, object, type (crq/srq, ckq/skq), epoch, seq and ts the result entered at
-  (a continuous query's: its object's arrival; a snapshot query's: its own);
-- `topk`: qid, object, score, epoch, entered_seq/entered_ts (the trigger: the object's arrival,
-  the registration or a refill), left_seq/left_ts (the seq it left the global top-k at, or the
-  subscription's deletion; empty if it was still in when the stream ended);
-- `terms`: qid, type (stq/ctq), report (0 for an STQ), term, count, epoch, ts (the STQ's, or the
-  CTQ report's time).
+(`workload_events`, checked against `workload_events_sha256`). Each family's file is what its
+`results.plain` makes of its rows (declared in its folder, `harness/families/<family>/formats.py`;
+a family of (query, object) pairs: qid, object, type, epoch, seq and ts the result entered at), so
+this module names no family; a plugin family's run (its config's `families`) is exported the same
+way once its module is imported.
 
 Each file speaks the user's language (issue 52): beside the internal object id (`object`), the
 id the user's file gave the object (`object_id`): an event file's own id; for a workload generated
@@ -20,8 +16,12 @@ or where that row is ("line N"); a generated dataset's objects have no other id.
 (`term`), its word (`word`) from the vocabulary of the dataset the run read (its row's
 `dataset_cache`: vocab.parquet, ids.parquet), when it has words.
 
-Before writing, the rows are re-digested (their keys recomputed from the plain columns with the
-mergers' own `keys_of`) and compared with the run's `result_digest`; a mismatch is an error (exit 1).
+Memory stays bounded by one epoch's rows (a run of 40.9M kept results did not fit whole): the rows
+are re-digested epoch by epoch (their keys recomputed from the plain columns with the family's own
+`keys`; the digest's hash sum is additive, so the epochs' parts add up to the whole run's) and
+compared with the run's `result_digest` before anything is written (a mismatch is an error, exit
+1); then each epoch's rows are appended to the family's file, sorted within the epoch. The exits
+(a result leaving its family's answer, possibly epochs later) and the stream are read whole.
 """
 
 from __future__ import annotations
@@ -39,33 +39,69 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from harness.core.events import DELETE, FAMILY_IDS, FAMILY_NAMES, INSERT, KNN, OBJECT, RANGE, SNAPSHOT, TERMS, TOPK
-from harness.families.result_rows import EXIT_SCHEMA, RESULT_SCHEMA, digest_of_rows
+from harness.core.events import format_digest, key_hash_sum
+from harness.families import registry
+from harness.families.result_rows import EXIT_SCHEMA, RESULT_SCHEMA, rekey
 
 
 class ExportError(ValueError):
     pass
 
 
-def read_results(pairs: Path) -> tuple[pa.Table, pa.Table]:
-    """Every kept result row with its `epoch` (from the folder name), and the top-k exits."""
-    parts, exits = [], []
-    for d in sorted(pairs.glob("epoch=*")):
+def epoch_dirs(pairs: Path) -> list[tuple[int, Path]]:
+    """The kept results' epoch folders (`epoch=E`), in epoch order."""
+    out = []
+    for d in pairs.glob("epoch=*"):
         m = re.fullmatch(r"epoch=(-?\d+)", d.name)
-        if not m:
+        if m:
+            out.append((int(m.group(1)), d))
+    return sorted(out)
+
+
+def read_epoch(epoch: int, folder: Path) -> pa.Table:
+    """One epoch's kept result rows with their `epoch`."""
+    parts = []
+    for f in sorted(folder.glob("*.parquet")):
+        if f.name.startswith("exits-"):
             continue
-        for f in sorted(d.glob("*.parquet")):
-            t = pq.read_table(f)
-            if f.name.startswith("exits-"):
-                exits.append(t.cast(EXIT_SCHEMA))
-                continue
-            if t.column_names == ["key"]:
-                raise ExportError(f"{f}: a results file of the older layout (keys only); allowed: a run made with "
-                                  "this version and keep_pairs=true")
-            t = t.select(RESULT_SCHEMA.names).cast(RESULT_SCHEMA)
-            parts.append(t.append_column("epoch", pa.array(np.full(t.num_rows, int(m.group(1)), np.int64))))
+        t = pq.read_table(f)
+        if t.column_names == ["key"]:
+            raise ExportError(f"{f}: a results file of the older layout (keys only); allowed: a run made with "
+                              "this version and keep_pairs=true")
+        t = t.select(RESULT_SCHEMA.names).cast(RESULT_SCHEMA)
+        parts.append(t.append_column("epoch", pa.array(np.full(t.num_rows, epoch, np.int64))))
+    return pa.concat_tables(parts) if parts else RESULT_SCHEMA.append(pa.field("epoch", pa.int64())).empty_table()
+
+
+def read_exits(pairs: Path) -> pa.Table:
+    """Every epoch's exit rows (a result that left its family's answer)."""
+    exits = [pq.read_table(f).cast(EXIT_SCHEMA) for _, d in epoch_dirs(pairs)
+             for f in sorted(d.glob("exits-*.parquet"))]
+    return pa.concat_tables(exits) if exits else EXIT_SCHEMA.empty_table()
+
+
+def read_results(pairs: Path) -> tuple[pa.Table, pa.Table]:
+    """Every kept result row with its `epoch`, and the exits (whole: for tests and small runs)."""
+    tables = [read_epoch(e, d) for e, d in epoch_dirs(pairs)]
     empty = RESULT_SCHEMA.append(pa.field("epoch", pa.int64())).empty_table()
-    return (pa.concat_tables(parts) if parts else empty), (pa.concat_tables(exits) if exits else EXIT_SCHEMA.empty_table())
+    return (pa.concat_tables(tables) if tables else empty), read_exits(pairs)
+
+
+def digest_part(table: pa.Table) -> tuple[int, int]:
+    """(count, hash sum) of result rows, their keys recomputed from the plain columns (`rekey`):
+    the parts of disjoint sets of rows (the epochs) add up to the whole's (`format_digest`)."""
+    return table.num_rows, key_hash_sum(rekey(table))
+
+
+def kept_digest(pairs: Path) -> tuple[str, list[int]]:
+    """The digest of every kept row, computed epoch by epoch; and the family codes the rows hold."""
+    n, total, codes = 0, 0, set()
+    for e, d in epoch_dirs(pairs):
+        t = read_epoch(e, d)
+        c, h = digest_part(t)
+        n, total = n + c, (total + h) % (1 << 64)
+        codes |= set(np.unique(t.column("family").to_numpy()).tolist())
+    return format_digest(n, total), sorted(codes)
 
 
 def _stream(row: dict) -> pd.DataFrame:
@@ -85,70 +121,15 @@ def _stream(row: dict) -> pd.DataFrame:
     return pq.read_table(path, columns=["seq", "ts", "kind", "family", "id", "step"]).to_pandas()
 
 
-def _queries(ev: pd.DataFrame, code: int) -> pd.DataFrame:
-    """Per query id of the family: the kind it was asked as, its seq and ts, its deletion seq (or -1)."""
-    q = ev[(ev.family == code) & ev.kind.isin([INSERT, SNAPSHOT]) & ~((ev.kind == SNAPSHOT) & ev.step.notna()
-                                                                      & (code == TERMS))]
-    first = q.sort_values("seq").drop_duplicates("id")[["id", "kind", "seq", "ts", "step"]]
-    dels = ev[(ev.family == code) & (ev.kind == DELETE)].groupby("id").seq.min().rename("del_seq")
-    out = first.set_index("id").join(dels).rename(columns={"seq": "q_seq", "ts": "q_ts", "kind": "q_kind"})
-    out["del_seq"] = out.del_seq.fillna(-1).astype(np.int64)
-    return out
-
-
-def _pairs(t: pd.DataFrame, ev: pd.DataFrame, code: int) -> pd.DataFrame:
-    q = _queries(ev, code)
-    t = t.join(q, on="qid")
-    cont = t.q_kind == INSERT
-    # a continuous result entered at its object's arrival: the first object of that id after the insert
-    objs = ev[ev.kind == OBJECT][["id", "seq", "ts"]].sort_values("seq")
-    c = t[cont].sort_values("q_seq")
-    hit = pd.merge_asof(c.reset_index(), objs.rename(columns={"id": "item", "seq": "o_seq", "ts": "o_ts"}),
-                        left_on="q_seq", right_on="o_seq", by="item", direction="forward",
-                        allow_exact_matches=False).set_index("index")
-    t["seq"], t["ts"] = t.q_seq, t.q_ts  # a snapshot query's answers: at the query
-    t.loc[hit.index, "seq"] = hit.o_seq.to_numpy()
-    t.loc[hit.index, "ts"] = hit.o_ts.to_numpy()
-    names = {(RANGE, True): "crq", (RANGE, False): "srq", (KNN, True): "ckq", (KNN, False): "skq"}
-    t["type"] = np.where(cont, names.get((code, True), "continuous"), names.get((code, False), "snapshot"))
-    t = t.rename(columns={"item": "object"})
-    return t[["qid", "object", "type", "epoch", "seq", "ts"]].sort_values(["qid", "seq", "object"])
-
-
-def _topk(t: pd.DataFrame, exits: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
-    q = _queries(ev, TOPK)
-    t = t.rename(columns={"seq": "entered_seq"}).sort_values("entered_seq")
-    x = exits[exits.family == TOPK].rename(columns={"seq": "left_seq"}).sort_values("left_seq")[["qid", "item",
-                                                                                                  "left_seq"]]
-    t = pd.merge_asof(t, x, left_on="entered_seq", right_on="left_seq", by=["qid", "item"], direction="forward",
-                      allow_exact_matches=False)
-    dele = t.qid.map(q.del_seq).fillna(-1).astype(np.int64)
-    t["left_seq"] = t.left_seq.fillna(dele.where(dele >= 0)).astype("Int64")
-    ts = ev.set_index("seq").ts
-    t["entered_ts"] = t.entered_seq.map(ts)
-    t["left_ts"] = t.left_seq.map(ts)
-    t = t.rename(columns={"item": "object"})
-    return t[["qid", "object", "score", "epoch", "entered_seq", "entered_ts", "left_seq", "left_ts"]].sort_values(
-        ["qid", "entered_seq", "object"])
-
-
-def _terms(t: pd.DataFrame, ev: pd.DataFrame) -> pd.DataFrame:
-    q = _queries(ev, TERMS)
-    t = t.join(q, on="qid")
-    ctq = t.q_kind == INSERT
-    t["type"] = np.where(ctq, "ctq", "stq")
-    t["ts"] = np.where(ctq, t.q_ts + t.report * t.step, t.q_ts)
-    t = t.rename(columns={"item": "term"})
-    return t[["qid", "type", "report", "term", "count", "epoch", "ts"]].sort_values(
-        ["qid", "report", "count", "term"], ascending=[True, True, False, True])
+def _run_config(run_dir: Path) -> dict:
+    cfg_path = run_dir / "config.yaml"
+    return (yaml.safe_load(cfg_path.read_text()) if cfg_path.is_file() else None) or {}
 
 
 def _language(run_dir: Path, row: dict):
     """(words by term id or None, the user's id of each dataset row or None, whether the stream's
     object ids are the user's own: an event file's)."""
-    cfg_path = run_dir / "config.yaml"
-    cfg = yaml.safe_load(cfg_path.read_text()) if cfg_path.is_file() else {}
-    by_file = ((cfg or {}).get("workload") or {}).get("source") == "file"
+    by_file = (_run_config(run_dir).get("workload") or {}).get("source") == "file"
     cache = Path(row["dataset_cache"]) if row.get("dataset_cache") else None
     words = ids = None
     if cache is not None and (cache / "vocab.parquet").is_file():
@@ -166,8 +147,8 @@ def _language(run_dir: Path, row: dict):
 def _object_ids(objects: pd.Series, ids, by_file: bool) -> pd.Series:
     """The user's id of each object: an event file's objects carry theirs (the stream's own id); a
     workload generated over a file dataset takes object k from the dataset's row k mod its size
-    (every generator cycles the dataset in time order: datasets/workloads/range.py, knn.py, topk.py,
-    snapshot.py; a drift's objects keep that row's time and take another's place), whose id the
+    (every generator under datasets/workloads/ cycles the dataset in time order; a drift's objects
+    keep that row's time and take another's place), whose id the
     dataset kept (ids.parquet); a generated dataset's objects have none but their own."""
     if by_file or ids is None or not len(ids):
         return objects.astype(str)
@@ -196,15 +177,18 @@ def export(run_dir, families: list[str] | None = None, fmt: str = "csv", out=Non
     row = json.loads(metrics.read_text())
     if fmt not in ("csv", "parquet"):
         raise ExportError(f"--format={fmt!r} is invalid; allowed: csv, parquet")
+    try:  # the run's plugin families (its config's `families`), whose formats export their rows
+        known = registry.load_plugins(list(_run_config(run_dir).get("families") or []))
+    except ValueError as exc:
+        raise ExportError(str(exc)) from None
     for f in families or []:
-        if f not in FAMILY_IDS:
-            raise ExportError(f"--family={f!r} is invalid; allowed: {', '.join(FAMILY_IDS)}")
+        if f not in known:
+            raise ExportError(f"--family={f!r} is invalid; allowed: {', '.join(known)}")
     pairs = Path(pairs) if pairs else run_dir / "pairs"
     if not pairs.is_dir():
         raise ExportError(f"{pairs} does not exist; allowed: a run made with keep_pairs=true (its results are kept "
                           "as rows there), or --pairs the folder they were kept in (under state_uri)")
-    table, exits = read_results(pairs)
-    digest = digest_of_rows(table)
+    digest, codes = kept_digest(pairs)
     if digest != row.get("result_digest"):
         raise ExportError(f"the kept rows digest to {digest}, the run's result_digest is {row.get('result_digest')}: "
                           "the rows are not the run's results")
@@ -212,25 +196,51 @@ def export(run_dir, families: list[str] | None = None, fmt: str = "csv", out=Non
     words, ids, by_file = _language(run_dir, row)
     out = Path(out) if out else run_dir / "export"
     out.mkdir(parents=True, exist_ok=True)
-    df, ex = table.to_pandas(), exits.to_pandas()
-    written = {}
-    for code in sorted(set(df.family.unique().tolist())):
-        name = FAMILY_NAMES.get(int(code), str(code))
-        if families and name not in families:
-            continue
-        t = df[df.family == code].drop(columns=["family", "key"]).reset_index(drop=True)
-        plain = (_topk(t, ex, ev) if code == TOPK else _terms(t, ev) if code == TERMS else _pairs(t, ev, code))
-        plain = _in_user_terms(plain.reset_index(drop=True), words, ids, by_file)
-        path = out / f"{name}.{fmt}"
-        plain.to_csv(path, index=False) if fmt == "csv" else plain.to_parquet(path, index=False)
-        written[name] = len(plain)
+    chosen = [registry.by_code(c) for c in codes]
+    chosen = [f for f in chosen if not families or f.name in families]
+    ex = read_exits(pairs).to_pandas() if chosen else None
+    files = {f.code: _FamilyFile(out / f"{f.name}.{fmt}", fmt) for f in chosen}
+    for epoch, folder in epoch_dirs(pairs):
+        df = read_epoch(epoch, folder).to_pandas()
+        for fam in chosen:
+            t = df[df.family == fam.code]
+            if not len(t):
+                continue
+            t = t[[*fam.results.columns, "epoch"]].reset_index(drop=True)
+            plain = fam.results.plain(t, ex, ev, fam.code)
+            files[fam.code].append(_in_user_terms(plain.reset_index(drop=True), words, ids, by_file))
+    written = {f.name: files[f.code].close() for f in chosen}
     return {"written": written, "digest": digest, "out": str(out)}
+
+
+class _FamilyFile:
+    """One family's export file, written an epoch at a time (CSV: appended under one header;
+    Parquet: row groups of one schema, a column empty in the first epoch's rows typed as text)."""
+
+    def __init__(self, path: Path, fmt: str):
+        self.path, self.fmt, self.rows, self.writer = path, fmt, 0, None
+
+    def append(self, plain: pd.DataFrame) -> None:
+        if self.fmt == "csv":
+            plain.to_csv(self.path, index=False, mode="w" if self.rows == 0 else "a", header=self.rows == 0)
+        else:
+            t = pa.Table.from_pandas(plain, preserve_index=False)
+            if self.writer is None:
+                schema = pa.schema([pa.field(f.name, pa.string()) if pa.types.is_null(f.type) else f for f in t.schema])
+                self.writer = pq.ParquetWriter(self.path, schema.remove_metadata())
+            self.writer.write_table(t.cast(self.writer.schema))
+        self.rows += len(plain)
+
+    def close(self) -> int:
+        if self.writer is not None:
+            self.writer.close()
+        return self.rows
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m harness.export", description=__doc__.split("\n\n")[0])
     ap.add_argument("run_dir", help="a run's folder, results/runs/<run id>")
-    ap.add_argument("--family", action="append", help="only this family (repeatable): range, knn, topk, frequent_terms")
+    ap.add_argument("--family", action="append", help="only this family (repeatable): a query family's name")
     ap.add_argument("--format", default="csv", help="csv (default) or parquet")
     ap.add_argument("--out", default=None, help="where to write (default RUN_DIR/export)")
     ap.add_argument("--pairs", default=None, help="the kept results' folder, when not RUN_DIR/pairs")

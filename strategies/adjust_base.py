@@ -133,10 +133,10 @@ class Adjuster(ParamsMixin, ABC):
         adjuster's constructor may call it too. Default: any values."""
 
     @classmethod
-    def check_run(cls, cfg) -> None:
+    def check_run(cls, cfg, job) -> None:
         """Refuse a job this adjuster cannot run for a reason beyond its own parameters (those are
-        `check_params`'), before Spark starts: a ValueError. `cfg` is the whole composed config.
-        Default: nothing to refuse."""
+        `check_params`'), before Spark starts: a ValueError. `cfg` is the whole composed config,
+        `job` what it asks for, resolved once (harness/run/config.py Job). Default: nothing to refuse."""
 
     @abstractmethod
     def adjust(self, router: Router, stats: EpochStats) -> MigrationPlan | None: ...

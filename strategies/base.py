@@ -244,11 +244,12 @@ class Strategy(ParamsMixin, ABC):
     stores_objects: ClassVar[bool] = True
 
     @classmethod
-    def check_run(cls, cfg) -> None:
+    def check_run(cls, cfg, job) -> None:
         """Refuse a job this strategy cannot run, before Spark starts: a ValueError naming the
         field, the value and what is allowed (harness.core.params.RunRefused adds the line a
         `strategy=all` job prints when it leaves the strategy out and runs the others). `cfg` is the
-        whole composed config. Default: nothing to refuse."""
+        whole composed config, `job` what it asks for, resolved once (harness/run/config.py Job:
+        families, snapshots, source). Default: nothing to refuse."""
 
     @abstractmethod
     def fit(self, sample: Events, n_workers: int, params: Any, context: FitContext) -> Router: ...

@@ -30,10 +30,10 @@ import pyarrow.parquet as pq
 from datasets.projection import EARTH_RADIUS_KM, bbox_centre, project
 from datasets.workloads.anomalies import normalise_workload
 from datasets.workloads.config import SOURCES, Workload
-from harness.core.events import (AND, DELETE, FAMILY_IDS, FAMILY_NAMES, FORMER_FAMILY_NAMES, INSERT, KIND_NAMES, KNN,
-                                 NUMPY_DTYPES, OBJECT, OR, RANGE, SNAPSHOT, TERMS, TOPK, Events)
+from datasets.workloads.file_types import RECTANGLE, FileFormat, QueryType, TypeRows  # noqa: F401 (re-exported)
+from harness.core.events import (AND, DELETE, FAMILY_IDS, FORMER_FAMILY_NAMES, INSERT, KIND_NAMES, NUMPY_DTYPES, OBJECT,
+                                 OR, SNAPSHOT, Events)
 
-RECTANGLE = ("xmin", "ymin", "xmax", "ymax")
 LONLAT_RECTANGLE = ("lon_min", "lat_min", "lon_max", "lat_max")
 OPTIONAL = ("seq", "ts", "family", "x", "y", *RECTANGLE, "lon", "lat", *LONLAT_RECTANGLE, "terms", "op", "k", "alpha",
             "tau", "win", "step")
@@ -45,10 +45,11 @@ MAX_OBJECT_ID = (1 << 32) - 1
 _TEXT_COLUMNS = ("kind", "family", "op", "terms")
 
 
-def validate_file_workload(cfg, family_code: int | None = None) -> None:
+def validate_file_workload(cfg, family_code: int | None = None, formats: dict | None = None) -> None:
     """Reject event-file settings before anything runs (ValueError naming the field); with the
-    workload's `family_code`, also read the file and apply every per-type rule (TYPE_RULES) that
-    needs no dataset, so a bad row is refused before Spark starts, naming the row and the field."""
+    workload's `family_code`, also read the file and apply every per-type rule (the families'
+    `formats`: code -> FileFormat) that needs no dataset, so a bad row is refused before Spark
+    starts, naming the row and the field."""
     def bad(name, value, allowed):
         raise ValueError(f"workload.{name}={value!r} is invalid; allowed: {allowed}")
 
@@ -66,7 +67,7 @@ def validate_file_workload(cfg, family_code: int | None = None) -> None:
     if not 0.0 < cfg.warmup_fraction < 1.0:
         bad("warmup_fraction", cfg.warmup_fraction, "a number in (0, 1)")
     if family_code is not None:
-        read_events(cfg.path, family_code)
+        read_events(cfg.path, family_code, formats=formats)
 
 
 def measured_events(cfg) -> int:
@@ -78,23 +79,25 @@ def measured_events(cfg) -> int:
 
 
 def build_file_workload(objects: pa.Table | None, term_df: np.ndarray | None, cfg, family_code: int,
-                        needs: tuple[str, ...] = (), extent=None) -> Workload:
-    """The workload of `cfg.path`: validated (every row by its type's rules), warm-up from
-    `cfg.warmup_events` or `cfg.warmup_fraction` of the file's events in stream order, what the
-    generators derive derived the same way (`derive`), normalised. `needs`: more columns an insert
-    of the workload's family must have finite; `extent`: the dataset's space (kNN and top-k routing
-    rectangles, an SKQ without one)."""
+                        needs: tuple[str, ...] = (), extent=None, formats: dict | None = None) -> Workload:
+    """The workload of `cfg.path`: validated (every row by its type's rules, `formats`: code ->
+    FileFormat), warm-up from `cfg.warmup_events` or `cfg.warmup_fraction` of the file's events in
+    stream order, what the generators derive derived the same way (`derive`), normalised, then each
+    family's `finish`. `needs`: more columns an insert of the workload's family must have finite;
+    `extent`: the dataset's space (the routing rectangles of types with a `space`)."""
     validate_file_workload(cfg)
-    events = read_events(cfg.path, family_code, objects, None if term_df is None else len(term_df), needs)
+    events = read_events(cfg.path, family_code, objects, None if term_df is None else len(term_df), needs, formats)
     n = len(events)
     warmup = cfg.warmup_events if cfg.warmup_events is not None else int(round(cfg.warmup_fraction * n))
     if not 1 <= warmup <= n:
         raise ValueError(f"workload.warmup_events={warmup} is invalid for {cfg.path} with {n} events; "
                          f"allowed: 1 to {n}")
-    events, warmup, info = derive(events, warmup, extent)
+    events, warmup, info = derive(events, warmup, extent, formats)
     wl = normalise_workload(Workload(events, warmup=warmup, info=info))
-    if ((wl.events.kind == INSERT) & (wl.events.family == TOPK)).any():
-        wl.events, wl.info["window"] = with_topk_window(wl.events, cfg)
+    for fmt in (formats or {}).values():
+        if fmt.finish is not None and ((wl.events.kind == INSERT) & (wl.events.family == fmt.code)).any():
+            wl.events, more = fmt.finish(wl.events, cfg)
+            wl.info.update(more)
     return wl
 
 
@@ -128,31 +131,47 @@ def file_vocab(events: Events) -> pa.Table:
     return pa.table([pa.array(ids), pa.array(ids.astype(str)), pa.array(df.astype(np.int64))], schema=VOCAB_SCHEMA)
 
 
-def derive(events: Events, warmup: int, extent=None) -> tuple[Events, int, dict]:
-    """What a generator derives, derived from a file's events the same way:
+def _rows_of(events: Events, code: int, kind: int) -> np.ndarray:
+    """The events a query type's derivations reach: its own rows; an insert's deletes too."""
+    of = events.family == code
+    if kind == INSERT:
+        return of & ((events.kind == INSERT) | (events.kind == DELETE))
+    return of & (events.kind == kind)
 
-    - kNN and top-k subscriptions route by the space's extent (an unbounded ball), an SKQ without a
-      rectangle gets the space (SSTD's SKQ has no region); a top-k subscription's op is OR;
-    - a continuous range or kNN insert with `tau` (its lifetime, seconds) is deleted at ts + tau,
-      ahead of the events of that time (as the CKQ generator's deletions: alive on [ts, ts + tau)),
-      unless the stream deletes it earlier or ends first (`lifetime_deletes` counts them);
-    - every CTQ's report events (datasets.workloads.snapshot.with_ctq_reports, `ctq_reports`).
+
+def derive(events: Events, warmup: int, extent=None, formats: dict | None = None) -> tuple[Events, int, dict]:
+    """What a generator derives, derived from a file's events the same way, as each query type
+    declares it (`QueryType`, `FileFormat`):
+
+    - a type with `space` routes by the space's extent: its rectangle is the extent ("always"), or
+      the extent where the row gives none ("missing"); a type with `op` gets that keyword operator;
+    - an insert of a type with `lifetime` and a `tau` (its lifetime, seconds) is deleted at
+      ts + tau, ahead of the events of that time (alive on [ts, ts + tau)), unless the stream
+      deletes it earlier or ends first (`lifetime_deletes` counts them);
+    - each family's own `derive` (a continuous query's report events), when the stream holds an
+      insert of it.
 
     Returns the events, the warm-up's new length (the events before the first measured one) and the counts."""
-    from datasets.workloads.snapshot import with_ctq_reports
-
     info: dict = {}
+    formats = formats or {}
     cols = dict(events.cols)
-    q = events.kind != OBJECT
-    if extent is not None:
-        route = q & np.isin(events.family, [KNN, TOPK])
-        skq = q & (events.family == KNN) & (events.kind == SNAPSHOT) & np.isnan(events.xmin)
-        for c, v in zip(RECTANGLE, extent):
-            cols[c] = np.where(route & ((events.kind != SNAPSHOT) | skq), float(v), cols[c])
-    cols["op"] = np.where(q & (events.family == TOPK), OR, cols["op"]).astype(np.int8)
+    op = cols["op"]
+    lifetime = np.zeros(len(events), bool)
+    for fmt in formats.values():
+        for kind, qt in fmt.types.items():
+            rows = _rows_of(events, fmt.code, kind)
+            if extent is not None and qt.space is not None:
+                rows_space = rows & np.isnan(events.xmin) if qt.space == "missing" else rows
+                for c, v in zip(RECTANGLE, extent):
+                    cols[c] = np.where(rows_space, float(v), cols[c])
+            if qt.op is not None:
+                op = np.where(rows, qt.op, op)
+            if qt.lifetime and kind == INSERT:
+                lifetime |= (events.family == fmt.code) & (events.kind == INSERT)
+    cols["op"] = np.asarray(op).astype(np.int8)
     events = Events(cols, events.offsets, events.values)
-    # lifetimes of continuous range and kNN subscriptions
-    ins = np.flatnonzero((events.kind == INSERT) & np.isin(events.family, [RANGE, KNN]) & np.isfinite(events.tau))
+    # lifetimes of continuous queries
+    ins = np.flatnonzero(lifetime & np.isfinite(events.tau))
     n = len(events)
     if len(ins):
         end = events.ts[ins] + events.tau[ins]
@@ -178,43 +197,18 @@ def derive(events: Events, warmup: int, extent=None) -> tuple[Events, int, dict]
             events.cols["seq"] = np.arange(len(events), dtype=np.int64)
             warmup = int(np.flatnonzero(order == warmup)[0]) if warmup < n else len(events)
         info["lifetime_deletes"] = int(len(src))
-    if ((events.kind == INSERT) & (events.family == TERMS)).any():
-        events, warmup = with_ctq_reports(events, warmup)
-        info["ctq_reports"] = int(((events.kind == SNAPSHOT) & (events.family == TERMS) & np.isfinite(events.step)).sum())
+    for fmt in formats.values():
+        if fmt.derive is not None and ((events.kind == INSERT) & (events.family == fmt.code)).any():
+            events, warmup, more = fmt.derive(events, warmup)
+            info.update(more)
     return events, warmup, info
 
 
-def with_topk_window(events: Events, cfg) -> tuple[Events, int]:
-    """The top-k generator's window columns (datasets/workloads/topk.py) on a file's stream: a
-    subscription's `win` is |W| = `workload.window` (count window), an object's `win` the seq at
-    which it leaves: that of the |W|-th object after it (window_by=count), or of the first object
-    at least `window_s` seconds younger (window_by=time, the file's own ts; a subscription's `tau`
-    is then T). Returns the events and |W| (time windows: the objects of the first T seconds)."""
-    cols = dict(events.cols)
-    n = len(events)
-    obj = np.flatnonzero(events.kind == OBJECT)
-    q = (events.kind != OBJECT) & (events.family == TOPK)
-    win = np.where(events.kind == OBJECT, np.nan, cols["win"])
-    if getattr(cfg, "window_by", "count") == "time":
-        T = float(cfg.window_s)
-        o_ts = events.ts[obj]
-        leave = np.searchsorted(o_ts, o_ts + T, side="left")
-        inside = leave < len(obj)
-        win[obj[inside]] = obj[leave[inside]].astype(np.float64)
-        cols["tau"] = np.where(q, T, cols["tau"])
-        W = int(np.searchsorted(o_ts, o_ts[0] + T, side="left")) if len(obj) else 0
-    else:
-        W = int(cfg.window)
-        win[obj[:max(len(obj) - W, 0)]] = obj[W:].astype(np.float64)
-    win[q] = float(W)
-    cols["win"] = win
-    assert len(win) == n
-    return Events(cols, events.offsets, events.values), W
-
-
 def read_events(path, family_code: int, objects: pa.Table | None = None, vocab_size: int | None = None,
-                needs: tuple[str, ...] = ()) -> Events:
-    """The file's events in stream order (seq = position), validated, not yet normalised."""
+                needs: tuple[str, ...] = (), formats: dict | None = None) -> Events:
+    """The file's events in stream order (seq = position), validated, not yet normalised. `formats`
+    (code -> FileFormat, the registered families'): the names a `family` cell may give and each
+    query type's rules; None: the built-in families' names, no per-type rules."""
     table = _read(path)
     err = _Errors(path)
     unknown = [c for c in table.column_names if c not in COLUMNS]
@@ -256,10 +250,11 @@ def read_events(path, family_code: int, objects: pa.Table | None = None, vocab_s
         cols["ts"] = np.arange(n, dtype=np.float64)
     family = np.full(n, family_code, np.int64)
     if "family" in table.column_names:
-        given = _codes(table, "family", FAMILY_IDS, err, rows, missing=-1, former=FORMER_FAMILY_NAMES)
+        names = {f.name: f.code for f in formats.values()} if formats is not None else FAMILY_IDS
+        given = _codes(table, "family", names, err, rows, missing=-1, former=FORMER_FAMILY_NAMES)
         bad_family = np.flatnonzero(is_query & ((given < -1) | (given > 127)))
         if len(bad_family):
-            err.fail("family", given[bad_family[0]], rows[bad_family[0]], ", ".join(FAMILY_IDS) + " or a code 0-127")
+            err.fail("family", given[bad_family[0]], rows[bad_family[0]], ", ".join(names) + " or a code 0-127")
         family = np.where(given >= 0, given, family)
     cols["family"] = np.where(is_obj, -1, family).astype(np.int8)
     _coordinates(table, cols, objects, err, rows)
@@ -278,7 +273,7 @@ def read_events(path, family_code: int, objects: pa.Table | None = None, vocab_s
             cols[c] = _floats(table, c, err, rows).astype(NUMPY_DTYPES[c])
     offsets, values = _terms(table, err, rows, vocab_size)
     events = Events(cols, offsets, values)
-    _check_payload(events, is_obj, needs, family_code, err, rows, blank_k)
+    _check_payload(events, is_obj, needs, family_code, err, rows, blank_k, formats)
     return events
 
 
@@ -468,128 +463,59 @@ def _terms(table, err, rows, vocab_size) -> tuple[np.ndarray, np.ndarray]:
     return offsets, vals.astype(np.int32)
 
 
-# One rule set per query type (family x kind), applied to every file row of that type whatever the
-# workload's family is (a mixed file holds several): the columns it must have, and what it must not
-# carry. What a generator derives is derived from the file the same way (build_file_workload): a
-# kNN or top-k subscription's routing rectangle (the space), an SKQ's rectangle when it has none,
-# each CTQ's report events, a delete at insert + tau for a continuous range or kNN insert, the
-# top-k window's expiries.
-TYPE_NAMES = {(RANGE, INSERT): "range insert (CRQ)", (RANGE, SNAPSHOT): "range snapshot (SRQ)",
-              (KNN, INSERT): "kNN insert (CKQ)", (KNN, SNAPSHOT): "kNN snapshot (SKQ)",
-              (TERMS, INSERT): "frequent_terms insert (CTQ)", (TERMS, SNAPSHOT): "frequent_terms snapshot (STQ)",
-              (TOPK, INSERT): "top-k insert"}
-# (family, kind) -> columns that must be finite
-TYPE_NEEDS = {(RANGE, INSERT): RECTANGLE, (RANGE, SNAPSHOT): (*RECTANGLE, "tau"),
-              (KNN, INSERT): ("x", "y"), (KNN, SNAPSHOT): ("x", "y", "tau"),
-              (TERMS, INSERT): (*RECTANGLE, "win", "step", "tau"), (TERMS, SNAPSHOT): (*RECTANGLE, "tau"),
-              (TOPK, INSERT): ("x", "y", "alpha")}
-
-
-def _check_payload(events: Events, is_obj, needs, family_code, err, rows, blank_k) -> None:
-    """Objects need a finite point; each query type its TYPE_NEEDS and rules (k >= 1, a keyword for
-    kNN and top-k subscriptions, none for terms queries, tau > 0, a CTQ's step within its window,
-    alpha in (0, 1)); `needs`: more columns finite for inserts and snapshots of `family_code`. A
-    delete takes its insert's payload when normalised, so it needs only its id."""
+def _check_payload(events: Events, is_obj, needs, family_code, err, rows, blank_k, formats) -> None:
+    """Objects need a finite point; each query type its family's `QueryType` (its needs, a tau > 0
+    where given, its own checks); `needs`: more columns finite for inserts and snapshots of
+    `family_code`. A delete takes its insert's payload when normalised, so it needs only its id.
+    `formats` None: the per-type rules are left to the reading that has them (what a run reads for
+    the space and the vocabulary alone, datasets/prepare.py, after validation read the file with them)."""
     for c in ("x", "y"):
         bad = np.flatnonzero(is_obj & ~np.isfinite(events.cols[c]))
         if len(bad):
             err.fail(c, events.cols[c][bad[0]], rows[bad[0]], "a finite coordinate for every object")
-    n_terms = np.diff(events.offsets)
     queries = np.isin(events.kind, [INSERT, SNAPSHOT])
     for c in needs:
         bad = np.flatnonzero(queries & (events.family == family_code) & ~np.isfinite(events.cols[c]))
         if len(bad):
             err.fail(c, events.cols[c][bad[0]], rows[bad[0]], "a finite value for every insert and snapshot")
-
-    def first(mask):
-        at = np.flatnonzero(mask)
-        return int(at[0]) if len(at) else None
-
+    if formats is None:
+        return
+    first = TypeRows.first
     for fam in np.unique(events.family[queries]):
+        fmt = formats.get(int(fam))
         for kind in (INSERT, SNAPSHOT):
             mine = queries & (events.family == fam) & (events.kind == kind)
             if not mine.any():
                 continue
-            what = TYPE_NAMES.get((int(fam), kind))
-            if what is None:
-                i = first(mine)
-                name = FAMILY_NAMES.get(int(fam), str(int(fam)))
-                allowed = "insert or delete (top-k subscriptions have no snapshot form)" if fam == TOPK else \
-                    "a query family the harness knows: " + ", ".join(FAMILY_IDS)
-                err.fail("kind" if fam == TOPK else "family", KIND_NAMES.get(kind, kind) if fam == TOPK else name,
-                         rows[i], allowed)
-            for c in TYPE_NEEDS[(int(fam), kind)]:
+            i = first(mine)
+            if fmt is None:
+                err.fail("family", str(int(fam)), rows[i], "a query family the harness knows: "
+                         + ", ".join(f.name for f in formats.values()))
+            qt = fmt.types.get(kind)
+            if qt is None or qt.refused:
+                kinds = " or ".join(KIND_NAMES[k] for k in fmt.types if not fmt.types[k].refused)
+                allowed = (qt.refused if qt is not None else
+                           f"{kinds} or delete (a {fmt.name} query has no {KIND_NAMES.get(kind, kind)} form)" if kinds
+                           else f"no {fmt.name} query: its family declares no event-file query types (file_types)")
+                err.fail("kind", KIND_NAMES.get(kind, kind), rows[i], allowed)
+            for c in qt.needs:
                 i = first(mine & ~np.isfinite(events.cols[c]))
                 if i is not None:
-                    err.fail(c, events.cols[c][i], rows[i], f"a finite value for every {what}" + _HOW.get(c, ""))
-            if (int(fam), kind) in ((RANGE, INSERT), (RANGE, SNAPSHOT), (TERMS, INSERT), (TERMS, SNAPSHOT)):
-                i = first(mine & ((events.xmin > events.xmax) | (events.ymin > events.ymax)))
-                if i is not None:
-                    err.fail("xmin/xmax, ymin/ymax", (float(events.xmin[i]), float(events.xmax[i]),
-                                                      float(events.ymin[i]), float(events.ymax[i])), rows[i], "min <= max")
-            if fam in (KNN, TERMS, TOPK):
-                i = first(mine & (events.k < 1))
-                if i is not None:
-                    err.fail("k", None if blank_k[i] else events.k[i], rows[i], f"an integer >= 1 for every {what}")
-            if fam in (KNN, TOPK) and kind == INSERT:
-                i = first(mine & (n_terms == 0))
-                if i is not None:
-                    err.fail("terms", [], rows[i], f"at least one keyword for every {what}")
-            if fam == TERMS:
-                i = first(mine & (n_terms > 0))
-                if i is not None:
-                    err.fail("terms", events.values[events.offsets[i]:events.offsets[i + 1]].tolist(),
-                             rows[i], f"none: a {what} counts every term of the objects in its region (SSTD)")
+                    err.fail(c, events.cols[c][i], rows[i], f"a finite value for every {qt.label}"
+                             + qt.hints.get(c, _HOW.get(c, "")))
             i = first(mine & np.isfinite(events.tau) & ~(events.tau > 0))
             if i is not None:
                 err.fail("tau", events.tau[i], rows[i], "a number of seconds > 0 (a look-back or a lifetime)")
-            if fam == TERMS and kind == INSERT:
-                for c in ("win", "step"):
-                    i = first(mine & ~(events.cols[c] > 0))
-                    if i is not None:
-                        err.fail(c, events.cols[c][i], rows[i], f"a number of seconds > 0 for every {what}")
-                i = first(mine & (events.step > events.win))
-                if i is not None:
-                    err.fail("step", events.step[i], rows[i], f"at most the CTQ's window win={float(events.win[i])!r}")
-            if fam == TERMS and kind == SNAPSHOT:
-                i = first(mine & np.isfinite(events.step))
-                if i is not None:
-                    err.fail("step", events.step[i], rows[i], "empty on a frequent_terms snapshot (STQ): a CTQ's reports are "
-                             "derived from its insert (win, step, tau), not written in the file")
-            if fam not in (TERMS,):
-                for c in ("win", "step"):
-                    i = first(mine & np.isfinite(events.cols[c]))
-                    if i is not None:
-                        err.fail(c, events.cols[c][i], rows[i], f"empty for a {what} (only a CTQ insert has one)")
-            if fam == TOPK:
-                i = first(mine & ~((events.alpha > 0) & (events.alpha < 1)))
-                if i is not None:
-                    err.fail("alpha", events.alpha[i], rows[i], "a number strictly between 0 and 1 for every top-k insert")
-                i = first(mine & np.isfinite(events.tau))
-                if i is not None:
-                    err.fail("tau", events.tau[i], rows[i], "empty for a top-k insert: its window is workload.window "
-                             "(or window_by=time, window_s); a delete ends a subscription")
-            if fam == KNN and kind == SNAPSHOT:
-                rect = np.isfinite(events.xmin) & np.isfinite(events.ymin) & np.isfinite(events.xmax) \
-                    & np.isfinite(events.ymax)
-                if is_obj.any():
-                    x0, y0 = float(events.x[is_obj].min()), float(events.y[is_obj].min())
-                    x1, y1 = float(events.x[is_obj].max()), float(events.y[is_obj].max())
-                    i = first(mine & rect & ((events.xmin > x0) | (events.ymin > y0) | (events.xmax < x1)
-                                             | (events.ymax < y1)))
-                    if i is not None:
-                        err.fail("xmin/ymin/xmax/ymax", tuple(float(events.cols[c][i]) for c in RECTANGLE), rows[i],
-                                 f"a rectangle covering every object of the file {(x0, y0, x1, y1)}, or none (the "
-                                 "space, as the generator gives an SKQ)")
+            t = TypeRows(events, mine, qt.label, err, rows, blank_k, is_obj)
+            for check in qt.checks:
+                check(t)
 
 
-_HOW = {"tau": " (seconds: a snapshot's look-back, a CTQ's lifetime)", "win": " (seconds: the CTQ's window T)",
-        "step": " (seconds: the CTQ's step between reports)", "alpha": " (Score = alpha SSim + (1 - alpha) TSim)",
-        "x": " (the query's point: x, y in km or lon, lat)", "y": " (the query's point: x, y in km or lon, lat)"}
+_HOW = {"x": " (the query's point: x, y in km or lon, lat)", "y": " (the query's point: x, y in km or lon, lat)"}
 
 
-# how a file becomes a stream: 2 = issue 42 (type rules per row, CTQ reports under any family,
-# lifetimes from tau, the top-k window). A cached stream read the older way is read again.
+# how a file becomes a stream: 2 = issue 42 (type rules per row, derived report events under any family,
+# lifetimes from tau, a family's window). A cached stream read the older way is read again.
 READING = 2
 
 

@@ -3,7 +3,9 @@ subscription receives the first k objects (in stream order) that fall in its rec
 its keywords. Its predicate is range's, so it routes like range; its result needs what range's
 does not: the merger's state across epochs (how many objects each subscription has received),
 the epoch's query events (each subscription's k) and feedback (the subscriptions that are full).
-Its index is a plain brute force, its oracle another one."""
+Its index is a plain brute force, its oracle another one. It reads its own rows of an event file
+(`file_types`: a `family` cell naming first_k, a rectangle, keywords and k) and exports its results
+as (query, object) pairs, with no edit to a shared module (tests/families/test_plugin_family.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from datasets.workloads.file_types import RECTANGLE, QueryType, ordered_rectangle, positive_k
 from harness.core.events import AND, DELETE, INSERT, OBJECT, Events, pair_keys
 from harness.families.base import (Family, Merger, MergeOutput, StateBundle, WorkerIndex, WorkerOutput,
                                    qid_buckets)
@@ -141,5 +144,9 @@ class FirstKFamily(Family):
     merger = FirstKMerger
     routes_like = "range"
     oracle = staticmethod(first_k_oracle)
-    build_workload = staticmethod(build_first_k)
-    validate_workload = staticmethod(RangeFamily.validate_workload)
+    # its generated workloads: range's, relabelled; an event file's rows are read by the shared reader
+    generator = staticmethod(build_first_k)
+    check_generator = staticmethod(RangeFamily.validate_workload)
+    # its rows in an event file: a subscription (no snapshot form) with a rectangle, keywords and k;
+    # its results are (query, object) pairs, exported as such (Family.results' default)
+    file_types = {INSERT: QueryType("first_k insert", needs=RECTANGLE, checks=(ordered_rectangle, positive_k))}

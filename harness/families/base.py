@@ -38,6 +38,7 @@ import pyarrow as pa
 from harness.core.events import DELETE, INSERT, OBJECT, SNAPSHOT, Events, splitmix64
 from harness.core.metric import Metric
 from harness.core.params import ParamsMixin
+from harness.families.result_rows import ResultFormat, pair_results
 
 NEVER = np.iinfo(np.int64).max  # deletion seq of a subscription that is still live
 MAX_BLOCK_BYTES = 64 << 20  # a result block stays well under Arrow's 2 GiB per binary array
@@ -297,6 +298,20 @@ class Family(ParamsMixin):
     check_generator: ClassVar[Callable | None] = None
     snapshot_protocols: ClassVar[tuple[str, ...]] = ()
     check_file: ClassVar[Callable | None] = None
+    # Its formats, which the shared readers and writers ask every registered family for, so that
+    # none of them names a family:
+    # - `file_types`: its event-file query types by kind (INSERT, SNAPSHOT: datasets/workloads/
+    #   file_types.py QueryType: label, needed columns, checks, what the reader derives); a family
+    #   without any has no rows in an event file; `derive_file(events, warmup) -> (events, warmup,
+    #   info)` and `finish_file(events, cfg) -> (events, info)`: the events a file's stream derives
+    #   for it before and after normalisation (frequent_terms: a CTQ's reports; top-k: its window);
+    # - `results`: its results in plain form (harness/families/result_rows.py ResultFormat: the
+    #   digest keys of its rows, the columns it fills, its `python -m harness.export` file); the
+    #   default: (query, object) pairs.
+    file_types: ClassVar[dict] = {}
+    derive_file: ClassVar[Callable | None] = None
+    finish_file: ClassVar[Callable | None] = None
+    results: ClassVar[ResultFormat] = pair_results()
     # Its own workload knobs: a dataclass whose fields only its generator reads; they join the flat
     # `workload.*` schema beside the shared knobs (datasets/workloads/config.py), harness/families/
     # workload.py: WorkloadConfig. None: its workloads read shared knobs alone.
@@ -365,11 +380,13 @@ class Family(ParamsMixin):
         """Reject index settings that cannot run (ValueError naming the field, value and what is allowed)."""
 
     @classmethod
-    def check_run(cls, cfg) -> None:
+    def check_run(cls, cfg, job) -> None:
         """Refuse a job this family cannot run with, beyond its workload and index settings
         (`validate_workload`, `check_params`): a ValueError naming the field, the value and what is
-        allowed. `cfg` is the whole composed config; called before Spark starts for every family the
-        job's workload holds (harness/run/config.py walks the registry). Default: nothing to refuse."""
+        allowed. `cfg` is the whole composed config, `job` what it asks for, resolved once
+        (harness/run/config.py Job: families, snapshots, source); called before Spark starts for
+        every family the job's workload holds (harness/run/config.py walks the registry). Default:
+        nothing to refuse."""
 
     @staticmethod
     @abstractmethod

@@ -1,27 +1,31 @@
 """Results in plain form, one table for every family (issue 42): what `keep_pairs=true` writes under
 the run's `pairs/epoch=E/part-*.parquet` and what `python -m harness.export` reads.
 
-A row is one result of the digest: `family` (its code), `qid`, `item` (an object id; a term id for
-the frequent_terms family), `seq` (top-k: the trigger seq of the entry; -1 otherwise), `report`
-(frequent_terms: the CTQ report's number, 0 for an STQ; -1 otherwise), `count` (frequent_terms: the
-term's count; -1 otherwise),
-`score` (top-k: the entry's score; NaN otherwise) and `key`, the int64 the run's digest hashes.
-The key is computed from the plain columns by `keys_of`, the one function the mergers use too, so
-a re-digest of the rows (`digest_of_rows`) cannot disagree with the run's `result_digest`.
+A row is one result of the digest: `family` (its code), `qid`, `item` (an object id, or what the
+family's results are made of), `seq`, `report`, `count` (-1 where the family gives none), `score`
+(NaN where it gives none) and `key`, the int64 the run's digest hashes. Which columns a family
+fills, how its key is computed from them and how its rows read in plain form is the family's
+`results` (a `ResultFormat`, declared in its folder), so this module names no family. The key is
+computed from the plain columns by `keys_of`, the family's own function, which its merger uses
+too, so a re-digest of the rows (`digest_of_rows`) cannot disagree with the run's `result_digest`.
 
-Range and kNN keys pack (qid, object id) losslessly, so their rows are decoded from the keys;
-top-k and terms keys are hashes, so their mergers hand over the rows they hashed (MergeOutput.rows).
-A top-k entry that leaves the global top-k is an exit row (`EXIT_SCHEMA`: qid, item, seq = the
-seq it left at), kept beside the entries (`exits-*.parquet`), outside the digest.
+A family whose keys pack (qid, object id) losslessly hands over keys alone and its rows are
+decoded from them (`pair_rows`); one whose keys are hashes hands over the rows it hashed
+(MergeOutput.rows). A result that leaves a family's answer is an exit row (`EXIT_SCHEMA`: qid,
+item, seq = the seq it left at), kept beside the entries (`exits-*.parquet`), outside the digest.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
+from typing import Callable
+
 import numpy as np
 import pyarrow as pa
 
-from harness.core.events import KNN, RANGE, TERMS, TOPK, format_digest, key_hash_sum, pair_keys, term_keys
-from harness.families.topk.keys import entry_keys
+from harness.core.events import format_digest, key_hash_sum, pair_keys
+from harness.families import plain, registry
 
 RESULT_SCHEMA = pa.schema([("family", pa.int8()), ("qid", pa.int64()), ("item", pa.int64()), ("seq", pa.int64()),
                            ("report", pa.int64()), ("count", pa.int64()), ("score", pa.float64()),
@@ -29,18 +33,37 @@ RESULT_SCHEMA = pa.schema([("family", pa.int8()), ("qid", pa.int64()), ("item", 
 EXIT_SCHEMA = pa.schema([("family", pa.int8()), ("qid", pa.int64()), ("item", pa.int64()), ("seq", pa.int64())])
 
 
+def _pair_keys(qid, item, seq=None, report=None, count=None) -> np.ndarray:
+    return pair_keys(qid, item)
+
+
+@dataclass(frozen=True)
+class ResultFormat:
+    """A family's results in plain form: `keys(qid, item, seq, report, count)` -> the int64 digest
+    keys of its rows (what its merger hashes); `columns`, the RESULT_SCHEMA columns its rows fill;
+    `plain(rows, exits, stream, code)` -> its export file's rows (harness/families/plain.py)."""
+
+    keys: Callable = _pair_keys
+    columns: tuple[str, ...] = ("qid", "item")
+    plain: Callable = plain.pair_plain
+
+
+def pair_results(continuous: str = "continuous", snapshot: str = "snapshot") -> ResultFormat:
+    """The results of a family whose results are (query, object) pairs: keys packed losslessly,
+    exported with the names of its continuous and snapshot query types."""
+    return ResultFormat(plain=partial(plain.pair_plain, names=(continuous, snapshot)))
+
+
 def keys_of(family, qid, item, seq=None, report=None, count=None) -> np.ndarray:
-    """The digest keys of plain result rows of one family."""
-    family = int(family)
-    if family == TOPK:
-        return entry_keys(qid, item, seq)
-    if family == TERMS:
-        return term_keys(qid, report, item, count)
-    return pair_keys(qid, item)  # range, knn and any family whose results are (query, object) pairs
+    """The digest keys of plain result rows of one family (its `ResultFormat.keys`)."""
+    return registry.by_code(int(family)).results.keys(qid, item, seq, report, count)
 
 
-def rows(family: int, qid, item, seq=None, report=None, count=None, score=None) -> pa.Table:
-    """A RESULT_SCHEMA table of one family's rows, its keys computed by `keys_of`."""
+def rows(family: int, qid, item, seq=None, report=None, count=None, score=None,
+         keys: Callable | None = None) -> pa.Table:
+    """A RESULT_SCHEMA table of one family's rows, its keys computed by `keys` (the family's
+    `ResultFormat.keys`: a merger passes its own, so a merge on an executor never asks the
+    registry), or by `keys_of`."""
     qid = np.asarray(qid, np.int64)
     n = len(qid)
     fill = lambda v, blank, dt: np.full(n, blank, dt) if v is None else np.asarray(v, dt)  # noqa: E731
@@ -48,13 +71,14 @@ def rows(family: int, qid, item, seq=None, report=None, count=None, score=None) 
     item = np.asarray(item, np.int64)
     return pa.table({"family": np.full(n, family, np.int8), "qid": qid, "item": item, "seq": seq, "report": report,
                      "count": count, "score": fill(score, np.nan, np.float64),
-                     "key": keys_of(family, qid, item, seq, report, count)}, schema=RESULT_SCHEMA)
+                     "key": (keys(qid, item, seq, report, count) if keys is not None
+                             else keys_of(family, qid, item, seq, report, count))}, schema=RESULT_SCHEMA)
 
 
 def pair_rows(family: int, keys: np.ndarray) -> pa.Table:
-    """The rows of (query << 32 | object) keys (range, kNN)."""
+    """The rows of (query << 32 | object) keys (a family of pairs)."""
     keys = np.asarray(keys, np.int64)
-    return rows(family, keys >> np.int64(32), keys & np.int64(0xFFFFFFFF))
+    return rows(family, keys >> np.int64(32), keys & np.int64(0xFFFFFFFF), keys=_pair_keys)
 
 
 def exits(family: int, qid, item, seq) -> pa.Table:
@@ -77,6 +101,3 @@ def digest_of_rows(table: pa.Table) -> str:
     """The digest of result rows (`format_digest` of their recomputed keys), as the run computes its own."""
     keys = rekey(table)
     return format_digest(len(keys), key_hash_sum(keys))
-
-
-FAMILY_CODES = (RANGE, KNN, TOPK, TERMS)

@@ -3,7 +3,8 @@
 Every family's workload comes from one of three sources, chosen by the workload config:
 
 - a user's event file (`workload.source=file`): the generic reader (datasets/workloads/events_file.py)
-  with the family's code, after the family's own `check_file`;
+  with the family's code and every registered family's query types (`file_formats`), after the
+  family's own `check_file`;
 - SSTD's snapshot generator (datasets/workloads/snapshot.py), when `workload.protocol` is one of
   the family's `snapshot_protocols`, or always for a family without a generator of its own (frequent_terms);
 - the family's own `generator`, checked by its `check_generator`.
@@ -23,6 +24,7 @@ from dataclasses import fields, make_dataclass
 
 from datasets.workloads.config import SharedWorkloadConfig
 from datasets.workloads.events_file import build_file_workload, validate_file_workload
+from datasets.workloads.file_types import FileFormat
 from datasets.workloads.snapshot import TYPE_FAMILY, build_snapshot_workload, validate_snapshot_workload
 from harness.families import registry
 
@@ -36,10 +38,20 @@ def uses_snapshot_generator(family, cfg) -> bool:
     return family.generator is None or (_source(cfg) == "generator" and cfg.protocol in family.snapshot_protocols)
 
 
+def file_formats() -> dict[int, FileFormat]:
+    """What the event-file reader knows of each registered family, by code: its name, its query
+    types (`Family.file_types`) and its derivations (`derive_file`, `finish_file`)."""
+    out = {}
+    for name in registry.names():
+        fam = registry.get(name)
+        out[fam.code] = FileFormat(fam.name, fam.code, dict(fam.file_types), fam.derive_file, fam.finish_file)
+    return out
+
+
 def build_workload(family, objects, term_df, extent, cfg, seed: int):
     """The workload of `family` for `cfg` (module docstring), over a prepared dataset."""
     if _source(cfg) == "file":
-        return build_file_workload(objects, term_df, cfg, family.code, extent=extent)
+        return build_file_workload(objects, term_df, cfg, family.code, extent=extent, formats=file_formats())
     if uses_snapshot_generator(family, cfg):
         return build_snapshot_workload(objects, term_df, extent, cfg, seed)
     return family.generator(objects, term_df, extent, cfg, seed)
@@ -51,7 +63,7 @@ def validate_workload(family, cfg) -> None:
     family's protocols, or the family's own)."""
     if _source(cfg) == "file" and family.check_file is not None:
         family.check_file(cfg)
-    validate_file_workload(cfg, family.code)
+    validate_file_workload(cfg, family.code, file_formats())
     if _source(cfg) == "file":
         check_file_stream(family, cfg)
     if _source(cfg) != "generator":
@@ -76,8 +88,9 @@ def check_file_stream(family, cfg) -> None:
     from datasets.workloads.events_file import build_file_workload, file_space, read_events
     from harness.families.base import IndexContext
 
-    extent = file_space(read_events(cfg.path, family.code))
-    events = build_file_workload(None, None, cfg, family.code, extent=extent).events
+    formats = file_formats()
+    extent = file_space(read_events(cfg.path, family.code, formats=formats))
+    events = build_file_workload(None, None, cfg, family.code, extent=extent, formats=formats).events
     context = IndexContext(extent, int(events.values.max()) + 1 if len(events.values) else 1)
     for code in np.unique(events.family[events.family >= 0]):
         registry.by_code(int(code)).stream_context(context, events)

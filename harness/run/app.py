@@ -20,7 +20,7 @@ def _hydra_main(cfg: DictConfig) -> None:
     from harness.run.runner import DataPreparationError, run_experiment
 
     try:
-        rows = run_experiment(cfg)  # validates the config first, before Spark starts (harness.run.config.validate)
+        rows = run_experiment(cfg)  # resolves and checks the job once, before Spark starts (harness.run.config.resolve_job)
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None

@@ -7,14 +7,17 @@ rejected by composition; `validate` then checks the values (unknown strategy or 
 worker count, index settings a family does not have, a strategy that cannot route the workload's
 family) and `check_overrides` names the valid keys for a misspelled command-line override.
 
-The rules a family, a strategy or an adjuster keeps for itself are its `check_run(cfg)` hook;
-`validate` walks the registries and asks each one the job involves, so it names none of them.
+The rules a family, a strategy or an adjuster keeps for itself are its `check_run(cfg, job)` hook;
+`resolve_job` walks the registries and asks each one the job involves, so it names none of them.
+What the config asks for (its families, strategy runs, adjuster, whether its generator makes
+snapshot queries, where its events come from) is resolved once into a `Job`, checked once, and
+handed to every hook and to the runner (issue 49 part 4).
 """
 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
@@ -263,12 +266,30 @@ class RunSpec:
     params: dict
 
 
-def strategy_runs(cfg) -> list[RunSpec]:
+@dataclass(frozen=True)
+class Job:
+    """What a config asks for, resolved once (`resolve_job`) and handed to every `check_run` hook
+    and to the runner, so that no step derives it again: the query `families` its workload holds
+    (its family, and a mixed generated workload's others: `configured_families`), whether its
+    generator makes `snapshots` queries, the workload's `source` (generator or file), the strategy
+    `runs` it can run, the load `adjuster` (None for adjust=none), and the runs `strategy=all` left
+    out (`skipped`, each with its reason). The hooks see it before its runs and adjuster are
+    filled in (their answers decide those)."""
+
+    families: tuple[str, ...]
+    snapshots: bool
+    source: str
+    runs: tuple[RunSpec, ...] = ()
+    adjuster: Any = None
+    skipped: tuple[str, ...] = ()
+
+
+def strategy_runs(cfg, job: Job) -> list[RunSpec]:
     """The runs a job covers: the named strategy, or every registered one routing the workload's
     family (or those of `strategy.include`), then the labelled variants. Raises ConfigError."""
     family = cfg.workload.family
     runs = [RunSpec(n, n, dict(cfg.strategy.params) if cfg.strategy.name != "all" else {})
-            for n in strategy_names(cfg)]
+            for n in strategy_names(cfg, job)]
     for v in cfg.strategy.variants:
         if not v.label or not v.name:
             raise ConfigError(f"strategy.variants entry {dict(v)!r} needs a label and a name")
@@ -286,14 +307,14 @@ def strategy_runs(cfg) -> list[RunSpec]:
     return runs
 
 
-def strategy_names(cfg) -> list[str]:
+def strategy_names(cfg, job: Job) -> list[str]:
     """The strategies a run covers: the named one, or every registered one routing the family."""
     family = cfg.workload.family
     if cfg.strategy.name == "all":
         supported = registry.supporting(family)
-        for other in configured_families(cfg):  # a mixed workload: strategies routing all its families
+        for other in job.families:  # a mixed workload: strategies routing all its families
             supported = [n for n in supported if n in registry.supporting(other)]
-        if snapshot_workload(cfg):  # those that answer snapshot queries exactly (check_snapshots)
+        if job.snapshots:  # those that answer snapshot queries exactly (check_snapshots)
             supported = [n for n in supported if registry.get(n).stores_objects]
         include = list(cfg.strategy.include)
         for n in include:
@@ -303,13 +324,13 @@ def strategy_names(cfg) -> list[str]:
                                   f"strategies that do: {', '.join(supported)}")
         return [n for n in supported if n in include] if include else supported
     cls = registry.get(cfg.strategy.name)  # raises with the valid names
-    for family in configured_families(cfg):
+    for family in job.families:
         if not routes(cls, family):
             raise ConfigError(
                 f"strategy {cls.name!r} does not route {family!r} queries (it routes {sorted(cls.families)}); "
                 f"strategies that do: {', '.join(registry.supporting(family))}"
             )
-    if snapshot_workload(cfg):
+    if job.snapshots:
         try:
             check_snapshots(cls)
         except ValueError as exc:
@@ -349,8 +370,15 @@ def spark_master(cfg) -> str:
 
 
 def validate(cfg) -> list[RunSpec]:
-    """Check every value that would fail later; returns the strategy runs of the job (`strategy=all`:
-    those it can run; the others are in SKIPPED with their reasons, and on stderr)."""
+    """`resolve_job`'s strategy runs (`strategy=all`: those it can run; the others are in SKIPPED
+    with their reasons, and on stderr)."""
+    return list(resolve_job(cfg).runs)
+
+
+def resolve_job(cfg) -> Job:
+    """Check every value that would fail later, once, and return the `Job` the config asks for:
+    its families computed once, then every hook (`check_run`) of the families, strategies and
+    adjuster the job involves asked with it."""
     SKIPPED.clear()
 
     if not isinstance(cfg.workers, int) or cfg.workers < 1:
@@ -409,8 +437,9 @@ def validate(cfg) -> list[RunSpec]:
     try:
         validate_dataset_config(cfg.dataset)
         families.get(cfg.workload.family).validate_workload(cfg.workload)
-        for name in configured_families(cfg):
-            families.get(name).check_run(cfg)
+        job = Job(tuple(configured_families(cfg)), snapshot_workload(cfg), str(cfg.workload.source))
+        for name in job.families:
+            families.get(name).check_run(cfg, job)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     if cfg.epochs.by not in EPOCH_BY:
@@ -423,15 +452,16 @@ def validate(cfg) -> list[RunSpec]:
     if unknown_plots:
         raise _bad("experiment.plots", unknown_plots, ", ".join(PLOTS))
     try:
-        runs = strategy_runs(cfg)
+        runs = strategy_runs(cfg, job)
         if cfg.strategy.name != "all":
             registry.get(runs[0].name).make_params(dict(cfg.strategy.params))
     except ConfigError:
         raise
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    runs = runnable(cfg, runs, lambda spec: registry.get(spec.name).check_run(cfg))
-    return adjustable_runs(cfg, runs)
+    runs = runnable(cfg, runs, lambda spec: registry.get(spec.name).check_run(cfg, job))
+    runs, adjuster = adjustable_runs(cfg, runs, job)
+    return replace(job, runs=tuple(runs), adjuster=adjuster, skipped=tuple(SKIPPED))
 
 
 SKIPPED: list[str] = []  # the last validate()'s runs left out of strategy=all, each with its reason
@@ -490,20 +520,20 @@ def _renamed(name: str, known: list[str]) -> str:
     return f"{new} (the {name!r} family's name since it was renamed), or " if new in known else ""
 
 
-def adjustable_runs(cfg, runs: list[RunSpec]) -> list[RunSpec]:
-    """With an adjuster, the runs it can adjust: an explicitly named strategy it cannot adjust is
-    an error; `strategy=all` keeps those it can (and says which it dropped). The adjuster refuses
-    what else it cannot run in its `check_run`."""
+def adjustable_runs(cfg, runs: list[RunSpec], job: Job) -> tuple[list[RunSpec], Any]:
+    """With an adjuster, the runs it can adjust, and the adjuster: an explicitly named strategy it
+    cannot adjust is an error; `strategy=all` keeps those it can (and says which it dropped). The
+    adjuster refuses what else it cannot run in its `check_run`."""
     if cfg.adjust.name == "none":
-        return runs
+        return runs, None
     try:  # the rule the run assembly applies again with the stream's own families
-        check_adjustable(configured_families(cfg), cfg.adjust.name, "workload")
+        check_adjustable(list(job.families), cfg.adjust.name, "workload")
     except ValueError as exc:
         raise ConfigError(f"{exc} (ADR-0008)") from None
     try:
         adj = get_adjuster(cfg.adjust.name)
         adj.check_params(adj.make_params(dict(cfg.adjust.params)))
-        adj.check_run(cfg)
+        adj.check_run(cfg, job)
     except (TypeError, ValueError) as exc:
         raise ConfigError(str(exc)) from None
     if cfg.epochs.size <= 0:
@@ -521,7 +551,7 @@ def adjustable_runs(cfg, runs: list[RunSpec]) -> list[RunSpec]:
         if r not in able:
             skipped(f"{r.label}: adjust={cfg.adjust.name} cannot adjust it (it adjusts "
                     f"{', '.join(x.label for x in able)})")
-    return able
+    return able, adj
 
 
 def check_overrides(args: list[str]) -> None:

@@ -65,6 +65,17 @@ class RunRecord:
 
 # -- identity and resume -------------------------------------------------------------------------
 
+def dataset_label(cfg) -> str:
+    """The `dataset` a run's row names: the configured data set, or for an event-file run that
+    prepares none (workload.source=file without dataset=file: its objects are the file's, issue
+    52) the event file, `events:<file name>`; the configured one would name data the run never read."""
+    from datasets.config import source_of
+
+    if cfg.workload.source == "file" and source_of(cfg.dataset.name) != "file":
+        return f"events:{Path(str(cfg.workload.path)).name}"
+    return str(cfg.dataset.name)
+
+
 def _config_value(cfg, path: str | None):
     """The value at a config path (an experiment's swept knob or facet) for this job, as text."""
     if not path:
@@ -81,7 +92,7 @@ def start_run(cfg, spec: RunSpec, root: Path) -> tuple[Path, dict, dict, str]:
     run_dir = root / "runs" / run_id
     base = {
         "run_id": run_id, "strategy": spec.name, "variant": spec.label, "workers": cfg.workers,
-        "dispatchers": cfg.dispatchers, "dataset": cfg.dataset.name, "workload": cfg.workload.name,
+        "dispatchers": cfg.dispatchers, "dataset": dataset_label(cfg), "workload": cfg.workload.name,
         "seed": cfg.seed, "tag": cfg.tag, "experiment": cfg.experiment.name, "sweep_id": results.current_sweep_id(),
         "cluster": cfg.cluster.name, "x": _config_value(cfg, cfg.experiment.x), "facet": _config_value(cfg, cfg.experiment.facet),
         "started_at": pd.Timestamp.now(tz="UTC").isoformat(), "run_dir": str(run_dir),

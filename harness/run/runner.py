@@ -33,7 +33,7 @@ from harness.report.table import idle_workers
 from harness.run import aa_pair, fits
 from harness.run import processes as processes_mod
 from harness.run import record
-from harness.run.config import RunSpec, network_profile, spark_master, validate
+from harness.run.config import Job, RunSpec, network_profile, resolve_job, spark_master
 from harness.run.oracle import cached_oracle
 from harness.run.stream_record import stream_identity
 from harness.run.progress import Progress
@@ -241,21 +241,25 @@ def _dataset(cfg, spark, root, progress: Progress):
     from datasets.config import source_of
     from datasets.prepare import events_dataset
     from harness.families import registry as families
+    from harness.families.workload import file_formats
 
     by_file = cfg.workload.source == "file"
+    code = families.get(cfg.workload.family).code
     if by_file and source_of(cfg.dataset.name) != "file":
         progress.step(f"reading events file {cfg.workload.path}")
-        return events_dataset(cfg.workload, families.get(cfg.workload.family).code)
+        return events_dataset(cfg.workload, code, formats=file_formats())
     progress.step(f"preparing dataset {cfg.dataset.name}")
     ds = prepare_dataset(cfg.dataset, spark, root / "cache" / "datasets")
-    return events_dataset(cfg.workload, families.get(cfg.workload.family).code, ds) if by_file else ds
+    return events_dataset(cfg.workload, code, ds, file_formats()) if by_file else ds
 
 
-def run_experiment(cfg) -> list[dict]:
-    """Everything `python -m harness` does after Hydra composed the config."""
+def run_experiment(cfg, job: Job | None = None) -> list[dict]:
+    """Everything `python -m harness` does after Hydra composed the config: the job it asks for,
+    resolved and checked once before Spark starts (`job`: already resolved by the caller), run."""
     from harness.run.spark import get_session, session_start_seconds
 
-    runs = validate(cfg)  # before Spark starts
+    job = job if job is not None else resolve_job(cfg)  # before Spark starts
+    runs = list(job.runs)
     root = results.results_root(cfg.results_dir)
     root.mkdir(parents=True, exist_ok=True)
     runs = record.unfinished(cfg, runs, root)
@@ -279,7 +283,7 @@ def run_experiment(cfg) -> list[dict]:
     if parent is None and len(runs) > 1:
         parent = logger.start_parent(f"{cfg.tag or 'compare'}-w{cfg.workers}-{cfg.workload.name}",
                                      {"strategies": ",".join(r.label for r in runs), "workers": cfg.workers,
-                                      "workload": cfg.workload.name, "dataset": cfg.dataset.name})
+                                      "workload": cfg.workload.name, "dataset": record.dataset_label(cfg)})
     dest = record.Destination(root, logger, parent, progress)
     t0 = time.perf_counter()
     inputs = {}

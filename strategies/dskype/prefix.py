@@ -183,7 +183,7 @@ class RoutesByThresholds:
     the next epoch (Router.wants_thresholds): its jobs need epochs shorter than the top-k window."""
 
     @classmethod
-    def check_run(cls, cfg) -> None:
+    def check_run(cls, cfg, job) -> None:
         """A top-k job over a count window needs epochs shorter than the window: a threshold is
         the k-th score among messages that stay through the next epoch, and with an epoch of |W|
         messages or more none does (every threshold 0: the prefix is every keyword). An epoch of
@@ -192,7 +192,7 @@ class RoutesByThresholds:
         wl = cfg.workload
         if wl.family != "topk" or getattr(wl, "window_by", "count") != "count" or cfg.epochs.by != "count":
             return
-        from_file = getattr(wl, "source", "generator") == "file"
+        from_file = job.source == "file"
         measured = measured_events(wl) if from_file else int(wl.measured_messages)
         if (int(cfg.epochs.size) or measured) < int(wl.window):
             return

@@ -90,3 +90,80 @@ def test_two_strategies_on_spark_match_the_oracle_across_epochs(spark, plugin, t
         assert r["result_count"] > 0
         assert r["feedback_rows"] > 0
     assert rows[0]["result_digest"] == rows[1]["result_digest"]
+
+
+# -- its own formats: an event file of its rows, its results exported (issue 49) -------------------
+
+
+def _first_k_file(path: Path, **bad) -> Path:
+    """30 objects on the diagonal (x = y = id, terms 1 2), subscription 1 (the square [0, 20]^2,
+    keyword 1, k = 4) after object 2, subscription 2 ([10, 40]^2, keyword 2, k = 30) after object
+    6; each named by the plugin's own family name. `bad`: columns of subscription 1 replaced."""
+    import pandas as pd
+
+    rows = [dict(ts=float(i), kind="object", id=i, x=float(i), y=float(i), terms="1 2") for i in range(30)]
+    rows.insert(3, {**dict(ts=2.5, kind="insert", family="first_k", id=1, xmin=0.0, ymin=0.0, xmax=20.0, ymax=20.0,
+                           terms="1", k=4), **bad})
+    rows.insert(8, dict(ts=6.5, kind="insert", family="first_k", id=2, xmin=10.0, ymin=10.0, xmax=40.0, ymax=40.0,
+                        terms="2", k=30))
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def _file_cfg(path: Path):
+    from harness.families.workload import WorkloadConfig
+
+    return WorkloadConfig(family="first_k", source="file", path=str(path), warmup_events=2)
+
+
+def test_the_plugin_reads_its_own_event_file_with_no_shared_module_naming_it(plugin, tmp_path):
+    """Its `file_types` are all the shared reader needs: the rows name it, its rules refuse a bad
+    one naming the row and the field, and the stream runs exact; no shared module names it."""
+    from harness.engine.simulate import simulate
+
+    families.load_plugins([plugin])
+    fam = families.get("first_k")
+    cfg = _file_cfg(_first_k_file(tmp_path / "first_k.csv"))
+    fam.validate_workload(cfg)
+    wl = fam.build_workload(None, np.ones(4), (0.0, 0.0, 30.0, 30.0), cfg, 0)
+    q = wl.events.family >= 0
+    assert set(wl.events.family[q].tolist()) == {fam.code} and sorted(wl.events.k[q].tolist()) == [4, 30]
+    keys = fam.oracle(wl.events)
+    assert ((keys[(keys >> 32) == 1]) & 0xFFFFFFFF).tolist() == [3, 4, 5, 6]  # the first 4 after it, not 18
+    assert ((keys[(keys >> 32) == 2]) & 0xFFFFFFFF).tolist() == list(range(10, 30))
+    res = simulate(wl.events, wl.warmup, "grid", 3, epoch_events=10)
+    assert res.exact and res.digest.startswith("24:")
+    with pytest.raises(ValueError, match=r"column 'k' has 0, row 4; allowed: an integer >= 1 for every first_k insert"):
+        fam.validate_workload(_file_cfg(_first_k_file(tmp_path / "k0.csv", k=0)))
+    with pytest.raises(ValueError, match=r"column 'kind' has 'snapshot', row 4; allowed: insert or delete \(a first_k "
+                                         r"query has no snapshot form\)"):
+        fam.validate_workload(_file_cfg(_first_k_file(tmp_path / "snap.csv", kind="snapshot", tau=3.0)))
+    shared = [p for top in ("harness", "datasets", "strategies") for p in (PROJECT_ROOT / top).rglob("*.py")
+              if "first_k" in p.read_text()]
+    assert not shared  # nothing outside examples/ knows it
+
+
+@pytest.mark.spark
+def test_the_plugins_event_file_round_trips_through_spark_and_exports(spark, plugin, tmp_path):
+    """The plugin's own event file through the real pipeline (two workers, three epochs), equal to
+    its oracle, its results exported by `python -m harness.export` through its ResultFormat (the
+    default: (query, object) pairs), re-digested to the run's digest; the row names the file."""
+    import pandas as pd
+
+    from harness.export import export
+    from harness.run.runner import run_experiment
+
+    path = _first_k_file(tmp_path / "first_k.csv")
+    rows = run_experiment(config(tmp_path, f"families=[{plugin}]", "workload.family=first_k", "workload.source=file",
+                                 f"workload.path={path}", "workload.warmup_events=2", "strategy=grid", "workers=2",
+                                 "epochs.size=10", "keep_pairs=true"))
+    (r,) = rows
+    assert r["status"] == "ok", r.get("traceback")
+    assert r["oracle_ok"] is True and r["result_count"] == 24 and r["epochs"] > 1
+    assert r["dataset"] == "events:first_k.csv"  # not the configured data set it never read
+    res = export(r["run_dir"])
+    assert res["written"] == {"first_k": 24} and res["digest"] == r["result_digest"]
+    out = pd.read_csv(Path(res["out"]) / "first_k.csv")
+    assert sorted(out[out.qid == 1].object.tolist()) == [3, 4, 5, 6]
+    assert set(out.type) == {"continuous"} and (out.object_id == out.object).all()
+    assert (out.ts >= 3.0).all()  # each entered at its object's arrival, after the subscription

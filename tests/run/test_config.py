@@ -163,7 +163,7 @@ def test_validate_asks_the_families_strategies_and_adjuster_of_the_job_for_their
     from strategies.adjust_base import get_adjuster
 
     def refuse(message, skip=None):
-        def check_run(cls, cfg):
+        def check_run(cls, cfg, job):
             raise RunRefused(message, skip)
         return classmethod(check_run)
 
@@ -205,3 +205,46 @@ def test_the_former_name_of_the_frequent_terms_family_is_refused_with_its_new_na
     cfg = composed("workload=stq_q", "workload.source=file", f"workload.path={path}").workload
     with pytest.raises(ValueError, match=r"column 'family' has 'terms', row 2; allowed: frequent_terms \(the 'terms'"):
         validate_file_workload(cfg, TERMS)
+
+
+def test_a_job_is_resolved_once_and_its_skipped_lines_print_once(monkeypatch, capsys, tmp_path):
+    """Issue 49 part 4: `python -m harness`'s entry (run_experiment) resolves the job once: the
+    workload's families are computed once, every check_run hook receives that one Job, and with
+    strategy=all each run it leaves out is said once."""
+    from harness.families import registry as families
+    from harness.run import config as run_config
+    from harness.run import record, runner
+
+    calls = {"families": 0, "resolve": 0}
+    seen_jobs = []
+    configured, resolve = run_config.configured_families, run_config.resolve_job
+
+    def counted_families(cfg):
+        calls["families"] += 1
+        return configured(cfg)
+
+    def counted_resolve(cfg):
+        calls["resolve"] += 1
+        return resolve(cfg)
+
+    def remember(cls, cfg, job):
+        seen_jobs.append(job)
+
+    monkeypatch.setattr(run_config, "configured_families", counted_families)
+    monkeypatch.setattr(runner, "resolve_job", counted_resolve)
+    monkeypatch.setattr(families.get("range"), "check_run", classmethod(remember))
+    monkeypatch.setattr(registry.get("grid"), "check_run", classmethod(remember))
+    monkeypatch.setattr(record, "unfinished", lambda cfg, runs, root: [])  # stop before Spark starts
+    cfg = composed("strategy=all", "adjust=gr", "epochs.size=100", "workload=tiny", f"results_dir={tmp_path}",
+                   "mlflow.enabled=false", "progress=false")
+    assert runner.run_experiment(cfg) == []
+    assert calls == {"families": 1, "resolve": 1}
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("skipped ")]
+    assert lines and len(lines) == len(set(lines))  # adjust=gr leaves some out, each said once
+    assert len(set(map(id, seen_jobs))) == 1 and len(seen_jobs) == 2  # the family's and grid's hooks, one Job
+    job = seen_jobs[0]
+    assert job.families == ("range",) and job.source == "generator" and not job.snapshots
+    full = resolve(cfg)
+    assert [s[len("skipped "):] for s in lines] == list(full.skipped) == run_config.SKIPPED
+    assert full.adjuster is not None and full.adjuster.name == "gr" and "grid" in [r.name for r in full.runs]

@@ -21,6 +21,7 @@ from datasets.workloads.knn import build_knn_workload, validate_knn_workload
 
 from harness.core.events import INSERT, KNN, OBJECT, SNAPSHOT, Events
 from harness.families.base import Family, IndexContext, keyword_list_checks
+from harness.families.knn import formats
 from harness.families.knn.geometry import narrowed_to_balls
 from harness.families.knn.index import KnnIndex
 from harness.families.knn.merge import KnnMerger
@@ -96,6 +97,8 @@ class KnnFamily(Family):
     check_generator = staticmethod(validate_knn_workload)
     snapshot_protocols = ("skq", "mix")
     snapshot_type = "skq"
+    file_types = formats.FILE_TYPES
+    results = formats.RESULTS
 
     @classmethod
     def stream_context(cls, context: IndexContext, events: Events) -> IndexContext:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datasets.workloads.range import build_workload, validate_range_workload
 from harness.core.events import RANGE
 from harness.families.base import Family
+from harness.families.range import formats
 from harness.families.range.gi2 import GI2Index
 from harness.families.range.merge import RangeMerger
 from harness.families.range.oracle import oracle_keys
@@ -36,3 +37,5 @@ class RangeFamily(Family):
     check_generator = staticmethod(validate_range_workload)
     snapshot_protocols = ("srq", "mix")
     snapshot_type = "srq"
+    file_types = formats.FILE_TYPES
+    results = formats.RESULTS

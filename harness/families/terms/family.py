@@ -11,6 +11,7 @@ import numpy as np
 
 from harness.core.events import INSERT, TERMS, Events
 from harness.families.base import Family, IndexContext
+from harness.families.terms import formats
 from harness.families.terms.index import TermsIndex
 from harness.families.terms.merge import TermsMerger
 from harness.families.terms.oracle import terms_oracle
@@ -40,6 +41,9 @@ class TermsFamily(Family):
     # no generator of its own: SSTD's snapshot generator makes its STQs (protocol stq) and CTQs (ctq)
     snapshot_protocols = ("stq", "ctq", "mix")
     snapshot_type = "stq"  # a CTQ's reports count as STQs
+    file_types = formats.FILE_TYPES
+    derive_file = staticmethod(formats.with_reports)
+    results = formats.RESULTS
     # SSTD's CTQ: registrations and their reports over a preloaded store
     tiny_workload = dict(protocol="ctq", queries=40, preload_objects=800, objects_per_s=100, ctq_span_s=6.0,
                          area_fraction=0.02, ctq_step_hours=40.0, ctq_window_hours=60.0, k_min=3, k_max=5)
@@ -68,5 +72,5 @@ class TermsFamily(Family):
 
 
 def _refuse(events: Events, i: int, field: str, value, allowed: str):
-    raise ValueError(f"workload (terms): CTQ {int(events.id[i])} (seq {int(events.seq[i])}) has {field}={value!r}; "
-                     f"allowed: {allowed}")
+    raise ValueError(f"workload ({TermsFamily.name}): CTQ {int(events.id[i])} (seq {int(events.seq[i])}) has "
+                     f"{field}={value!r}; allowed: {allowed}")

@@ -12,6 +12,7 @@ import numpy as np
 from harness.core.events import SNAPSHOT, TERMS, Events, small_ints, sorted_runs
 from harness.families import result_rows
 from harness.families.base import Merger, MergeOutput, qid_buckets
+from harness.families.terms import formats
 
 
 def pack(qid, report, term, count) -> bytes:
@@ -77,5 +78,5 @@ class TermsMerger(Merger):
             return np.maximum(asks.k[at].astype(np.int64), 1)
 
         qid, report, term, total = top_terms(qid, report, term, total, k_of)
-        found = result_rows.rows(TERMS, qid, term, report=report, count=total)
+        found = result_rows.rows(TERMS, qid, term, report=report, count=total, keys=formats.RESULTS.keys)
         return MergeOutput(found.column("key").to_numpy(), rows=found)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from datasets.workloads.topk import build_topk_workload, validate_topk_window, validate_topk_workload
 from harness.core.events import TOPK, Events
 from harness.families.base import Family, IndexContext, keyword_list_checks
-from harness.families.topk import figures
+from harness.families.topk import figures, formats
 from harness.families.topk.arrival import METHODS
 from harness.families.topk.index import TopkIndex
 from harness.families.topk.merge import TopkMerger
@@ -113,6 +113,9 @@ class TopkFamily(Family):
     check_generator = staticmethod(validate_topk_workload)
     check_file = staticmethod(validate_topk_window)  # an event file's subscriptions take the window from the config
     tiny_workload = dict(window=300, measured_messages=500)
+    file_types = formats.FILE_TYPES
+    finish_file = staticmethod(formats.finish)
+    results = formats.RESULTS
 
     @classmethod
     def stream_context(cls, context: IndexContext, events: Events) -> IndexContext:

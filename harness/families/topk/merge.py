@@ -22,6 +22,7 @@ from numba import njit
 from harness.core.events import DELETE, INSERT, TOPK, Events, small_ints, sorted_runs
 from harness.families import result_rows
 from harness.families.base import NEVER, Merger, MergeOutput, qid_buckets
+from harness.families.topk import formats
 from harness.families.topk.skyband import better, grown
 
 STATE_SCHEMA = pa.schema([("qid", pa.int64()), ("k", pa.int64()), ("del_seq", pa.int64()), ("mseq", pa.int64()),
@@ -288,7 +289,7 @@ class TopkMerger(Merger):
             "top": np.r_[np.zeros(n, np.bool_), u_top[keep]]}, schema=STATE_SCHEMA)
         if feedback is not None:
             feedback = feedback.filter(pa.array(np.isin(feedback.column("qid").to_numpy(), qid[live])))
-        entries = result_rows.rows(TOPK, qid[e_slot], e_oid, seq=e_trig, score=e_score)
+        entries = result_rows.rows(TOPK, qid[e_slot], e_oid, seq=e_trig, score=e_score, keys=formats.RESULTS.keys)
         return MergeOutput(entries.column("key").to_numpy(), feedback, rows=entries,
                            exits=result_rows.exits(TOPK, qid[x_slot], x_oid, x_trig))
 
