@@ -24,6 +24,10 @@ HOTSPOT_SHAPES = ("ramp", "burst")
 DRIFT_FIELDS = ("drift", "drift_start", "drift_end", "hotspot_shape", "drift_every", "drift_fraction", "hotspot_fraction", "hotspot_region_km",
                 "hotspot_seed", "scale_factor", "scale_fraction")
 
+# knobs whose null means "off": left out of a workload's cache key while off, so a knob added later
+# keeps every cached stream's key (harness/run/workload_cache.py)
+OFF_WHEN_NULL = ("keyword_rarity",)
+
 SOURCES = ("generator", "file")
 # the event-file knobs; with source=generator they are unused (a cache key may leave them out)
 FILE_FIELDS = ("source", "path", "warmup_fraction", "warmup_events")

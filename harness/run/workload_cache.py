@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from omegaconf import OmegaConf
 
 from datasets.workloads.anomalies import normalise_workload
-from datasets.workloads.config import (DRIFT_FIELDS, FILE_FIELDS, SNAPSHOT_FIELDS, SNAPSHOT_PROTOCOLS,
+from datasets.workloads.config import (DRIFT_FIELDS, FILE_FIELDS, OFF_WHEN_NULL, SNAPSHOT_FIELDS, SNAPSHOT_PROTOCOLS,
                                        SharedWorkloadConfig)
 from datasets.workloads.events_file import file_identity
 from harness.core import store
@@ -44,6 +44,7 @@ def workload_key(workload_cfg) -> dict:
     plain = _as_dict(workload_cfg)
     if plain.get("drift", "none") == "none":
         plain = {k: v for k, v in plain.items() if k not in DRIFT_FIELDS}
+    plain = {k: v for k, v in plain.items() if not (k in OFF_WHEN_NULL and v is None)}
     snapshots = plain.get("protocol") in SNAPSHOT_PROTOCOLS
     if not snapshots:
         plain = {k: v for k, v in plain.items() if k not in SNAPSHOT_FIELDS}

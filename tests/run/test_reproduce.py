@@ -12,7 +12,7 @@ def test_a_paper_runs_its_own_presets_and_those_its_claims_read():
     claims = [{"id": "a", "paper": "sstd", "preset": "grand_range"},
               {"id": "b", "paper": "dskype", "preset": "network_sensitivity"}]
     tornado = reproduce.presets_of(["tornado"], claims)
-    assert tornado == ["tornado_adaptivity", "tornado_routing", "tornado_scalability"]
+    assert tornado == ["tornado_adaptivity", "tornado_keywords", "tornado_routing", "tornado_scalability"]
     sstd = reproduce.presets_of(["sstd"], claims)
     assert sstd[-1] == "grand_range" and all(p.startswith("sstd_") for p in sstd[:-1])
     skype = reproduce.presets_of(["skype"], claims)  # Skype's and DSkype's presets, and its claims' ("dskype")

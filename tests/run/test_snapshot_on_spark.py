@@ -14,7 +14,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from harness.report.results import PROJECT_ROOT
-from harness.run.config import ConfigError, register_configs, strategy_names
+from harness.run.config import ConfigError, register_configs, resolve_job
 from harness.run.runner import run_experiment
 
 register_configs()
@@ -54,6 +54,11 @@ def test_the_six_sstd_query_types_run_exact_on_spark_while_units_move(spark, tmp
         assert len(np.unique(keys)) == len(keys) == r["result_count"]
         assert any(f.name == "part-second-round.parquet" for f in files)
     assert max(r["adjustments"] for r in rows) > 0
+
+
+def strategy_names(cfg) -> list[str]:
+    """The strategies the resolved job runs."""
+    return [r.name for r in resolve_job(cfg).runs]
 
 
 def test_strategies_that_cannot_answer_are_left_out_or_refused(tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 import pytest
 from omegaconf import OmegaConf
 
-from datasets.workloads.config import DRIFT_FIELDS, FILE_FIELDS, SNAPSHOT_FIELDS, SharedWorkloadConfig
+from datasets.workloads.config import DRIFT_FIELDS, FILE_FIELDS, OFF_WHEN_NULL, SNAPSHOT_FIELDS, SharedWorkloadConfig
 from harness.families import registry as families
 from harness.families.base import Family
 from harness.families.range.family import RangeFamily
@@ -27,7 +27,7 @@ TOPK_OWN = {"window", "measured_messages", "alpha_low", "alpha_high"}
 TIME_WINDOW = {"window_by", "window_s"}
 # what every workload's key holds: the STS generator's knobs (the schema's first ones), name and family
 BASE = ({f.name for f in fields(SharedWorkloadConfig)} - set(DRIFT_FIELDS) - set(FILE_FIELDS) - set(SNAPSHOT_FIELDS)
-        - QUERY_SHAPE)
+        - QUERY_SHAPE - set(OFF_WHEN_NULL))
 
 
 def keyed(**kw) -> set[str]:
@@ -55,6 +55,11 @@ def test_drift_and_event_file_knobs_only_when_used(tmp_path):
     path.write_text("seq,ts,kind,id,x,y,terms\n0,0,object,1,1.0,1.0,1\n")
     key = workload_key(WorkloadConfig(family="range", source="file", path=str(path)))
     assert set(key) == BASE | set(FILE_FIELDS) | {"file"} and key["file"]["size"] == path.stat().st_size
+
+
+def test_a_knob_that_is_off_stays_out_of_the_key_and_enters_it_when_set():
+    assert "keyword_rarity" not in keyed(family="range")
+    assert workload_key(WorkloadConfig(family="range", keyword_rarity=0.5))["keyword_rarity"] == 0.5
 
 
 def test_the_keys_of_the_shipped_workloads_are_the_ones_cached_before_the_knobs_moved():
