@@ -22,7 +22,7 @@ from numba import njit
 from harness.core.events import DELETE, INSERT, TOPK, Events, small_ints, sorted_runs
 from harness.families import result_rows
 from harness.families.base import NEVER, Merger, MergeOutput, qid_buckets
-from harness.families.topk.skyband import better, grown
+from harness.families.topk.skyband import better
 
 STATE_SCHEMA = pa.schema([("qid", pa.int64()), ("k", pa.int64()), ("del_seq", pa.int64()), ("mseq", pa.int64()),
                           ("oid", pa.int64()), ("score", pa.float64()), ("count", pa.int64()),
@@ -123,7 +123,12 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
     or empty; the members before it keep their ranks and flags, so the pass that drops the emptied
     members and sets the flags starts there, and stops once no emptied member and no top-k member
     is left behind it and its rank is past k (the rest keeps its flags and only slides over the
-    dropped ones). Entries and exits come out in the order a pass over the whole union gives."""
+    dropped ones). Entries and exits come out in the order a pass over the whole union gives.
+
+    A seq's entries and exits are each at most its changes: a member leaves the top-k only when it
+    empties or a new member enters above it (a member below cannot pass it), and with the top-k full
+    each entry takes the place of a member that left (with it not full, every member is in it and
+    only new members enter); so the whole call's are at most len(r_mseq), their arrays' size."""
     n_q = len(k)
     cap_u = len(s_mseq) + len(r_mseq)
     u_off = np.zeros(n_q + 1, np.int64)
@@ -132,10 +137,13 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
     u_score = np.empty(cap_u, np.float64)
     u_count = np.empty(cap_u, np.int64)
     u_top = np.empty(cap_u, np.bool_)
-    e_slot, e_oid, e_trig, e_score = (np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, np.int64),
-                                      np.empty(64, np.float64))
+    # entries and exits at their bound, allocated once: growing them inside the pass made numba
+    # count references to them on every step of it (ten times this kernel's time; ADR-0078's cause)
+    cap = len(r_mseq) + 1
+    e_slot, e_oid, e_trig, e_score = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64), \
+        np.empty(cap, np.float64)
     n_e = 0
-    x_slot, x_oid, x_trig = np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, np.int64)
+    x_slot, x_oid, x_trig = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
     n_x = 0
     n_u = 0
     for q in range(n_q):
@@ -190,8 +198,8 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
                     tops_left -= 1
                 if u_count[u] <= 0 or (rank >= k[q] and u_top[u]):
                     if u_top[u]:  # it leaves the global top-k at this seq
-                        if n_x == len(x_slot):
-                            x_slot, x_oid, x_trig = grown(x_slot, n_x + 1), grown(x_oid, n_x + 1), grown(x_trig, n_x + 1)
+                        if n_x == cap:  # cannot happen (docstring): never write past the bound
+                            raise RuntimeError("top-k replay: more exits than changes")
                         x_slot[n_x], x_oid[n_x], x_trig[n_x] = q, u_oid[u], trig
                         n_x += 1
                         u_top[u] = False
@@ -204,9 +212,8 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
                     u_count[w], u_top[w] = u_count[u], u_top[u]
                 if rank < k[q]:
                     if not u_top[w]:
-                        if n_e == len(e_slot):
-                            e_slot, e_oid = grown(e_slot, n_e + 1), grown(e_oid, n_e + 1)
-                            e_trig, e_score = grown(e_trig, n_e + 1), grown(e_score, n_e + 1)
+                        if n_e == cap:  # cannot happen (docstring): never write past the bound
+                            raise RuntimeError("top-k replay: more entries than changes")
                         e_slot[n_e], e_oid[n_e], e_trig[n_e], e_score[n_e] = q, u_oid[w], trig, u_score[w]
                         n_e += 1
                     u_top[w] = True
