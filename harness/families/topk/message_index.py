@@ -45,12 +45,12 @@ def message_grid(x, y, offsets, values, weights, n_terms: int, per_cell: float =
     owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
     e_cell = cell[owner]
     order, e_term, e_cell = block_order(values.astype(np.int64), e_cell, weights, n_terms, side * side)
-    starts = np.flatnonzero(np.r_[True, (e_term[1:] != e_term[:-1]) | (e_cell[1:] != e_cell[:-1])]) if len(
+    starts = np.flatnonzero(np.concatenate(([True], (e_term[1:] != e_term[:-1]) | (e_cell[1:] != e_cell[:-1])))) if len(
         order) else np.zeros(0, np.int64)
     term_blocks = np.zeros(n_terms + 1, np.int64)
     np.cumsum(np.bincount(e_term[starts], minlength=n_terms), out=term_blocks[1:])
     e_w = weights[order]
-    return (geometry, term_blocks, e_cell[starts], np.r_[starts, len(order)].astype(np.int64), e_w[starts],
+    return (geometry, term_blocks, e_cell[starts], np.concatenate((starts, [len(order)])).astype(np.int64), e_w[starts],
             owner[order], e_w)
 
 
