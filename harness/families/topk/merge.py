@@ -244,7 +244,7 @@ def thresholds(ints: np.ndarray, score: np.ndarray) -> pa.Table | None:
         return None
     qid, value = ints[rows, 0], score[rows]
     order = np.lexsort((-value, qid))
-    first = np.r_[True, qid[order][1:] != qid[order][:-1]]
+    first = np.concatenate(([True], qid[order][1:] != qid[order][:-1]))
     return pa.table({"qid": qid[order][first], "value": value[order][first]})
 
 
@@ -288,11 +288,13 @@ class TopkMerger(Merger):
         keep = live[u_q]
         n = int(live.sum())
         self.state = pa.table({
-            "qid": np.r_[qid[live], qid[u_q[keep]]], "k": np.r_[k[live], k[u_q[keep]]],
+            "qid": np.concatenate((qid[live], qid[u_q[keep]])), "k": np.concatenate((k[live], k[u_q[keep]])),
             "del_seq": np.full(n + int(keep.sum()), NEVER, np.int64),
-            "mseq": np.r_[np.full(n, HEADER, np.int64), u_mseq[keep]], "oid": np.r_[np.full(n, -1), u_oid[keep]],
-            "score": np.r_[np.full(n, np.nan), u_score[keep]], "count": np.r_[np.zeros(n, np.int64), u_count[keep]],
-            "top": np.r_[np.zeros(n, np.bool_), u_top[keep]]}, schema=STATE_SCHEMA)
+            "mseq": np.concatenate((np.full(n, HEADER, np.int64), u_mseq[keep])),
+            "oid": np.concatenate((np.full(n, -1, np.int64), u_oid[keep])),
+            "score": np.concatenate((np.full(n, np.nan), u_score[keep])),
+            "count": np.concatenate((np.zeros(n, np.int64), u_count[keep])),
+            "top": np.concatenate((np.zeros(n, np.bool_), u_top[keep]))}, schema=STATE_SCHEMA)
         if feedback is not None:
             feedback = feedback.filter(pa.array(np.isin(feedback.column("qid").to_numpy(), qid[live])))
         entries = result_rows.rows(TOPK, qid[e_slot], e_oid, seq=e_trig, score=e_score)
@@ -308,8 +310,8 @@ class TopkMerger(Merger):
         if queries is not None and len(queries):
             ins = np.flatnonzero(queries.kind == INSERT)
             new = ~np.isin(queries.id[ins], qid)
-            qid = np.r_[qid, queries.id[ins][new]]
-            k = np.r_[k, queries.k[ins][new].astype(np.int64)]
+            qid = np.concatenate((qid, queries.id[ins][new]))
+            k = np.concatenate((k, queries.k[ins][new].astype(np.int64)))
         order = np.argsort(qid, kind="stable")
         qid, k = qid[order], k[order]
         dele = np.full(len(qid), NEVER, np.int64)
