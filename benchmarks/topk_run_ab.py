@@ -1,6 +1,6 @@
 """A top-k run at this checkout against the same run at another commit, paired: the same synthetic
 `topk_q` stream (datasets/tiny.py's random objects; k = 20; epochs of |W|/10, as the DSkype presets
-cut them; 32 workers) goes through one strategy in process (harness/engine/simulate.py's loop,
+cut them; 32 workers, or --workers) goes through one strategy in process (harness/engine/simulate.py's loop,
 measure.repeat as given), each side in its own process, ABBA within each round; the CPU time of
 the epoch loop (the workers' repetitions, the merges' repetitions, routing; not the oracle) and the
 workers' and merger's own busy times are compared. Both sides' digests must be equal, and equal to
@@ -49,11 +49,12 @@ cfg = WorkloadConfig(name="topk_q", family="topk", queries=a["queries"], window=
 wl = families.get("topk").build_workload(objects, df, extent, cfg, 3)
 events, warmup, anomalies = normalise_prefix(wl.events, wl.warmup)
 cls = registry.get(a["strategy"])
-run = assemble_run(cls, events, warmup, default_context(events), 32, {}, anomalies=anomalies)
-router = cls().fit(run.sample, 32, cls.make_params(None), run.context)
+n_w = a["workers"]
+run = assemble_run(cls, events, warmup, default_context(events), n_w, {}, anomalies=anomalies)
+router = cls().fit(run.sample, n_w, cls.make_params(None), run.context)
 t0 = time.process_time()
-loop = run_epochs(InProcessExecutor(events, run.setup, 32), router, events, run.setup,
-                  epoch_bounds(events, warmup, "count", a["window"] // 10), run.adjuster, 32, 1, repeat=a["repeat"])
+loop = run_epochs(InProcessExecutor(events, run.setup, n_w), router, events, run.setup,
+                  epoch_bounds(events, warmup, "count", a["window"] // 10), run.adjuster, n_w, 1, repeat=a["repeat"])
 loop_s = time.process_time() - t0
 digest = format_digest(sum(e.result_count for e in loop.epochs), sum(e.result_hash for e in loop.epochs) % (1 << 64))
 busy = sum(st["busy_s"] for reps in loop.repetitions for res in reps for st in res.worker_stats.values())
@@ -68,7 +69,8 @@ print("RESULT " + json.dumps(out))
 def side(root: Path, args, oracle: bool) -> dict:
     env = {**os.environ, "PYTHONPATH": str(root)}
     spec = json.dumps({"objects": args.objects, "queries": args.queries, "window": args.window,
-                       "strategy": args.strategy, "repeat": args.repeat, "oracle": oracle})
+                       "strategy": args.strategy, "repeat": args.repeat, "oracle": oracle,
+                       "workers": args.workers})
     out = subprocess.run([sys.executable, "-c", CHILD, spec], cwd=root, env=env, check=True, capture_output=True,
                          text=True).stdout
     return json.loads(next(line for line in out.splitlines() if line.startswith("RESULT "))[7:])
@@ -82,6 +84,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=4_000)
     ap.add_argument("--window", type=int, default=4_000)
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--workers", type=int, default=32, help="32: the DSkype presets' cluster; 1: Skype's")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     tree = Path(tempfile.mkdtemp()) / "baseline"
@@ -95,7 +98,7 @@ def main() -> None:
         if base0["digest"] != cur0["digest"]:
             raise SystemExit(f"digests differ: baseline {base0['digest']}, this checkout {cur0['digest']}")
         print(f"{args.strategy}, |S| = {args.queries:,}, |W| = {args.window:,}, repeat {args.repeat}: digest "
-              f"{cur0['digest']} on both sides, equal to the oracle's", flush=True)
+              f"{cur0['digest']} on both sides ({args.workers} workers), equal to the oracle's", flush=True)
         ratios = {k: [] for k in ("loop_s", "busy_s", "merge_s")}
         for r in range(args.rounds):
             order = ("b", "c", "c", "b") if r % 2 == 0 else ("c", "b", "b", "c")
