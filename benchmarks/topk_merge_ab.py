@@ -9,6 +9,12 @@ implementation of it kept here (ADR-0083).
 
     PYTHONPATH=. python benchmarks/topk_merge_ab.py --baseline e3beed4 --results /work/res-pc/150 \
         [--preset dskype_mechanisms --dataset synthetic --strategy dskype_keyword --rounds 5]
+
+Without a results folder, `--synthetic QUERIES` runs a synthetic `topk_q` stream instead (datasets/
+tiny.py's random objects, |W| = 4,000, k = 20, 32 workers, epochs of |W|/10) and merges every
+epoch's inputs (the warm-up's and the measured ones') with both mergers in each round:
+
+    PYTHONPATH=. python benchmarks/topk_merge_ab.py --baseline afec603 --synthetic 20000
 """
 
 from __future__ import annotations
@@ -69,6 +75,42 @@ def measured_merge_inputs(args) -> tuple:
     return calls[-1]  # the measured epoch's (one bucket in process)
 
 
+def synthetic_merge_inputs(args) -> list[tuple]:
+    """(blobs, queries, state) of every merge of one in-process run over a synthetic stream."""
+    from datasets.tiny import random_objects
+    from harness.engine.simulate import simulate
+    from harness.families import registry as families
+    from harness.families.topk import merge as current
+    from harness.families.workload import WorkloadConfig
+
+    objects, df, extent = random_objects(20_000, seed=4, vocab=2_000)
+    window = 4_000
+    cfg = WorkloadConfig(name="topk_q", family="topk", queries=args.synthetic, window=window,
+                         measured_messages=window // 2, k_min=20, k_max=20)
+    wl = families.get("topk").build_workload(objects, df, extent, cfg, 3)
+    calls = []
+    original = current.TopkMerger.merge
+
+    def keep(self, blobs, queries):
+        calls.append((list(blobs), queries, self.state))
+        return original(self, blobs, queries)
+
+    current.TopkMerger.merge = keep
+    try:
+        res = simulate(wl.events, wl.warmup, args.strategy, 32, epoch_events=window // 10)
+    finally:
+        current.TopkMerger.merge = original
+    if not res.exact:
+        raise SystemExit("the synthetic run differs from its oracle")
+    return calls
+
+
+def timed_all(module, inputs):
+    """timed() over several merges: (their summed seconds, every output)."""
+    outs = [timed(module, *x) for x in inputs]
+    return sum(o[0] for o in outs), outs
+
+
 def timed(module, blobs, queries, state):
     merger = module.TopkMerger()
     merger.restore(state)
@@ -87,7 +129,9 @@ def same(a, b) -> bool:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--baseline", required=True, help="the commit whose merger is the reference")
-    ap.add_argument("--results", required=True, help="a results folder whose cache holds the preset's data")
+    ap.add_argument("--results", help="a results folder whose cache holds the preset's data")
+    ap.add_argument("--synthetic", type=int, default=0, metavar="QUERIES",
+                    help="merge the epochs of a synthetic stream with this many subscriptions instead")
     ap.add_argument("--preset", default="dskype_mechanisms")
     ap.add_argument("--dataset", default="synthetic")
     ap.add_argument("--strategy", default="dskype_keyword")
@@ -96,18 +140,21 @@ def main() -> None:
     from harness.families.topk import merge as current
 
     baseline = merger_at(args.baseline)
-    blobs, queries, state = measured_merge_inputs(args)
-    rows = sum(len(b) for b in blobs) // 48
-    print(f"{args.preset} / {args.dataset} / {args.strategy}: {len(blobs)} blobs, about {rows:,} changes", flush=True)
+    if not args.synthetic and not args.results:
+        raise SystemExit("--results FOLDER or --synthetic QUERIES is required")
+    inputs = synthetic_merge_inputs(args) if args.synthetic else [measured_merge_inputs(args)]
+    rows = sum(len(b) for x in inputs for b in x[0]) // 48
+    what = f"synthetic ({args.synthetic:,} subscriptions)" if args.synthetic else f"{args.preset} / {args.dataset}"
+    print(f"{what} / {args.strategy}: {len(inputs)} merges, about {rows:,} changes", flush=True)
     for module in (baseline, current):  # compile both before timing
-        timed(module, blobs, queries, state)
+        timed_all(module, inputs)
     ratios = []
     for r in range(args.rounds):
         order = (baseline, current, current, baseline) if r % 2 == 0 else (current, baseline, baseline, current)
         runs = {id(m): [] for m in (baseline, current)}
         for module in order:
-            runs[id(module)].append(timed(module, blobs, queries, state))
-        if not same(runs[id(baseline)][0], runs[id(current)][0]):
+            runs[id(module)].append(timed_all(module, inputs))
+        if not all(same(a, b) for a, b in zip(runs[id(baseline)][0][1], runs[id(current)][0][1])):
             raise SystemExit("the two mergers' outputs differ")
         base_s = np.mean([x[0] for x in runs[id(baseline)]])
         cur_s = np.mean([x[0] for x in runs[id(current)]])

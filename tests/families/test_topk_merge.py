@@ -72,6 +72,9 @@ def test_merger_reports_the_global_topk_changes(seed, n_queries, n_replicas, n_m
         mine = [[c for c in rows if cuts[e] <= c[1] < cuts[e + 1]] for rows in changes]
         blobs = [blob(rows) for rows in mine if rows]  # one per replica that changed, as workers send
         out = merger.merge(blobs, queries if e == 0 else None)
+        # the bound replay's arrays are allocated at (merge.replay's docstring): each at most the changes
+        n_changes = sum(len(rows) for rows in mine)
+        assert out.rows.num_rows <= n_changes and out.exits.num_rows <= n_changes
         got_entries |= set(zip(*(out.rows.column(c).to_pylist() for c in ("qid", "item", "seq"))))
         got_exits |= set(zip(*(out.exits.column(c).to_pylist() for c in ("qid", "item", "seq"))))
         state = merger.export_state()

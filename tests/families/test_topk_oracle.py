@@ -83,3 +83,32 @@ def test_an_expiry_refills_from_the_window_and_a_deleted_query_gets_nothing(meth
     assert np.array_equal(np.sort(topk_oracle(ev)), expected)
     for workers in (1, 2):
         assert run(ev, 4, workers, method).exact
+
+
+@pytest.mark.parametrize("in_order", [True, False])
+def test_the_oracles_candidates_are_the_plain_filter(in_order):
+    """The oracle gathers a subscription's candidates by bisecting each term's list when seqs and
+    expiries ascend with the rows (oracle._candidates): the same set as the plain filter of the
+    union (the messages sharing a term, in the window at some point of the life), ascending, each
+    once; expiries out of order are checked one by one."""
+    from harness.families.topk.oracle import _candidates
+
+    rng = np.random.default_rng(7 + in_order)
+    for _ in range(200):
+        n, n_terms = int(rng.integers(1, 300)), int(rng.integers(1, 12))
+        o_seq = np.cumsum(rng.integers(1, 4, n)).astype(np.int64)
+        o_exp = o_seq + (rng.integers(1, 60) if in_order else rng.integers(1, 60, n))
+        owner = np.repeat(np.arange(n), rng.integers(1, 4, n))
+        term = rng.integers(0, n_terms, len(owner))
+        keep = np.unique(owner * n_terms + term)  # a term once per message
+        owner, term = keep // n_terms, keep % n_terms
+        by_term = np.argsort(term, kind="stable")
+        term_objs, term_off = owner[by_term].astype(np.int64), np.searchsorted(term[by_term], np.arange(n_terms + 1))
+        terms = np.unique(rng.integers(0, n_terms, int(rng.integers(1, 6)))).astype(np.int64)
+        start = int(rng.integers(0, o_seq[-1] + 5))
+        end = int(start + rng.integers(1, 200))
+        union = np.unique(np.concatenate([term_objs[term_off[t]:term_off[t + 1]] for t in terms]))
+        want = union[(o_seq[union] < end) & (o_exp[union] > start)]
+        got = _candidates(terms, term_objs, term_off.astype(np.int64), o_seq, o_exp, start, end,
+                          in_order and bool((np.diff(o_exp) >= 0).all()))
+        assert np.array_equal(got, want)

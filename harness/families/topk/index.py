@@ -234,9 +234,9 @@ class TopkIndex(WorkerIndex):
         qid, mseq = t.column("qid").to_numpy(), t.column("mseq").to_numpy()
         order = np.argsort(subs.id, kind="stable")
         # rows come by query: look each query up once, not each row
-        heads = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]]) if len(qid) else np.zeros(0, np.int64)
+        heads = np.flatnonzero(np.concatenate(([True], qid[1:] != qid[:-1]))) if len(qid) else np.zeros(0, np.int64)
         at = order[np.minimum(np.searchsorted(subs.id[order], qid[heads]), max(n - 1, 0))] if n else qid[heads]
-        slot = np.repeat(at, np.diff(np.r_[heads, len(qid)]))
+        slot = np.repeat(at, np.diff(np.concatenate((heads, [len(qid)]))))
         head = mseq == HEADER
         theta[slot[head]] = t.column("score").to_numpy()[head]
         mem = ~head
@@ -250,8 +250,8 @@ class TopkIndex(WorkerIndex):
         a_msg, a_score, a_dom = np.empty(room, np.int64), np.empty(room), np.empty(room, np.int64)
         if mem.any():  # rows are by query, in rank order
             q = slot[mem]
-            first = np.r_[0, np.flatnonzero(q[1:] != q[:-1]) + 1]
-            rank = np.arange(len(q)) - np.repeat(first, np.diff(np.r_[first, len(q)]))
+            first = np.concatenate(([0], np.flatnonzero(q[1:] != q[:-1]) + 1))
+            rank = np.arange(len(q)) - np.repeat(first, np.diff(np.concatenate((first, [len(q)]))))
             where = b_off[q] + rank
             a_msg[where] = message_rows(m_seq, mseq[mem])
             a_score[where] = t.column("score").to_numpy()[mem]

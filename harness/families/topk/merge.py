@@ -23,7 +23,7 @@ from harness.core.events import DELETE, INSERT, TOPK, Events, small_ints, sorted
 from harness.families import result_rows
 from harness.families.base import NEVER, Merger, MergeOutput, qid_buckets
 from harness.families.topk import formats
-from harness.families.topk.skyband import better, grown
+from harness.families.topk.skyband import better
 
 STATE_SCHEMA = pa.schema([("qid", pa.int64()), ("k", pa.int64()), ("del_seq", pa.int64()), ("mseq", pa.int64()),
                           ("oid", pa.int64()), ("score", pa.float64()), ("count", pa.int64()),
@@ -124,7 +124,12 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
     or empty; the members before it keep their ranks and flags, so the pass that drops the emptied
     members and sets the flags starts there, and stops once no emptied member and no top-k member
     is left behind it and its rank is past k (the rest keeps its flags and only slides over the
-    dropped ones). Entries and exits come out in the order a pass over the whole union gives."""
+    dropped ones). Entries and exits come out in the order a pass over the whole union gives.
+
+    A seq's entries and exits are each at most its changes: a member leaves the top-k only when it
+    empties or a new member enters above it (a member below cannot pass it), and with the top-k full
+    each entry takes the place of a member that left (with it not full, every member is in it and
+    only new members enter); so the whole call's are at most len(r_mseq), their arrays' size."""
     n_q = len(k)
     cap_u = len(s_mseq) + len(r_mseq)
     u_off = np.zeros(n_q + 1, np.int64)
@@ -133,10 +138,13 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
     u_score = np.empty(cap_u, np.float64)
     u_count = np.empty(cap_u, np.int64)
     u_top = np.empty(cap_u, np.bool_)
-    e_slot, e_oid, e_trig, e_score = (np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, np.int64),
-                                      np.empty(64, np.float64))
+    # entries and exits at their bound, allocated once: growing them inside the pass made numba
+    # count references to them on every step of it (ten times this kernel's time; ADR-0078's cause)
+    cap = len(r_mseq) + 1
+    e_slot, e_oid, e_trig, e_score = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64), \
+        np.empty(cap, np.float64)
     n_e = 0
-    x_slot, x_oid, x_trig = np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, np.int64)
+    x_slot, x_oid, x_trig = np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64)
     n_x = 0
     n_u = 0
     for q in range(n_q):
@@ -191,8 +199,8 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
                     tops_left -= 1
                 if u_count[u] <= 0 or (rank >= k[q] and u_top[u]):
                     if u_top[u]:  # it leaves the global top-k at this seq
-                        if n_x == len(x_slot):
-                            x_slot, x_oid, x_trig = grown(x_slot, n_x + 1), grown(x_oid, n_x + 1), grown(x_trig, n_x + 1)
+                        if n_x == cap:  # cannot happen (docstring): never write past the bound
+                            raise RuntimeError("top-k replay: more exits than changes")
                         x_slot[n_x], x_oid[n_x], x_trig[n_x] = q, u_oid[u], trig
                         n_x += 1
                         u_top[u] = False
@@ -205,9 +213,8 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
                     u_count[w], u_top[w] = u_count[u], u_top[u]
                 if rank < k[q]:
                     if not u_top[w]:
-                        if n_e == len(e_slot):
-                            e_slot, e_oid = grown(e_slot, n_e + 1), grown(e_oid, n_e + 1)
-                            e_trig, e_score = grown(e_trig, n_e + 1), grown(e_score, n_e + 1)
+                        if n_e == cap:  # cannot happen (docstring): never write past the bound
+                            raise RuntimeError("top-k replay: more entries than changes")
                         e_slot[n_e], e_oid[n_e], e_trig[n_e], e_score[n_e] = q, u_oid[w], trig, u_score[w]
                         n_e += 1
                     u_top[w] = True
@@ -238,7 +245,7 @@ def thresholds(ints: np.ndarray, score: np.ndarray) -> pa.Table | None:
         return None
     qid, value = ints[rows, 0], score[rows]
     order = np.lexsort((-value, qid))
-    first = np.r_[True, qid[order][1:] != qid[order][:-1]]
+    first = np.concatenate(([True], qid[order][1:] != qid[order][:-1]))
     return pa.table({"qid": qid[order][first], "value": value[order][first]})
 
 
@@ -282,11 +289,13 @@ class TopkMerger(Merger):
         keep = live[u_q]
         n = int(live.sum())
         self.state = pa.table({
-            "qid": np.r_[qid[live], qid[u_q[keep]]], "k": np.r_[k[live], k[u_q[keep]]],
+            "qid": np.concatenate((qid[live], qid[u_q[keep]])), "k": np.concatenate((k[live], k[u_q[keep]])),
             "del_seq": np.full(n + int(keep.sum()), NEVER, np.int64),
-            "mseq": np.r_[np.full(n, HEADER, np.int64), u_mseq[keep]], "oid": np.r_[np.full(n, -1), u_oid[keep]],
-            "score": np.r_[np.full(n, np.nan), u_score[keep]], "count": np.r_[np.zeros(n, np.int64), u_count[keep]],
-            "top": np.r_[np.zeros(n, np.bool_), u_top[keep]]}, schema=STATE_SCHEMA)
+            "mseq": np.concatenate((np.full(n, HEADER, np.int64), u_mseq[keep])),
+            "oid": np.concatenate((np.full(n, -1, np.int64), u_oid[keep])),
+            "score": np.concatenate((np.full(n, np.nan), u_score[keep])),
+            "count": np.concatenate((np.zeros(n, np.int64), u_count[keep])),
+            "top": np.concatenate((np.zeros(n, np.bool_), u_top[keep]))}, schema=STATE_SCHEMA)
         if feedback is not None:
             feedback = feedback.filter(pa.array(np.isin(feedback.column("qid").to_numpy(), qid[live])))
         entries = result_rows.rows(TOPK, qid[e_slot], e_oid, seq=e_trig, score=e_score, keys=formats.RESULTS.keys)
@@ -302,8 +311,8 @@ class TopkMerger(Merger):
         if queries is not None and len(queries):
             ins = np.flatnonzero(queries.kind == INSERT)
             new = ~np.isin(queries.id[ins], qid)
-            qid = np.r_[qid, queries.id[ins][new]]
-            k = np.r_[k, queries.k[ins][new].astype(np.int64)]
+            qid = np.concatenate((qid, queries.id[ins][new]))
+            k = np.concatenate((k, queries.k[ins][new].astype(np.int64)))
         order = np.argsort(qid, kind="stable")
         qid, k = qid[order], k[order]
         dele = np.full(len(qid), NEVER, np.int64)

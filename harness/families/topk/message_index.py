@@ -45,12 +45,12 @@ def message_grid(x, y, offsets, values, weights, n_terms: int, per_cell: float =
     owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
     e_cell = cell[owner]
     order, e_term, e_cell = block_order(values.astype(np.int64), e_cell, weights, n_terms, side * side)
-    starts = np.flatnonzero(np.r_[True, (e_term[1:] != e_term[:-1]) | (e_cell[1:] != e_cell[:-1])]) if len(
+    starts = np.flatnonzero(np.concatenate(([True], (e_term[1:] != e_term[:-1]) | (e_cell[1:] != e_cell[:-1])))) if len(
         order) else np.zeros(0, np.int64)
     term_blocks = np.zeros(n_terms + 1, np.int64)
     np.cumsum(np.bincount(e_term[starts], minlength=n_terms), out=term_blocks[1:])
     e_w = weights[order]
-    return (geometry, term_blocks, e_cell[starts], np.r_[starts, len(order)].astype(np.int64), e_w[starts],
+    return (geometry, term_blocks, e_cell[starts], np.concatenate((starts, [len(order)])).astype(np.int64), e_w[starts],
             owner[order], e_w)
 
 
@@ -155,11 +155,13 @@ def best_candidates(s, t, inclusive, min_exp, need, frac, c_msg, c_score, m_seen
     lo_t, hi_t = s_off[s], s_off[s + 1]
     nt = hi_t - lo_t
     n_touch = 0
+    postings = 0  # the entries of s's blocks: at most that many messages are scored
     for i in range(nt):  # the cells holding one of s's terms, and their blocks
         term = s_val[lo_t + i]
         if term + 1 >= len(term_blocks):
             continue
         for b in range(term_blocks[term], term_blocks[term + 1]):
+            postings += blk_start[b + 1] - blk_start[b]
             c = blk_cell[b]
             if c_stamp[c] != cs:
                 c_stamp[c], acc[c], slot[c], touched[n_touch] = cs, 0.0, n_touch, c
@@ -174,6 +176,10 @@ def best_candidates(s, t, inclusive, min_exp, need, frac, c_msg, c_score, m_seen
         spatial[u] = alpha * cell_reach(c, geometry, s_x[s], s_y[s], max_dist) + SLACK
         bound[u] = spatial[u] + (1.0 - alpha) * min(acc[c], 1.0)
     order = np.argsort(-bound[:n_touch])
+    # room for every candidate before the search: growing the arrays inside it made numba count
+    # references to them on every step of its loops (as in merge.replay)
+    if len(c_msg) < postings:
+        c_msg, c_score = grown(c_msg, postings), grown(c_score, postings)
     best = np.full(need, -np.inf)  # the best scores so far, descending
     ptr = np.empty(nt, np.int64)
     n = 0
@@ -202,8 +208,8 @@ def best_candidates(s, t, inclusive, min_exp, need, frac, c_msg, c_score, m_seen
                     m_seen[m] = stamp
                     if m_seq[m] > t or (m_seq[m] == t and not inclusive) or m_exp[m] <= t or m_exp[m] < min_exp:
                         continue
-                    if n == len(c_msg):
-                        c_msg, c_score = grown(c_msg, n + 1), grown(c_score, n + 1)
+                    if n == len(c_msg):  # cannot happen (room for every posting above): never write past it
+                        raise RuntimeError("top-k search: more candidates than postings")
                     sc = pair_score(s_x[s], s_y[s], alpha, s_val, s_w, lo_t, hi_t, m_x[m], m_y[m], m_val, m_w,
                                     m_off[m], m_off[m + 1], max_dist)
                     c_msg[n] = m

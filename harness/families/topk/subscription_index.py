@@ -50,16 +50,17 @@ def subscription_blocks(x, y, offsets, values, s_w, wsum, rmax, theta, lam, alph
     # rank by posted theta (highest first) within each (term, cell, alpha group), then blocks of `block`
     by_theta = np.lexsort((owner, -theta[owner], group))
     g_sorted = group[by_theta]
-    first = np.flatnonzero(np.r_[True, g_sorted[1:] != g_sorted[:-1]]) if len(g_sorted) else np.zeros(0, np.int64)
-    rank = np.arange(len(g_sorted)) - np.repeat(first, np.diff(np.r_[first, len(g_sorted)]))
+    first = np.flatnonzero(np.concatenate(([True], g_sorted[1:] != g_sorted[:-1]))) if len(g_sorted) else np.zeros(
+        0, np.int64)
+    rank = np.arange(len(g_sorted)) - np.repeat(first, np.diff(np.concatenate((first, [len(g_sorted)]))))
     chunk = np.empty(len(g_sorted), np.int64)
     chunk[by_theta] = rank // block
     with np.errstate(invalid="ignore", divide="ignore"):
         key = np.where(np.isfinite(lam[owner]), lam[owner] / wsum, -np.inf)
     order = np.lexsort((owner, key, chunk, group))
     g, c = group[order], chunk[order]
-    starts = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (c[1:] != c[:-1])]) if len(order) else np.zeros(
-        0, np.int64)
+    starts = np.flatnonzero(np.concatenate(([True], (g[1:] != g[:-1]) | (c[1:] != c[:-1])))) if len(
+        order) else np.zeros(0, np.int64)
     blk_off = np.zeros(n_terms + 1, np.int64)
     np.cumsum(np.bincount(term[order][starts], minlength=n_terms), out=blk_off[1:])
     e_sub = owner[order]
@@ -68,7 +69,7 @@ def subscription_blocks(x, y, offsets, values, s_w, wsum, rmax, theta, lam, alph
     def reduce(op, values_):
         return op.reduceat(values_, starts) if len(starts) else np.zeros(0)
 
-    return (blk_off, cell[e_sub][starts], np.r_[starts, len(order)].astype(np.int64),
+    return (blk_off, cell[e_sub][starts], np.concatenate((starts, [len(order)])).astype(np.int64),
             reduce(np.minimum, theta[e_sub]), reduce(np.minimum, alpha[e_sub]), reduce(np.maximum, alpha[e_sub]),
             reduce(np.maximum, e_w),
             reduce(np.maximum, e_rsum), reduce(np.maximum, e_rmax), geometry, e_sub, e_w, e_rsum, e_rmax,
