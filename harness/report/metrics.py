@@ -329,8 +329,10 @@ _METRICS = [
            "(/proc/stat)", None, **_PCT),
     Metric("cpu_wall_ratio", "CPU/wall of the timed work", "", "the workers' thread CPU time over their wall time "
            "in the counted repetitions: below 1, the worker waited for a core", None, "{:.2f}"),
+    Metric("others_busy_frac", "others' CPU", "", "share of all cores' time over the run used by processes "
+           "other than the run's own (its driver, JVM and Python workers): the load it did not cause", None, **_PCT),
     Metric("loaded", "measured on a loaded machine", "", "1 when a threshold of `machine` was passed "
-           "(load per core, CPU/wall, steal): the run is left out of the verdicts", None, "{:.0f}"),
+           "(others' CPU, steal, gross load per core or CPU/wall): the run is left out of the verdicts", None, "{:.0f}"),
     Metric("loaded_reason", "why loaded", "", "which thresholds the run passed, with its figures", None, "{}"),
     Metric("aa_role", "A/A pair", "", "a1: the preset's first job; a2: the same job measured again at the preset's "
            "end (harness/run/aa_pair.py); their spread widens the verdicts' intervals", None, "{}"),

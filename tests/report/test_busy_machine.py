@@ -6,6 +6,7 @@ never "does not hold"."""
 from __future__ import annotations
 
 import math
+import os
 
 import pandas as pd
 import pytest
@@ -174,3 +175,24 @@ def test_a_presets_report_shows_the_first_job_and_flags_a_loaded_run():
     text = "\n".join(claims_report.throughput_tables(shown))
     assert "loaded machine (steal 9.0% > 5%)" in text
     assert text.count("loaded machine") == 1
+
+
+def test_the_runs_own_process_tree_is_not_counted_as_others_load():
+    """A child the run waited for counts as the run's own CPU (its ticks reach the parent's tree),
+    so only other processes' CPU makes a run loaded; a crafted sample where others used 30% of the
+    machine is flagged, naming it."""
+    import subprocess
+    import sys
+
+    before = machine_load.tree_ticks()
+    assert before is not None and before > 0
+    subprocess.run([sys.executable, "-c", "import time\nt=time.process_time()\nwhile time.process_time()-t<0.3: pass"],
+                   check=True)
+    assert machine_load.tree_ticks() - before >= 0.2 * os.sysconf("SC_CLK_TCK")
+    limits = machine_load.Thresholds()
+    quiet = machine_load.judge({"load1_start": 3.0, "load1_end": 3.2, "cpu_busy_frac": 0.9, "steal_frac": 0.0,
+                                "cpu_wall_ratio": 0.5, "others_busy_frac": 0.02}, 2, limits)
+    assert quiet["loaded"] == 0.0, quiet["loaded_reason"]  # the run's own load on 2 cores
+    busy = machine_load.judge({"load1_start": 2.0, "load1_end": 2.0, "cpu_busy_frac": 0.95, "steal_frac": 0.0,
+                               "cpu_wall_ratio": 0.8, "others_busy_frac": 0.3}, 2, limits)
+    assert busy["loaded"] == 1.0 and "other processes used 30% of the machine > 15%" in busy["loaded_reason"]
