@@ -93,6 +93,10 @@ def drift_queries(cfg, seed, objects, df, extent, payload, q_off, q_val, qinfo, 
         rank = np.empty(n_reg, np.int64)
         rank[order] = np.arange(n_reg)
         n_switches = np.where(after, 1 + (np.cumsum(after) - 1) // every, 0)
+        # no switch starts at or after drift_end (default 1: the end of the stream), so the stream
+        # can end on a stretch without drift, on which an adjustment's effect is read
+        starts = np.flatnonzero(after)[::every]  # the insertion that opens each switch
+        n_switches = np.minimum(n_switches, int((frac[starts] < cfg.drift_end).sum()))
         r = rank[q3_region(cfg, extent, payload["x"][meas], payload["y"][meas])]
         # switches so far cover rank positions 0 .. n_switches*m - 1 (mod n_reg): times r was hit
         hits = np.maximum(0, (n_switches * m - r + n_reg - 1) // n_reg)

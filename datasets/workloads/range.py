@@ -21,8 +21,9 @@ objects and of queries inserted in the measured part, so a delete still carries 
 payload. The drift begins at `drift_start` (a fraction of the measured events).
 - q3_switch (PS2Stream Sec. 7, Fig. 16, STS-US-Q3): from the drift start and then every
   `drift_every` query insertions, another `drift_fraction` of the Q3 regions switch between Q1
-  and Q2 (regions taken in a seeded random order, wrapping round, so they switch back later);
-  a switched query keeps its source object, k, its side's uniform draw and its AND/OR coin.
+  and Q2 (regions taken in a seeded random order, wrapping round, so they switch back later),
+  and none from `drift_end` on (default 1: to the end); a switched query keeps its source
+  object, k, its side's uniform draw and its AND/OR coin.
 - hotspot_objects / hotspot_queries (SSTD Sec. 7.6, object- and continuous-query-insertion
   imbalance): a square of side `hotspot_region_km` around a random object; the share of measured
   objects (or query insertions) replaced by objects of that square (queries: re-centred on them,

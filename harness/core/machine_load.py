@@ -148,6 +148,31 @@ class LoadProbe:
                       "others_busy_frac": others}, self.cores, limits)
 
 
+def reasons(figures: dict, limits: Thresholds) -> list[str]:
+    """The thresholds of `limits` that a run's stored figures (load_per_core_max, cpu_wall_ratio,
+    steal_frac, others_busy_frac; NaN or missing where unknown) pass, each with its figure. The
+    claims judge a runs table's rows with it, so a changed threshold re-judges old runs."""
+    def get(k):
+        try:
+            v = float(figures.get(k, float("nan")))
+        except (TypeError, ValueError):
+            return float("nan")
+        return v
+
+    out = []
+    load, ratio, steal, others = (get("load_per_core_max"), get("cpu_wall_ratio"), get("steal_frac"),
+                                  get("others_busy_frac"))
+    if math.isfinite(load) and load > limits.max_load_per_core:
+        out.append(f"load average {load:.2f} per core > {limits.max_load_per_core:g}")
+    if math.isfinite(ratio) and ratio < limits.min_cpu_wall:
+        out.append(f"CPU/wall {ratio:.2f} of the timed work < {limits.min_cpu_wall:g}")
+    if math.isfinite(steal) and steal > limits.max_steal:
+        out.append(f"steal {steal:.1%} > {limits.max_steal:.0%}")
+    if math.isfinite(others) and others > limits.max_others_busy:
+        out.append(f"other processes used {others:.0%} of the machine > {limits.max_others_busy:.0%}")
+    return out
+
+
 def judge(sample: dict, cores: int, limits: Thresholds) -> dict:
     """`sample` (load1_start, load1_end, cpu_busy_frac, steal_frac, cpu_wall_ratio, others_busy_frac;
     NaN where unknown) with load_per_core_max, loaded (1.0 or 0.0) and loaded_reason ("" when not
@@ -155,18 +180,9 @@ def judge(sample: dict, cores: int, limits: Thresholds) -> dict:
     out = {k: float(sample.get(k, float("nan"))) for k in COLUMNS[:-2] if k != "load_per_core_max"}
     loads = [v for v in (out["load1_start"], out["load1_end"]) if math.isfinite(v)]
     out["load_per_core_max"] = max(loads) / max(int(cores), 1) if loads else float("nan")
-    reasons = []
-    if math.isfinite(out["load_per_core_max"]) and out["load_per_core_max"] > limits.max_load_per_core:
-        reasons.append(f"load average {out['load_per_core_max']:.2f} per core > {limits.max_load_per_core:g}")
-    if math.isfinite(out["cpu_wall_ratio"]) and out["cpu_wall_ratio"] < limits.min_cpu_wall:
-        reasons.append(f"CPU/wall {out['cpu_wall_ratio']:.2f} of the timed work < {limits.min_cpu_wall:g}")
-    if math.isfinite(out["steal_frac"]) and out["steal_frac"] > limits.max_steal:
-        reasons.append(f"steal {out['steal_frac']:.1%} > {limits.max_steal:.0%}")
-    if math.isfinite(out["others_busy_frac"]) and out["others_busy_frac"] > limits.max_others_busy:
-        reasons.append(f"other processes used {out['others_busy_frac']:.0%} of the machine > "
-                       f"{limits.max_others_busy:.0%}")
-    out["loaded"] = 1.0 if reasons else 0.0
-    out["loaded_reason"] = "; ".join(reasons)
+    why = reasons(out, limits)
+    out["loaded"] = 1.0 if why else 0.0
+    out["loaded_reason"] = "; ".join(why)
     return out
 
 

@@ -219,6 +219,17 @@ def test_hotspot_queries_concentrate_into_one_region_over_time(data):
     same_rows(ev, none, np.flatnonzero(ev.kind == OBJECT))  # objects untouched
 
 
+def test_q3_switches_stop_at_drift_end(data):
+    """The regions switch every drift_every insertions from the drift start, and none from
+    drift_end on: the stream ends on a stretch without a switch."""
+    every = build(data, drift="q3_switch")
+    early = build(data, drift="q3_switch", drift_end=0.5)
+    n_meas = len(early.events) - early.warmup
+    assert len(early.drift["points"]) < len(every.drift["points"])
+    assert all(p < early.warmup + 0.5 * n_meas for p in early.drift["points"])
+    assert early.drift["points"] == every.drift["points"][: len(early.drift["points"])]
+
+
 def test_a_ramp_that_ends_early_holds_and_a_burst_stops(data):
     """SSTD's staging (sstd.txt l.378-384): objects ramp into the hot square until drift_end and
     keep that share after it; a burst registers every query there until drift_end and none after,

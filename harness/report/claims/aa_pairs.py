@@ -18,9 +18,10 @@ so a ratio subject / other has the interval [lo_a (1 - s) / (hi_b (1 + s)), hi_a
 configuration. The a2 runs are not read for the verdict (the a1 runs are the preset's own, read in
 their cell); they are listed among the runs left out, with why.
 
-Loaded runs. A run whose row says `loaded` (harness/core/machine_load.py: load per core, CPU/wall
-of the timed work, steal past `machine.*`) is left out of the verdicts as a run too short to
-measure is, with its `loaded_reason`. A cell whose runs were all loaded has no usable run: the
+Loaded runs. A run whose stored load figures pass today's thresholds (harness/core/machine_load.py
+`reasons`: other processes' share of the machine, steal, and gross load per core or CPU/wall) is
+left out of the verdicts as a run too short to measure is, with the reason; the `loaded` flag
+written when it ran (under the limits of that day) is kept for the record, not read. A cell whose runs were all loaded has no usable run: the
 claim is "not measured" there, never "does not hold".
 """
 
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from harness.core import machine_load
 from harness.report import metrics
 from harness.report.claims.checks import CELL, Value, cell_label
 
@@ -38,14 +40,16 @@ A1, A2 = "a1", "a2"
 REPEAT_REASON = "the A/A repeat of the preset's first job (read for the A/A spread, not the verdict)"
 
 
-def loaded(rows: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
-    """(loaded, why) per run: `loaded` > 0, and its reason as the runs table gives it."""
-    if "loaded" not in rows:
+def loaded(rows: pd.DataFrame, limits: machine_load.Thresholds | None = None) -> tuple[pd.Series, pd.Series]:
+    """(loaded, why) per run, judged now from the load figures the runs table keeps
+    (harness/core/machine_load.py `reasons`, with `limits`, default the config's defaults), so a
+    threshold changed after a run re-judges it; a row without those figures is not loaded."""
+    limits = limits or machine_load.Thresholds()
+    if not any(c in rows for c in machine_load.COLUMNS[:-2]):
         return pd.Series(False, index=rows.index), pd.Series("", index=rows.index, dtype=object)
-    flag = pd.to_numeric(rows["loaded"], errors="coerce").fillna(0) > 0
-    reason = rows["loaded_reason"].fillna("").astype(str) if "loaded_reason" in rows else pd.Series("", index=rows.index)
-    why = ("measured on a loaded machine: " + reason.where(reason != "", "over the thresholds of `machine`"))
-    return flag, why.where(flag, "")
+    why = pd.Series([("measured on a loaded machine: " + "; ".join(r)) if (r := machine_load.reasons(row, limits))
+                     else "" for row in rows.to_dict("records")], index=rows.index, dtype=object)
+    return why != "", why
 
 
 def is_repeat(rows: pd.DataFrame) -> pd.Series:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from harness.core import machine_load
 from harness.report import claims as claims_mod
 from harness.report import metrics, results, sizes
 from harness.report.claims import BASES, VERDICTS, ClaimResult
@@ -137,8 +138,8 @@ def _flags(row: pd.Series) -> str:
         flags.append("oracle mismatch")
     if pd.to_numeric(row.get("too_short"), errors="coerce") > 0:
         flags.append("too short")
-    if pd.to_numeric(row.get("loaded"), errors="coerce") > 0:
-        flags.append(f"loaded machine ({row.get('loaded_reason') or 'over the thresholds of machine.*'})")
+    if why := machine_load.reasons(row.to_dict(), machine_load.Thresholds()):  # judged as the claims judge it
+        flags.append(f"loaded machine ({'; '.join(why)})")
     return ", ".join(flags)
 
 
