@@ -20,44 +20,30 @@ epoch's inputs (the warm-up's and the measured ones') with both mergers in each 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import subprocess
+import contextlib
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from at_commit import module_at  # noqa: E402
 from audit_strategies import compose, load_stream, run_in_process  # noqa: E402
 
 MERGE_PATH = "harness/families/topk/merge.py"
 
 
 def merger_at(commit: str):
-    """The top-k merge module as it was at `commit` (imported from a temporary file)."""
-    root = Path(__file__).resolve().parents[1]
-    source = subprocess.run(["git", "show", f"{commit}:{MERGE_PATH}"], cwd=root, check=True, capture_output=True,
-                            text=True).stdout
-    path = Path(tempfile.mkdtemp()) / f"topk_merge_{commit}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The top-k merge module as it was at `commit`."""
+    return module_at(commit, MERGE_PATH)
 
 
-def measured_merge_inputs(args) -> tuple:
-    """(blobs, queries, state) of the first merge of the measured epoch of one in-process run."""
+@contextlib.contextmanager
+def merges_kept(calls: list):
+    """While inside, every TopkMerger.merge call's (blobs, queries, state) is appended to `calls`."""
     from harness.families.topk import merge as current
-    from strategies.base import FitContext
 
-    cfg = compose(args.preset, [f"dataset={args.dataset}", "workload=topk_q", f"strategy={args.strategy}"],
-                  args.results)
-    ds, events, warmup = load_stream(cfg, Path(args.results))
-    context = FitContext(ds.extent, ds.vocab.column("df").to_numpy().astype(np.float64), int(cfg.seed))
-    calls = []
     original = current.TopkMerger.merge
 
     def keep(self, blobs, queries):
@@ -66,10 +52,22 @@ def measured_merge_inputs(args) -> tuple:
 
     current.TopkMerger.merge = keep
     try:
-        run_in_process(events, warmup, args.strategy, int(cfg.workers), context,
-                       {k: dict(v) for k, v in dict(cfg.index).items()}, {}, 1)
+        yield calls
     finally:
         current.TopkMerger.merge = original
+
+
+def measured_merge_inputs(args) -> tuple:
+    """(blobs, queries, state) of the first merge of the measured epoch of one in-process run."""
+    from strategies.base import FitContext
+
+    cfg = compose(args.preset, [f"dataset={args.dataset}", "workload=topk_q", f"strategy={args.strategy}"],
+                  args.results)
+    ds, events, warmup = load_stream(cfg, Path(args.results))
+    context = FitContext(ds.extent, ds.vocab.column("df").to_numpy().astype(np.float64), int(cfg.seed))
+    with merges_kept([]) as calls:
+        run_in_process(events, warmup, args.strategy, int(cfg.workers), context,
+                       {k: dict(v) for k, v in dict(cfg.index).items()}, {}, 1)
     if not calls:
         raise SystemExit(f"{args.preset} on {args.dataset} merged no top-k results")
     return calls[-1]  # the measured epoch's (one bucket in process)
@@ -80,7 +78,6 @@ def synthetic_merge_inputs(args) -> list[tuple]:
     from datasets.tiny import random_objects
     from harness.engine.simulate import simulate
     from harness.families import registry as families
-    from harness.families.topk import merge as current
     from harness.families.workload import WorkloadConfig
 
     objects, df, extent = random_objects(20_000, seed=4, vocab=2_000)
@@ -88,18 +85,8 @@ def synthetic_merge_inputs(args) -> list[tuple]:
     cfg = WorkloadConfig(name="topk_q", family="topk", queries=args.synthetic, window=window,
                          measured_messages=window // 2, k_min=20, k_max=20)
     wl = families.get("topk").build_workload(objects, df, extent, cfg, 3)
-    calls = []
-    original = current.TopkMerger.merge
-
-    def keep(self, blobs, queries):
-        calls.append((list(blobs), queries, self.state))
-        return original(self, blobs, queries)
-
-    current.TopkMerger.merge = keep
-    try:
+    with merges_kept([]) as calls:
         res = simulate(wl.events, wl.warmup, args.strategy, 32, epoch_events=window // 10)
-    finally:
-        current.TopkMerger.merge = original
     if not res.exact:
         raise SystemExit("the synthetic run differs from its oracle")
     return calls

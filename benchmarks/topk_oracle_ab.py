@@ -12,28 +12,21 @@ Why a commit and not a baseline in this file: the reference is the oracle as it 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import subprocess
-import tempfile
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from at_commit import module_at  # noqa: E402
+
 ORACLE_PATH = "harness/families/topk/oracle.py"
 
 
 def oracle_at(commit: str):
-    """The top-k oracle module as it was at `commit` (imported from a temporary file)."""
-    root = Path(__file__).resolve().parents[1]
-    source = subprocess.run(["git", "show", f"{commit}:{ORACLE_PATH}"], cwd=root, check=True, capture_output=True,
-                            text=True).stdout
-    path = Path(tempfile.mkdtemp()) / f"topk_oracle_{commit}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The top-k oracle module as it was at `commit`."""
+    return module_at(commit, ORACLE_PATH)
 
 
 def main() -> None:
