@@ -9,9 +9,11 @@ executor, the routers' and adjusters' own code) with one repetition and no timin
 worker's `WorkerEpoch`, each migration. The worker counters are the ones a run's workers table
 holds (harness/engine/monitor.py `COUNTERS`, `WorkerOutput.counters`).
 
-Sampling (`object_sample` = p < 1): the measured objects are kept each with probability p (a
-seeded Bernoulli draw), every subscription event and the whole warm-up are kept, and the events
-keep their seqs (so the dispatcher an event is dealt to, seq % dispatchers, is its own). Only
+Sampling (`object_sample` = p < 1): the objects are kept each with probability p (a seeded
+Bernoulli draw), those of the warm-up too (at the papers' sizes the warm-up's objects are millions,
+and its epoch's work was the count's largest part), every subscription event is kept, the
+strategy still fits on the whole warm-up (`fit_prefix`: the same router as the full run's), and
+the events keep their seqs (so the dispatcher an event is dealt to, seq % dispatchers, is its own). Only
 families whose objects are matched independently of each other (`Family.object_sampling`) allow
 it. A counter the objects drive (object copies, candidates, results, snapshot checks, objects
 held) is estimated as its sampled value / p (Horvitz-Thompson); the others (subscription copies,
@@ -92,13 +94,13 @@ class Tally:
         self.migrations[epoch] = infos
 
 
-def sample_objects(events: Events, warmup: int, p: float, seed: int) -> np.ndarray | None:
-    """The positions kept: every event but the measured objects a seeded Bernoulli(p) draw drops
-    (None: p >= 1, every event)."""
+def sample_objects(events: Events, p: float, seed: int) -> np.ndarray | None:
+    """The positions kept: every event but the objects a seeded Bernoulli(p) draw drops (None:
+    p >= 1, every event)."""
     if p >= 1:
         return None
-    measured = warmup + np.flatnonzero(events.kind[warmup:] == OBJECT)
-    drop = measured[np.random.default_rng(seed).random(len(measured)) >= p]
+    objects = np.flatnonzero(events.kind == OBJECT)
+    drop = objects[np.random.default_rng(seed).random(len(objects)) >= p]
     keep = np.ones(len(events), np.bool_)
     keep[drop] = False
     return np.flatnonzero(keep)
@@ -159,21 +161,24 @@ def count_run(cls: type, events: Events, warmup: int, n_workers: int, context: F
     p = float(object_sample)
     bounds = epoch_bounds(events, warmup, epochs_by, epoch_size)
     full_objects = {e: int(np.count_nonzero(events.kind[lo:hi] == OBJECT)) for e, lo, hi in bounds}
-    keep = sample_objects(events, warmup, p, sample_seed)
+    keep = sample_objects(events, p, sample_seed)
+    fit_prefix = None
     if keep is not None:
+        fit_prefix = events.take(np.arange(warmup))
         events = events.take(keep)
     run_bounds = sampled_bounds(bounds, keep)
     tally = Tally(n_workers, n_dispatchers)
     t0 = time.perf_counter()
-    loop, run = run_in_process(cls, events, warmup, run_bounds, context, n_workers, index_params, adjust=adjust,
-                               adjust_params=adjust_params, strategy_params=strategy_params,
+    loop, run = run_in_process(cls, events, run_bounds[0][2], run_bounds, context, n_workers, index_params,
+                               adjust=adjust, adjust_params=adjust_params, strategy_params=strategy_params,
                                local_pairs=local_pairs, anomalies=anomalies, repeat=1, n_dispatchers=n_dispatchers,
-                               workload_family=workload_family, tally=tally, progress=progress, label=label)
+                               workload_family=workload_family, tally=tally, progress=progress, label=label,
+                               fit_prefix=fit_prefix)
     elapsed = time.perf_counter() - t0
     series = {row["epoch"]: row for row in loop.series}
     w_rows, e_rows, d_rows = [], [], []
     for res, (epoch, lo, hi), (_, slo, shi) in zip(loop.epochs, bounds, run_bounds):
-        q = p if epoch > 0 else 1.0  # the warm-up is never sampled
+        q = p
         mig_in = {i["dst"]: i for i in tally.migrations.get(epoch, []) if "dst" in i}
         mig_out = {i["src"]: i for i in tally.migrations.get(epoch, []) if "src" in i}
         e_work = np.zeros(3)
@@ -230,7 +235,7 @@ def count_run(cls: type, events: Events, warmup: int, n_workers: int, context: F
             "object_sample": p, "sample_seed": int(sample_seed),
             "objects_measured_full": int(sum(v for e, v in full_objects.items() if e > 0)),
             "objects_measured_run": int(sum(r["objects_run"] for r in e_rows if r["measured"])),
-            "estimator": "sampled / object_sample (the warm-up unsampled)" if p < 1 else "exact (every object)",
+            "estimator": "sampled / object_sample (the warm-up's objects sampled too; the fit on the whole warm-up)" if p < 1 else "exact (every object)",
             "standard_error": ("objects: sqrt(n (1-p))/p; candidates, results, snapshot_checks: the worker's "
                                "relative error of its work sum(w_i) over its objects, sqrt((1-p) sum w_i^2)/sum w_i"
                                if p < 1 else "0 (every object)"),

@@ -82,15 +82,16 @@ def run_in_process(cls: type, events: Events, warmup: int, bounds: list[tuple[in
                    adjust_params: dict | None = None, strategy_params: dict | None = None, local_pairs: bool = True,
                    anomalies: dict | None = None, setup: FamilySetup | None = None, repeat: int = 1,
                    n_dispatchers: int = 1, workload_family: str | None = None, tally=None, progress=None,
-                   label: str = "") -> tuple[LoopResult, RunAssembly]:
+                   label: str = "", fit_prefix: Events | None = None) -> tuple[LoopResult, RunAssembly]:
     """The in-process run of a normalised stream cut into `bounds`: its assembly (`assemble_run`, as
     the Spark runner's), the strategy's fit on the warm-up and the shared epoch loop (`run_epochs`)
     on the in-process executor. `simulate` and the count mode (harness/counts/) both run it, so the
     counts are those of the same routers, indexes and adjusters; `tally` is the count mode's
-    observer of the executor (InProcessExecutor.tally)."""
+    observer of the executor (InProcessExecutor.tally), `fit_prefix` the warm-up it fits on when
+    `events` is a sample (assemble_run)."""
     run = assemble_run(cls, events, warmup, context, n_workers, index_params, workload_family=workload_family,
                        adjust=adjust, adjust_params=adjust_params, local_pairs=local_pairs, anomalies=anomalies,
-                       setup=setup)
+                       setup=setup, fit_prefix=fit_prefix)
     router = cls().fit(run.sample, n_workers, cls.make_params(strategy_params), run.context)
     executor = InProcessExecutor(events, run.setup, n_workers)
     executor.tally = tally

@@ -114,6 +114,9 @@ def test_sampled_counts_are_within_their_stated_error(many_objects, name):
     full = count_run(cls, events, warmup, 4, context, **kw)
     part = count_run(cls, events, warmup, 4, context, object_sample=p, sample_seed=9, **kw)
     assert part.meta["objects_measured_run"] < 0.4 * part.meta["objects_measured_full"]
+    # the warm-up's objects are sampled too, the fit is the full run's: the same router
+    assert part.epochs.objects_run[0] < 0.4 * part.epochs.objects_full[0]
+    assert part.meta["indexes"] == full.meta["indexes"]
     f = full.workers[full.workers.epoch > 0].set_index("worker")
     s = part.workers[part.workers.epoch > 0].set_index("worker")
     for c in ("objects", "candidates", "results", "messages_in"):
