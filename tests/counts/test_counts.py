@@ -169,3 +169,25 @@ def test_sampling_a_family_whose_answers_are_over_the_objects_together_is_refuse
 def test_a_bad_sample_seed_fails_naming_it():
     with pytest.raises(ConfigError, match=r"counts\.sample_seed=-1 is invalid; allowed"):
         check_counts(composed("counts.sample_seed=-1"))
+
+
+def test_the_tables_carry_their_config(tiny, tmp_path):
+    import json
+
+    import pyarrow.parquet as pq
+
+    from harness.counts.app import TABLES, write_counts
+
+    events, warmup, anomalies, context = tiny
+    counts = count_run(registry.get("grid"), events, warmup, 3, context, index_params=INDEX, anomalies=anomalies,
+                       object_sample=0.5, sample_seed=1)
+    meta = {**counts.meta, "label": "grid", "workload": {"name": "tiny", "queries": 300}}
+    write_counts(tmp_path, counts, meta)
+    for name in TABLES:
+        table = pq.read_table(tmp_path / f"counts_{name}.parquet")
+        stated = json.loads(table.schema.metadata[b"counts"])
+        assert stated["object_sample"] == 0.5 and stated["strategy"] == "grid" and stated["workers"] == 3
+        assert "sqrt" in stated["standard_error"]
+        frame = table.to_pandas()
+        assert (frame["object_sample"] == 0.5).all() and (frame["queries"] == 300).all() and len(frame)
+    assert json.loads((tmp_path / "meta.json").read_text())["label"] == "grid"
