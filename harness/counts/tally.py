@@ -178,7 +178,6 @@ def count_run(cls: type, events: Events, warmup: int, n_workers: int, context: F
     series = {row["epoch"]: row for row in loop.series}
     w_rows, e_rows, d_rows = [], [], []
     for res, (epoch, lo, hi), (_, slo, shi) in zip(loop.epochs, bounds, run_bounds):
-        q = p
         mig_in = {i["dst"]: i for i in tally.migrations.get(epoch, []) if "dst" in i}
         mig_out = {i["src"]: i for i in tally.migrations.get(epoch, []) if "src" in i}
         e_work = np.zeros(3)
@@ -186,13 +185,13 @@ def count_run(cls: type, events: Events, warmup: int, n_workers: int, context: F
             st = res.worker_stats.get(w, {})
             s_w, s_w2, n_obj = tally.work.get((epoch, w), (0.0, 0.0, 0))
             e_work += (s_w, s_w2, n_obj)
-            rel = np.sqrt((1 - q) * s_w2) / s_w if s_w > 0 else 0.0  # relative error of the work's estimate
+            rel = np.sqrt((1 - p) * s_w2) / s_w if s_w > 0 else 0.0  # relative error of the work's estimate
             row = {"epoch": epoch, "worker": w}
             for c in SCALED:
                 raw = float(st.get(c, 0))
-                row[c] = raw / q
+                row[c] = raw / p
                 row[f"{c}_sampled"] = raw
-                row[f"{c}_se"] = float(_se_binomial(raw, q)) if c in PER_OBJECT else rel * raw / q
+                row[f"{c}_se"] = float(_se_binomial(raw, p)) if c in PER_OBJECT else rel * raw / p
             if st.get("stored_objects", 0):  # bytes held go with the objects held
                 row["stored_bytes_se"] = row["stored_bytes"] * row["stored_objects_se"] / max(row["stored_objects"], 1)
             for c in EXACT:
@@ -201,7 +200,7 @@ def count_run(cls: type, events: Events, warmup: int, n_workers: int, context: F
             sampled_in = float(st.get("events", 0))
             row["messages_in"] = sampled_in - row["objects_sampled"] + row["objects"]
             row["messages_in_se"] = row["objects_se"]
-            row["work_units"] = s_w / q
+            row["work_units"] = s_w / p
             row["migrated_in"] = float(mig_in.get(w, {}).get("moved_in", 0))
             row["migrated_in_bytes"] = float(mig_in.get(w, {}).get("moved_bytes", 0))
             row["migrated_out"] = float(mig_out.get(w, {}).get("leaving", 0))
@@ -212,19 +211,19 @@ def count_run(cls: type, events: Events, warmup: int, n_workers: int, context: F
                 break
             objs, events_in = disp["objects"][d], disp["events"][d]
             d_rows.append({"epoch": epoch, "dispatcher": d,
-                           "events_in": events_in - objs + objs / q, "objects_in": objs / q,
-                           "objects_in_se": float(_se_binomial(objs, q)),
-                           "object_copies_out": disp["object_copies"][d] / q,
-                           "object_copies_out_se": float(np.sqrt((1 - q) * disp["object_copies_sq"][d]) / q),
+                           "events_in": events_in - objs + objs / p, "objects_in": objs / p,
+                           "objects_in_se": float(_se_binomial(objs, p)),
+                           "object_copies_out": disp["object_copies"][d] / p,
+                           "object_copies_out_se": float(np.sqrt((1 - p) * disp["object_copies_sq"][d]) / p),
                            "query_copies_out": disp["query_copies"][d],
-                           "messages_out": disp["query_copies"][d] + disp["object_copies"][d] / q})
-        rel = np.sqrt((1 - q) * e_work[1]) / e_work[0] if e_work[0] > 0 else 0.0
+                           "messages_out": disp["query_copies"][d] + disp["object_copies"][d] / p})
+        rel = np.sqrt((1 - p) * e_work[1]) / e_work[0] if e_work[0] > 0 else 0.0
         s = series.get(epoch, {})
         e_rows.append({"epoch": epoch, "measured": epoch > 0, "events_full": hi - lo, "events_run": shi - slo,
                        "objects_full": full_objects[epoch], "objects_run": int(np.count_nonzero(
                            events.kind[slo:shi] == OBJECT)),
-                       "object_copies": res.routed_objects / q, "query_copies": float(res.routed_queries),
-                       "results_merged": res.result_count / q, "results_merged_se": rel * res.result_count / q,
+                       "object_copies": res.routed_objects / p, "query_copies": float(res.routed_queries),
+                       "results_merged": res.result_count / p, "results_merged_se": rel * res.result_count / p,
                        "migrated_queries": float(s.get("migrated_queries", 0)),
                        "migrated_bytes": float(s.get("migrated_bytes", 0)),
                        "operation": str(s.get("operation", ""))})
@@ -235,7 +234,8 @@ def count_run(cls: type, events: Events, warmup: int, n_workers: int, context: F
             "object_sample": p, "sample_seed": int(sample_seed),
             "objects_measured_full": int(sum(v for e, v in full_objects.items() if e > 0)),
             "objects_measured_run": int(sum(r["objects_run"] for r in e_rows if r["measured"])),
-            "estimator": "sampled / object_sample (the warm-up's objects sampled too; the fit on the whole warm-up)" if p < 1 else "exact (every object)",
+            "estimator": ("sampled / object_sample (the warm-up's objects sampled too; the fit on the whole warm-up)"
+                          if p < 1 else "exact (every object)"),
             "standard_error": ("objects: sqrt(n (1-p))/p; candidates, results, snapshot_checks: the worker's "
                                "relative error of its work sum(w_i) over its objects, sqrt((1-p) sum w_i^2)/sum w_i"
                                if p < 1 else "0 (every object)"),
