@@ -61,7 +61,7 @@ def assemble_run(strategy: type, events: Events, warmup: int, context: FitContex
                  index_params: dict | None = None, *, workload_family: str | None = None,
                  adjust: "str | Adjuster" = "none", adjust_params: dict | None = None, local_pairs: bool = True,
                  keep_pairs: bool = False, anomalies: dict | None = None,
-                 setup: FamilySetup | None = None) -> RunAssembly:
+                 setup: FamilySetup | None = None, fit_prefix: Events | None = None) -> RunAssembly:
     """Everything a run needs before its router is fitted, from the (normalised) stream.
 
     `index_params` maps a family name to its `index.<family>.*` settings; a family set to
@@ -69,7 +69,9 @@ def assemble_run(strategy: type, events: Events, warmup: int, context: FitContex
     workers (`local_pairs`) only when no pair is kept (`keep_pairs`) and the stream's object ids are
     unique (`anomalies["duplicate_object_ids"] == 0`, what normalising the stream found). `adjust`
     names an adjuster (built with its `adjust_params`) or is one already built (a test's own);
-    `setup` replaces the family setup (a test's own indexes), under the same rules."""
+    `setup` replaces the family setup (a test's own indexes), under the same rules. `fit_prefix`:
+    the warm-up the strategy fits on when `events` is not the whole stream (the count mode's object
+    sample, harness/counts/: the fit stays the full run's)."""
     names = run_families(events, workload_family)
     index_context = IndexContext(context.extent, context.vocab_size)
     if setup is None:
@@ -78,7 +80,8 @@ def assemble_run(strategy: type, events: Events, warmup: int, context: FitContex
     if setup.stores_objects:
         check_snapshots(strategy)
     setup.local_pairs = bool(local_pairs and not keep_pairs and (anomalies or {}).get("duplicate_object_ids", 1) == 0)
-    sample = setup.fit_sample(events, warmup, index_context)
+    sample = (setup.fit_sample(events, warmup, index_context) if fit_prefix is None
+              else setup.fit_sample(fit_prefix, len(fit_prefix), index_context))
     context = replace(context, family_contexts={**setup.contexts, **context.family_contexts})
     if isinstance(adjust, Adjuster):
         adjuster = adjust

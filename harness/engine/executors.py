@@ -81,10 +81,14 @@ class SparkExecutor:
 
 
 class InProcessExecutor:
-    """The same stages on one core, state in memory."""
+    """The same stages on one core, state in memory. `tally`, when set, is told what the stages did
+    (the count mode's observer, harness/counts/tally.py): `routed(epoch, ev, rows, workers)` after
+    the routing, `worker(epoch, w, run)` after each worker's `WorkerEpoch`, `migrated(epoch, infos)`
+    after a migration (per source and destination worker, what `summarise` adds up)."""
 
     def __init__(self, events: Events, setup: FamilySetup, n_workers: int):
         self.events, self.setup, self.n_workers = events, setup, n_workers
+        self.tally = None
         self.states: dict[int, dict[int, StateBundle]] = {w: {} for w in range(n_workers)}
         self.merge_states: dict[int, pa.Table | None] = {}
 
@@ -92,6 +96,8 @@ class InProcessExecutor:
               horizon=None, resend=None, repeat=1) -> list[EpochResult]:
         ev = self.events.take(np.arange(lo, hi))
         rows, workers = self.setup.route(router, routing_view(ev, self.setup.codes), ev)
+        if self.tally is not None:
+            self.tally.routed(epoch, ev, rows, workers)
         n_obj_copies = int(np.count_nonzero(ev.kind[rows] == OBJECT))
         res = EpochResult(epoch, hi - lo, 0, len(rows), n_obj_copies, len(rows) - n_obj_copies)
         blobs: dict[int, list[bytes]] = {code: [] for code in self.setup.mergers}
@@ -108,6 +114,8 @@ class InProcessExecutor:
             for code, _, blob in run.results(local):
                 blobs[code].append(blob)
             self.states[w] = run.kept
+            if self.tally is not None:
+                self.tally.worker(epoch, w, run)
             for code, table in run.followups.items():
                 followups.setdefault(code, []).append(table)
             start_q, end_q = stored_queries(start), stored_queries(run.kept)
@@ -169,4 +177,6 @@ class InProcessExecutor:
                 info["moved_bytes"] += g.moved_bytes
                 info["in_s"] += g.index_s
             infos.append(info)
+        if self.tally is not None:
+            self.tally.migrated(epoch, infos)
         return summarise(infos, self.n_workers, 0.0)

@@ -281,6 +281,13 @@ class Family(ParamsMixin):
     # False when a worker's state cannot move between workers (a top-k replica's local top-k is over
     # its own worker's share of the window): load adjusters then refuse the workload before Spark
     migratable: ClassVar[bool] = True
+    # True when each object's matches, checks and copies depend on that object and the
+    # subscriptions alone (no other object): the count mode (harness/counts/) may then keep a
+    # random share of the measured objects against every subscription and scale its counts by
+    # 1/share (`counts.object_sample`). False for families whose answers are over the objects
+    # together (kNN's nearest, top-k's count-based window, the terms' frequencies): a sample of the
+    # objects changes their answers, not just their number
+    object_sampling: ClassVar[bool] = False
     # an oracle for streams too large for `oracle` on the driver: (spark, events DataFrame, extent,
     # tiles) -> (digest, checks), computed on Spark with an algorithm of its own (None: none)
     scale_oracle: ClassVar[Callable | None] = None

@@ -169,6 +169,19 @@ class TableConfig:
 
 
 @dataclass
+class CountsConfig:
+    """The count mode's own knobs (`python -m harness.counts`, harness/counts/): a run's counts
+    without timing, the measured objects sampled against every subscription."""
+
+    # the share of the measured objects kept (a Bernoulli draw per object, seeded); every
+    # subscription event and the warm-up are kept whole; counts of the objects' work are scaled by
+    # 1/object_sample with a standard error per counter. 1: every object, exact counts
+    object_sample: float = 1.0
+    sample_seed: Optional[int] = None  # null: the run's seed
+    out: Optional[str] = None  # the tables' folder; null: <results>/counts/<id>/
+
+
+@dataclass
 class Config:
     dataset: DatasetConfig = field(default_factory=DatasetConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
@@ -223,6 +236,7 @@ class Config:
     aa_role: Optional[str] = None  # null; "a2" in the invocation that measures the first job again
     experiment: ExperimentConfig = field(default_factory=ExperimentConfig)
     table: TableConfig = field(default_factory=TableConfig)
+    counts: CountsConfig = field(default_factory=CountsConfig)  # python -m harness.counts only
 
 
 def register_configs() -> None:

@@ -121,7 +121,8 @@ def run_config(cfg, spec: RunSpec) -> dict:
 
 # settings that change how a run is shown or stored, not what it measures
 _NOT_MEASURED = ("progress", "mlflow", "results_dir", "resume", "tag", "keep_pairs", "state_uri", "share_jobs",
-                 "run_plots", "fit_processes", "table", "machine", "aa_pair")
+                 "run_plots", "fit_processes", "table", "machine", "aa_pair",
+                 "counts")
 
 
 def config_key(run_cfg: dict) -> str:

@@ -20,6 +20,7 @@ class RangeFamily(Family):
     code = RANGE
     index = GI2Index
     merger = RangeMerger
+    object_sampling = True  # an object's matches are the subscriptions whose box and terms it meets
 
     @dataclass
     class Params:

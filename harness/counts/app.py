@@ -1,0 +1,168 @@
+"""`python -m harness.counts`: the count mode as a Hydra app on the same conf/ as `python -m harness`.
+
+It composes the same config (an experiment preset, workload sizes, workers, strategy=all or one),
+checks it as a run's (harness.run.config.validate) and its own knobs (`counts.*`) before anything
+runs, prepares the dataset and the cached workload stream as a run does (Spark only when the
+dataset is not cached yet), and counts each strategy of the job in process (harness/counts/
+tally.py). Its tables go to <results>/counts/<id>/ beside the runs table: counts_workers.parquet
+(per epoch and worker), counts_epochs.parquet, counts_dispatchers.parquet, each with the config in
+its Parquet metadata (key `counts`) and in columns, and meta.json (the config, the sample and its
+error, wall time and peak memory).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+import hydra
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from omegaconf import DictConfig, OmegaConf
+
+from harness.counts.tally import check_sampling, count_run
+from harness.report.results import PROJECT_ROOT
+from harness.run.config import ConfigError, check_overrides, configured_families, register_configs
+
+register_configs()
+
+TABLES = ("workers", "epochs", "dispatchers")
+ANOMALIES = ("orphan_deletes", "duplicate_inserts", "reused_ids", "duplicate_object_ids", "delete_payloads_filled")
+
+
+class LazySpark:
+    """The Spark session, started only when the dataset preparation first uses it (a cached
+    dataset needs none: the count mode runs in process)."""
+
+    def __init__(self, cfg):
+        self._cfg, self._spark = cfg, None
+
+    def __getattr__(self, name):
+        if self._spark is None:
+            from harness.run.config import spark_master
+            from harness.run.spark import get_session
+
+            self._spark = get_session(spark_master(self._cfg), conf=dict(self._cfg.cluster.conf))
+        return getattr(self._spark, name)
+
+
+def check_counts(cfg) -> float:
+    """The count mode's knobs, before anything runs (a ConfigError naming field, value and what is
+    allowed); returns the object sample."""
+    c = cfg.counts
+    try:
+        check_sampling(c.object_sample, configured_families(cfg))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if c.sample_seed is not None and (not isinstance(c.sample_seed, int) or c.sample_seed < 0):
+        raise ConfigError(f"counts.sample_seed={c.sample_seed!r} is invalid; allowed: null (the run's seed) or an "
+                          "integer >= 0")
+    if cfg.measure.repeat != 1:
+        print(f"note: measure.repeat={cfg.measure.repeat} is ignored: the count mode runs each epoch once",
+              file=sys.stderr)
+    return float(c.object_sample)
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident set (getrusage; Linux reports KiB)."""
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def run_counts(cfg) -> list[Path]:
+    """Everything `python -m harness.counts` does after Hydra composed the config; the folders written."""
+    from harness.report.results import code_version, new_run_id, results_root
+    from harness.run import record
+    from harness.run.config import validate
+    from harness.run.progress import Progress
+    from harness.run.runner import _dataset
+    from harness.run.workload_cache import load_or_build_workload
+    from strategies import registry
+    from strategies.base import FitContext
+
+    runs = validate(cfg)  # a run's checks: strategies, families, workload, index, adjuster
+    p = check_counts(cfg)
+    seed = int(cfg.seed if cfg.counts.sample_seed is None else cfg.counts.sample_seed)
+    t_start = time.perf_counter()
+    root = results_root(cfg.results_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    progress = Progress(enabled=cfg.progress, total=2 + 2 * len(runs))
+    ds = _dataset(cfg, LazySpark(cfg), root, progress)
+    progress.step(f"workload {cfg.workload.name}")
+    events, warmup, folder, wl_meta = load_or_build_workload(ds, cfg, root / "cache")
+    # the cached stream was normalised when it was built (normalise_workload); what that fixed is in
+    # its meta, as the Spark runner reads it (normalising again costs a copy-sized sort at scale)
+    anomalies = record.input_metrics(ds, wl_meta)
+    context = FitContext(ds.extent, ds.vocab.column("df").to_numpy().astype(np.float64), cfg.seed)
+    out = []
+    for spec in runs:
+        progress.step(f"{spec.label}: counting ({len(events):,} events, object_sample={p:g})")
+        t0 = time.perf_counter()
+        counts = count_run(registry.get(spec.name), events, warmup, cfg.workers, context,
+                           index_params=dict(cfg.index), n_dispatchers=cfg.dispatchers, epochs_by=cfg.epochs.by,
+                           epoch_size=cfg.epochs.size, adjust=cfg.adjust.name,
+                           adjust_params=OmegaConf.to_container(cfg.adjust.params, resolve=True),
+                           strategy_params=dict(spec.params), local_pairs=cfg.local_pairs,
+                           workload_family=cfg.workload.family, anomalies=anomalies, object_sample=p,
+                           sample_seed=seed, progress=progress, label=spec.label)
+        for part in counts.meta["adaptive"]:
+            if p < 1:
+                progress.warn(f"{spec.label}: {part} decides from the sampled objects: its decisions may differ "
+                              "from the full stream's")
+        counts_id = new_run_id(f"counts-{spec.label}")
+        dest = (Path(cfg.counts.out) / spec.label if cfg.counts.out else root / "counts" / counts_id)
+        meta = {**counts.meta, "counts_id": counts_id, "label": spec.label, "params": dict(spec.params),
+                "workload": OmegaConf.to_container(cfg.workload, resolve=True), "dataset": cfg.dataset.name,
+                "adjust": cfg.adjust.name, "epochs_by": cfg.epochs.by, "epochs_size": cfg.epochs.size,
+                "seed": int(cfg.seed), "workload_cache": folder.name,
+                "anomalies": {k: v for k, v in anomalies.items() if k in ANOMALIES},
+                "digest": counts.digest, "code_version": code_version(), "command": sys.argv,
+                "wall_s": time.perf_counter() - t0, "invocation_s": time.perf_counter() - t_start,
+                "peak_rss_bytes": peak_rss_bytes()}
+        write_counts(dest, counts, meta)
+        progress.step(f"{spec.label}: counted in {meta['wall_s']:.1f} s, peak {meta['peak_rss_bytes'] / 2**30:.2f} "
+                      f"GiB -> {dest}")
+        out.append(dest)
+    progress.done()
+    for dest in out:
+        print(f"counts: {dest}")
+    return out
+
+
+def write_counts(dest: Path, counts, meta: dict) -> None:
+    """The three tables, each with the config as columns and in its Parquet metadata, and meta.json."""
+    dest.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(meta, default=str, sort_keys=True)
+    head = {"label": meta["label"], "strategy": meta["strategy"], "workers": meta["workers"],
+            "workload": meta["workload"].get("name", ""), "queries": meta["workload"].get("queries", -1),
+            "object_sample": meta["object_sample"]}
+    for name in TABLES:
+        frame = getattr(counts, name).copy()
+        for k, v in reversed(list(head.items())):
+            frame.insert(0, k, v)
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"counts": text.encode()})
+        pq.write_table(table, dest / f"counts_{name}.parquet")
+    (dest / "meta.json").write_text(text + "\n")
+
+
+@hydra.main(version_base="1.3", config_path=str(PROJECT_ROOT / "conf"), config_name="config")
+def _hydra_main(cfg: DictConfig) -> None:
+    try:
+        run_counts(cfg)
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def main() -> int:
+    try:
+        check_overrides(sys.argv[1:])
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
+    _hydra_main()
+    return 0
