@@ -317,7 +317,7 @@ _METRICS = [
            "{:.1f}"),
     Metric("time_oracle_s", "oracle time", "s", "the invocation's oracle time (brute force or scale oracle)", None, "{:.1f}"),
     # the machine's load while the run measured (harness/core/machine_load.py); a loaded run is left
-    # out of the verdicts with loaded_reason (harness/report/claims.py)
+    # out of the verdicts with loaded_reason (harness/report/claims/__init__.py)
     Metric("load1_start", "load average at start", "", "the 1-minute load average when the run started", None,
            "{:.2f}"),
     Metric("load1_end", "load average at end", "", "the 1-minute load average when the run ended", None, "{:.2f}"),
