@@ -21,7 +21,7 @@ def test_interleaved_lanes_stay_exact_and_rows_carry_the_load(spark, tmp_path):
         cfg = compose(config_name="config", overrides=[
             "workload=tiny", "dataset.size=4000", "progress=false", "mlflow.enabled=false", "strategy=grid",
             "+strategy.variants=[{label: text_hash_b, name: text_hash}]", "run_plots=false", "measure.repeat=2",
-            "machine.max_load_per_core=1000", "machine.min_cpu_wall=0", "machine.max_steal=1",
+            "machine.max_load_per_core=1000", "machine.min_cpu_wall=0", "machine.max_steal=1", "machine.max_others_busy=1",
             f"results_dir={tmp_path}"])
     rows = run_experiment(cfg)
     assert [r["variant"] for r in rows] == ["grid", "text_hash_b"]
@@ -29,6 +29,7 @@ def test_interleaved_lanes_stay_exact_and_rows_carry_the_load(spark, tmp_path):
     assert rows[0]["result_count"] == rows[1]["result_count"]
     for r in rows:
         assert 0 < r["cpu_wall_ratio"] < 64 and math.isfinite(r["load1_start"])
+        assert 0 <= r["others_busy_frac"] <= 1  # the machine's busy time less the run's own tree
         assert r["loaded"] == 0.0 and r["loaded_reason"] == ""  # thresholds out of reach
         assert r["aa_role"] is None  # not a preset's sweep: no A/A pair
     table = read_runs_table(tmp_path)
