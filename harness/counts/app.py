@@ -26,7 +26,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.counts.tally import check_sampling, count_run
 from harness.report.results import PROJECT_ROOT
-from harness.run.config import ConfigError, check_overrides, configured_families, register_configs
+from harness.run.app import run_hydra
+from harness.run.config import ConfigError, configured_families, register_configs
 
 register_configs()
 
@@ -159,10 +160,4 @@ def _hydra_main(cfg: DictConfig) -> None:
 
 
 def main() -> int:
-    try:
-        check_overrides(sys.argv[1:])
-    except ConfigError as exc:
-        print(f"config error: {exc}", file=sys.stderr)
-        return 2
-    _hydra_main()
-    return 0
+    return run_hydra(_hydra_main)

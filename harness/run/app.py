@@ -54,11 +54,18 @@ def report_end(rows: list[dict], cfg) -> None:
         print(line)
 
 
-def main() -> int:
+def run_hydra(hydra_main) -> int:
+    """A Hydra entry point of the harness (`python -m harness`, `python -m harness.counts`): the
+    command line's overrides checked before Hydra composes anything (a bad one is one line, exit
+    2), then the app."""
     try:
         check_overrides(sys.argv[1:])
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
-    _hydra_main()
+    hydra_main()
     return 0
+
+
+def main() -> int:
+    return run_hydra(_hydra_main)
