@@ -21,8 +21,8 @@ DRIFTS = ("none", "q3_switch", "hotspot_objects", "hotspot_queries", "scale")
 
 HOTSPOT_SHAPES = ("ramp", "burst")
 
-DRIFT_FIELDS = ("drift", "drift_start", "drift_end", "hotspot_shape", "drift_every", "drift_fraction", "hotspot_fraction", "hotspot_region_km",
-                "hotspot_seed", "scale_factor", "scale_fraction")
+DRIFT_FIELDS = ("drift", "drift_start", "drift_end", "hotspot_shape", "drift_every", "drift_fraction",
+                "hotspot_fraction", "hotspot_region_km", "hotspot_seed", "scale_factor", "scale_fraction")
 
 # knobs whose null means "off": left out of a workload's cache key while off, so a knob added later
 # keeps every cached stream's key (harness/run/workload_cache.py)
@@ -76,7 +76,8 @@ class SharedWorkloadConfig:
     drift: str = "none"  # none | q3_switch | hotspot_objects | hotspot_queries | scale
     drift_start: float = 0.2  # fraction of the measured events before the drift begins
     drift_end: float = 1.0  # hotspot_*: where the ramp reaches hotspot_fraction, or the burst ends
-    hotspot_shape: str = "ramp"  # hotspot_*: ramp (0 -> hotspot_fraction at drift_end, held) | burst (hotspot_fraction until drift_end, 0 after)
+    # hotspot_*: ramp (0 -> hotspot_fraction at drift_end, held after) | burst (hotspot_fraction until drift_end, 0 after)
+    hotspot_shape: str = "ramp"
     drift_every: Optional[int] = None  # q3_switch: query insertions between switches; None = queries (the paper's mu)
     drift_fraction: float = 0.1  # q3_switch: share of the regions switching at each drift point
     hotspot_fraction: float = 0.5  # hotspot_*: share relocated (hotspot_shape says when)

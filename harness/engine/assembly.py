@@ -5,8 +5,8 @@ digest.
 
 The Spark runner (harness/run/runner.py) and the in-process executor (harness/engine/simulate.py)
 both call `assemble_run`, so the two cannot drift: they once did, and KOP and SOP ran the shared
-kNN grid on Spark while the in-process path gave them their papers' indexes (ADR-0063). Only the fit itself differs (a pool process or the caller's), and what
-carries the epochs.
+kNN grid on Spark while the in-process path gave them their papers' indexes (ADR-0063). Only the
+fit itself differs (a pool process or the caller's), and what carries the epochs.
 """
 
 from __future__ import annotations

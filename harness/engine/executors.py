@@ -86,9 +86,9 @@ class InProcessExecutor:
     the routing, `worker(epoch, w, run)` after each worker's `WorkerEpoch`, `migrated(epoch, infos)`
     after a migration (per source and destination worker, what `summarise` adds up)."""
 
-    def __init__(self, events: Events, setup: FamilySetup, n_workers: int):
+    def __init__(self, events: Events, setup: FamilySetup, n_workers: int, tally=None):
         self.events, self.setup, self.n_workers = events, setup, n_workers
-        self.tally = None
+        self.tally = tally
         self.states: dict[int, dict[int, StateBundle]] = {w: {} for w in range(n_workers)}
         self.merge_states: dict[int, pa.Table | None] = {}
 

@@ -93,8 +93,6 @@ def run_in_process(cls: type, events: Events, warmup: int, bounds: list[tuple[in
                        adjust=adjust, adjust_params=adjust_params, local_pairs=local_pairs, anomalies=anomalies,
                        setup=setup, fit_prefix=fit_prefix)
     router = cls().fit(run.sample, n_workers, cls.make_params(strategy_params), run.context)
-    executor = InProcessExecutor(events, run.setup, n_workers)
-    executor.tally = tally
-    loop = run_epochs(executor, router, events, run.setup, bounds, run.adjuster, n_workers, n_dispatchers,
-                      progress=progress, label=label, repeat=repeat)
+    loop = run_epochs(InProcessExecutor(events, run.setup, n_workers, tally), router, events, run.setup, bounds,
+                      run.adjuster, n_workers, n_dispatchers, progress=progress, label=label, repeat=repeat)
     return loop, run

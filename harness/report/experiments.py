@@ -32,7 +32,7 @@ def sweep_rows(root: Path, sweep_id: str | None, name: str) -> pd.DataFrame:
         rows = table[table["sweep_id"] == sweep_id]
     else:
         rows = table[table.get("experiment", pd.Series(index=table.index, dtype=object)) == name]
-    if "aa_role" in rows:  # the A/A repeat of the first job is read for its spread alone (harness/report/aa_pairs.py)
+    if "aa_role" in rows:  # the A/A repeat of the first job is read for its spread alone (harness/report/claims/aa_pairs.py)
         rows = rows[rows["aa_role"].astype(object) != "a2"]
     keys = ["variant", "dataset", "workload", "workers", "x", "facet"]
     rows = rows.assign(**{k: rows[k] if k in rows else None for k in ("x", "facet")})

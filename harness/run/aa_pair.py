@@ -6,7 +6,7 @@ the same job runs again in a process of its own with `aa_role=a2`, its runs mark
 same sweep. Between the two lies the whole preset: their difference is what the machine did to
 one configuration over the time the preset's comparisons were measured, which the repetition
 intervals (taken within one run, seconds apart) do not see. The claims widen their intervals by
-it (harness/report/aa_pairs.py).
+it (harness/report/claims/aa_pairs.py).
 
 `aa_role` is in the a2 run's configuration (so its `config_key` differs and resume=true keeps
 both), and in no other run's (their keys are unchanged). `aa_pair=false` turns the repeat off

@@ -25,7 +25,7 @@ from hydra.core.config_store import ConfigStore
 from datasets.config import DatasetConfig, validate_dataset_config
 from datasets.workloads.config import SNAPSHOT_PROTOCOLS
 from datasets.workloads.snapshot import workload_families
-from harness.core import store
+from harness.core import machine_load, store
 from harness.core.events import FORMER_FAMILY_NAMES
 from harness.engine.assembly import check_adjustable
 from harness.engine.epochs import EPOCH_BY
@@ -108,6 +108,9 @@ class MeasureConfig:
     min_bottleneck_s: float = 0.02  # a bottleneck time below this is flagged: too short to measure well
 
 
+_LIMITS = machine_load.Thresholds()
+
+
 @dataclass
 class MachineConfig:
     """When a run counts as measured on a loaded machine and is left out of the verdicts
@@ -116,12 +119,13 @@ class MachineConfig:
     as gross limits (the run's own driver and JVM load a 2-core machine to 1.7 per core and
     millisecond sections to a CPU/wall of 0.45 when nothing else runs), a 1-minute load average
     per core above `max_load_per_core` at either end, or the workers' timed repetitions getting less
-    than `min_cpu_wall` of their wall time as CPU."""
+    than `min_cpu_wall` of their wall time as CPU. The defaults are machine_load.Thresholds', the
+    ones the claims judge stored runs with."""
 
-    max_load_per_core: float = 3.0
-    min_cpu_wall: float = 0.3
-    max_steal: float = 0.05
-    max_others_busy: float = 0.15
+    max_load_per_core: float = _LIMITS.max_load_per_core
+    min_cpu_wall: float = _LIMITS.min_cpu_wall
+    max_steal: float = _LIMITS.max_steal
+    max_others_busy: float = _LIMITS.max_others_busy
 
 
 @dataclass
@@ -231,7 +235,7 @@ class Config:
     # an interrupted `make sweep` run again does only what is missing or failed
     resume: bool = False
     # a preset (a sweep with experiment.name) ends by measuring its first job again: the A/A pair
-    # whose spread widens the verdicts' intervals (harness/run/aa_pair.py, harness/report/aa_pairs.py)
+    # whose spread widens the verdicts' intervals (harness/run/aa_pair.py, harness/report/claims/aa_pairs.py)
     aa_pair: bool = True
     aa_role: Optional[str] = None  # null; "a2" in the invocation that measures the first job again
     experiment: ExperimentConfig = field(default_factory=ExperimentConfig)

@@ -21,8 +21,8 @@ their cell); they are listed among the runs left out, with why.
 Loaded runs. A run whose stored load figures pass today's thresholds (harness/core/machine_load.py
 `reasons`: other processes' share of the machine, steal, and gross load per core or CPU/wall) is
 left out of the verdicts as a run too short to measure is, with the reason; the `loaded` flag
-written when it ran (under the limits of that day) is kept for the record, not read. A cell whose runs were all loaded has no usable run: the
-claim is "not measured" there, never "does not hold".
+written when it ran (under the limits of that day) is kept for the record, not read. A cell whose
+runs were all loaded has no usable run: the claim is "not measured" there, never "does not hold".
 """
 
 from __future__ import annotations
