@@ -147,13 +147,21 @@ def network_metrics(profile: NetworkProfile, copies: Copies, metrics: dict, work
 
 
 def epoch_series(series: list[dict], measured, sizes: np.ndarray, seqs: np.ndarray, profile: NetworkProfile,
-                 n_workers: int, n_dispatchers: int, run_copies: Copies | None = None) -> pd.DataFrame:
+                 n_workers: int, n_dispatchers: int, run_copies: Copies | None = None,
+                 latency_s: np.ndarray | None = None, kinds: np.ndarray | None = None) -> pd.DataFrame:
     """The per-epoch series with each epoch's throughput under the network model too: the loop's
     `throughput_eps` (compute-only) becomes `throughput_compute_eps`, and `throughput_eps` follows
-    the profile's headline, as the run's does."""
+    the profile's headline, as the run's does. With the run's per-event latencies and kinds
+    (`latency_s`, `kinds`, in the measured stream's order), each epoch also gets its snapshot
+    queries (`snapshot_queries`) and their mean latency (`snapshot_latency_mean_ms`), so that a claim on
+    snapshot latency after an adjustment reads the epochs after the move (sstd.txt l.384-386), as
+    a throughput claim does."""
     frame = pd.DataFrame(series)
     if frame.empty or len(frame) != len(measured) or "throughput_eps" not in frame:
         return frame
+    if latency_s is not None and kinds is not None and (kinds == SNAPSHOT).any():
+        frame["snapshot_queries"], frame["snapshot_latency_mean_ms"] = epoch_snapshot_latency(
+            latency_s, kinds, [e.n_events for e in measured])
     network = []
     for e in measured:
         res = _resources(profile, Copies.of(seqs, sizes, e.service, n_dispatchers,
@@ -167,6 +175,21 @@ def epoch_series(series: list[dict], measured, sizes: np.ndarray, seqs: np.ndarr
     if profile.headline == "network":
         frame["throughput_eps"] = frame["throughput_network_eps"]
     return frame
+
+
+def epoch_snapshot_latency(latency_s: np.ndarray, kinds: np.ndarray, epoch_events: list[int]) -> tuple[list, list]:
+    """Per measured epoch (the stream's consecutive slices of `epoch_events` events): its snapshot
+    queries and their mean latency in ms (NaN for an epoch without one)."""
+    snap = kinds == SNAPSHOT
+    ends = np.cumsum(np.asarray(epoch_events, np.int64))
+    if len(ends) and ends[-1] != len(snap):
+        raise ValueError(f"the measured epochs hold {int(ends[-1])} events but the latencies {len(snap)}")
+    counts, means = [], []
+    for lo, hi in zip(np.concatenate(([0], ends[:-1])), ends):
+        mine = snap[lo:hi]
+        counts.append(int(mine.sum()))
+        means.append(float(latency_s[lo:hi][mine].mean() * 1000.0) if mine.any() else float("nan"))
+    return counts, means
 
 
 def balance_metrics(workers: pd.DataFrame) -> dict:
@@ -251,7 +274,8 @@ def summarise_run(measured, series: list[dict], events: Events, warmup: int, n_w
     metrics["adjustments"] = float(sum(1 for r in series if "operation" in r))
     sample = pd.DataFrame({"latency_ms": np.sort(lat)[:: max(1, len(lat) // 20000)] * 1000.0})
     return RunSummary(metrics, workers, sample,
-                      epoch_series(series, measured, sizes, seqs, profile, n_workers, n_dispatchers, copies),
+                      epoch_series(series, measured, sizes, seqs, profile, n_workers, n_dispatchers, copies,
+                                   latency_s=lat, kinds=events.kind[warmup:]),
                       timestamp_series(per_ts))
 
 

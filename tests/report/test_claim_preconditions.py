@@ -295,6 +295,35 @@ def test_a_throughput_that_requires_moves_is_read_on_the_epochs_after_the_last_m
     assert whole.verdict == "does not hold"  # after: 0 reads the moves' own run: 80 against 100
 
 
+def test_a_snapshot_latency_that_requires_moves_is_read_on_the_epochs_after_the_last_move(tmp_path):
+    """a + fg's snapshot queries wait 9 ms before its move and 1 ms after it (mean over the run 5 ms);
+    a's wait 3 ms throughout. Read after the move (each epoch's mean weighted by its queries), FG
+    cuts the latency, as Fig. 14(c) reads new snapshot queries after the adjustment; over the whole
+    run it would not. Epochs without the per-epoch latency fall back to the whole run, saying so."""
+    adjusted = _epochs(tmp_path, "fg", {2: 40})
+    still = _epochs(tmp_path, "none", {})
+    for folder, ms, n in ((adjusted, [9.0, 9.0, 1.0, 1.0, 1.0, 1.0], [10, 10, 5, 5, 5, 5]),
+                          (still, [3.0] * 6, [10] * 6)):
+        frame = pd.read_parquet(f"{folder}/epochs.parquet")
+        frame["snapshot_latency_mean_ms"], frame["snapshot_queries"] = ms, n
+        frame.to_parquet(f"{folder}/epochs.parquet", index=False)
+    table = pd.DataFrame([_row("a + fg", 5.0, metric="snapshot_latency_mean_ms", run_dir=adjusted),
+                          _row("a", 3.0, metric="snapshot_latency_mean_ms", run_dir=still)])
+    claim = _claim("a + fg", ["a"], metric="snapshot_latency_mean_ms", requires=["moves"])
+    v = claims.evaluate(claim, table, None)
+    assert v.verdict == "holds", v.comparisons
+    assert "read on epochs 3-6, after the last move (4 epochs)" in v.comparisons[0]
+    ratio = claims.evaluate(_claim("a + fg", ["a"], metric="snapshot_latency_mean_ms", kind="ratio_at_least",
+                                   value=2.5, requires=["moves"]), table, None)
+    assert ratio.verdict == "holds", ratio.comparisons  # 3 ms / 1 ms after the move
+    for folder in (adjusted, still):
+        frame = pd.read_parquet(f"{folder}/epochs.parquet").drop(columns=["snapshot_latency_mean_ms"])
+        frame.to_parquet(f"{folder}/epochs.parquet", index=False)
+    old = claims.evaluate(claim, table, None)
+    assert old.verdict == "does not hold"
+    assert "no snapshot_latency_mean_ms" in old.comparisons[0]
+
+
 def test_a_balance_that_requires_moves_is_read_on_the_epochs_after_the_last_move(tmp_path):
     """a + fg's busiest worker is 6x its least busy over the whole run (the hot spot before the
     move) but 1.5x on epochs 3-6, after the move; a stays at 3x. Read after the move, a + fg

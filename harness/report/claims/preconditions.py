@@ -267,14 +267,22 @@ def _moved(names: list[str] | None, rows: dict[str, pd.Series]) -> list[str]:
             or (isinstance(r.get("adjust"), str) and r.get("adjust") not in ("", "none"))]
 
 
-READ_AFTER_MOVES = ("throughput_eps", "busy_max_min")  # the metrics an adjustment claim reads after the move
+# the metrics an adjustment claim reads after the move
+READ_AFTER_MOVES = ("throughput_eps", "busy_max_min", "snapshot_latency_mean_ms")
 
 
 def _after_value(s: pd.DataFrame, sel: pd.DataFrame, metric: str, basis: str | None) -> tuple[float | None, str | None]:
     """The metric on the selected epochs of one run's series: throughput = events over the epochs'
     summed bottleneck time; balance = the busiest worker's summed busy time over the least busy's
-    (busy_max_s / busy_min_s summed over the epochs, so that a short epoch weighs less). (None,
-    why) when the series cannot give it."""
+    (busy_max_s / busy_min_s summed over the epochs, so that a short epoch weighs less); snapshot
+    latency = the mean over the epochs' snapshot queries (each epoch's mean weighted by its
+    queries). (None, why) when the series cannot give it."""
+    if metric == "snapshot_latency_mean_ms":
+        if "snapshot_latency_mean_ms" not in s or "snapshot_queries" not in s:
+            return None, "its epochs table has no snapshot_latency_mean_ms (runs before issue 48's leftovers)"
+        n = pd.to_numeric(sel["snapshot_queries"], errors="coerce").fillna(0)
+        ms = pd.to_numeric(sel["snapshot_latency_mean_ms"], errors="coerce").fillna(0)
+        return (float((n * ms).sum() / n.sum()), None) if n.sum() > 0 else (None, "no snapshot query after the move")
     if metric == "throughput_eps":
         col = EPOCH_COLUMNS.get(basis)
         if col is None or col not in s:
