@@ -41,3 +41,18 @@ def test_the_command_counts_the_configurations_within_the_bound(tmp_path, capsys
     assert not math.isnan(same_config.spreads(pd.read_parquet(tmp_path / "runs.parquet"))["compute"].max())
     with pytest.raises(SystemExit):
         same_config.main(["--results", str(tmp_path), "--within", "0"])
+
+
+def test_with_the_streams_digest_the_input_and_the_code_are_the_key_not_x():
+    """The same x may be another knob in another preset (|W| = 20,000 against |S| = 20,000): with
+    the stream's digest, runs on different streams are never paired, runs on one stream are paired
+    whatever their x, and runs of different code are not paired (a change is no disagreement)."""
+    table = pd.DataFrame([
+        _run("k", x=20, compute=100.0, workload_events_sha256="s1", code_version="c1"),
+        _run("subs", x=20000, compute=110.0, workload_events_sha256="s1", code_version="c1"),
+        _run("table5", x=20000, compute=400.0, workload_events_sha256="s2", code_version="c1"),
+        _run("older", x=20, compute=900.0, workload_events_sha256="s1", code_version="c0"),
+    ])
+    found = same_config.spreads(table)
+    assert len(found) == 1 and found["presets"].iloc[0] == "k, subs"
+    assert found["compute"].iloc[0] == pytest.approx(0.10)
