@@ -28,7 +28,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # what identifies a run (or says why it failed): every other key of a run row is a registered metric
 RUN_KEYS = ("run_id", "status", "error", "traceback", "mlflow_error", "strategy", "variant", "experiment", "sweep_id",
             "x", "facet", "workers", "dispatchers", "dataset", "workload", "family", "seed", "tag", "started_at",
-            "adjust", "run_dir", "cluster", "config_key", "oracle_method", "indexes", "code_version",
+            "adjust", "run_dir", "cluster", "config_key", "measurement_key", "oracle_method", "indexes", "code_version",
             "workload_events", "workload_events_sha256", "dataset_cache")
 EPOCH_KEYS = ("epoch", "operation")  # likewise for a row of the per-epoch series (epochs.parquet)
 # run keys kept in the run's folder (metrics.json) and MLflow but not in the runs table: a failed run's

@@ -2,11 +2,13 @@
 two or more presets measured, and how far apart their throughputs are.
 
 Issue 48 asks that one configuration measured in two presets read within 10% on a quiet machine
-(two presets once measured the same DSkype configuration at 193k and 95.6k events/s). A
-configuration is the strategy run (variant, adjuster) on the same dataset, workload, workers,
-dispatchers, x and number of measured events, or, where the runs table has the stream's digest
-(`workload_events_sha256`), on the same event stream; its spread is max/min - 1 of the runs' throughput
-on each basis. Prints one line per configuration and the count within `--within`; reads the runs
+(two presets once measured the same DSkype configuration at 193k and 95.6k events/s). What counts
+as one configuration, by what the runs table holds: the runs' `measurement_key` at the same code
+(harness/run/record.py: the whole configuration but the preset's identity; runs made since it
+exists); else the same event stream (`workload_events_sha256`) at the same code, strategy, workers
+and dispatchers; else the strategy on the same dataset, workload, workers, dispatchers, x and
+number of measured events. Its spread is max/min - 1 of the runs' throughput on each basis.
+Prints one line per configuration and the count within `--within`; reads the runs
 table only (a results folder or a record's committed tables)."""
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ import pandas as pd
 from harness.report import results
 
 KEY = ("variant", "adjust", "dataset", "workload", "workers", "dispatchers", "x", "events")
-# with the stream's digest the input itself is the key: the same x may mean another knob in
-# another preset (|W| = 20,000 in one, |S| = 20,000 in another); and at the same code, since a
-# change between two presets' runs (a faster merger, a new network charge) is no disagreement
+# the stream's digest is a better key than x, which may be another knob in another preset
+# (|W| = 20,000 in one, |S| = 20,000 in another), but not a full one (k or the epochs' size may
+# differ on one stream); and only at the same code: a change between two presets' runs (a faster
+# merger, a new network charge) is no disagreement
 STREAM_KEY = ("variant", "adjust", "workers", "dispatchers", "workload_events_sha256", "code_version")
+MEASUREMENT_KEY = ("measurement_key", "code_version")
 BASES = {"compute": "throughput_compute_eps", "network": "throughput_network_eps"}
 
 
@@ -36,8 +40,10 @@ def spreads(table: pd.DataFrame) -> pd.DataFrame:
         rows = rows[rows["oracle_ok"].astype(object).map(lambda v: v is not False)]
     if "aa_role" in rows:
         rows = rows[rows["aa_role"].astype(object).map(lambda v: v != "a2")]
+    by_measurement = "measurement_key" in rows and rows["measurement_key"].notna().all()
     by_stream = "workload_events_sha256" in rows and rows["workload_events_sha256"].notna().all()
-    keys = [k for k in (STREAM_KEY if by_stream else KEY) if k in rows]
+    key = MEASUREMENT_KEY if by_measurement else STREAM_KEY if by_stream else KEY
+    keys = [k for k in key if k in rows]
     rows["_key"] = rows[keys].astype(str).agg("|".join, axis=1)
     keys = [k for k in dict.fromkeys([*KEY, *keys]) if k in rows]
     out = []

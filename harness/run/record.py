@@ -100,6 +100,7 @@ def start_run(cfg, spec: RunSpec, root: Path) -> tuple[Path, dict, dict, str]:
     }
     run_cfg = run_config(cfg, spec)
     base["config_key"] = config_key(run_cfg)
+    base["measurement_key"] = measurement_key(run_cfg)
     return run_dir, base, run_cfg, config_yaml(run_cfg)
 
 
@@ -133,6 +134,17 @@ def config_key(run_cfg: dict) -> str:
         plain.pop("aa_role", None)
     exp = plain.get("experiment") or {}
     plain["experiment"] = {k: exp.get(k) for k in ("name", "x", "facet")}
+    return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def measurement_key(run_cfg: dict) -> str:
+    """What a run measures whichever preset ran it: `config_key` without the experiment (its name,
+    title, plots and which knob is x: the knobs' values are in the rest of the config) and without
+    the A/A role. Two presets' runs with equal keys measured one configuration, so their
+    throughputs should agree (`python -m harness.report.same_config`, issue 48); the same x in two
+    presets may be two different knobs, and the same stream may run under other settings (k, the
+    epochs' size), so neither x nor the stream's digest is such a key."""
+    plain = {k: v for k, v in run_cfg.items() if k not in _NOT_MEASURED and k not in ("experiment", "aa_role")}
     return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

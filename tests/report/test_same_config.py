@@ -56,3 +56,16 @@ def test_with_the_streams_digest_the_input_and_the_code_are_the_key_not_x():
     found = same_config.spreads(table)
     assert len(found) == 1 and found["presets"].iloc[0] == "k, subs"
     assert found["compute"].iloc[0] == pytest.approx(0.10)
+
+
+def test_with_the_measurement_key_the_whole_configuration_is_the_key():
+    """Runs that carry `measurement_key` are paired on it (and the code), even on one stream: one
+    stream under another k is another configuration."""
+    table = pd.DataFrame([
+        _run("k", x=20, compute=100.0, workload_events_sha256="s1", code_version="c1", measurement_key="m1"),
+        _run("subs", x=20000, compute=130.0, workload_events_sha256="s1", code_version="c1", measurement_key="m1"),
+        _run("k50", x=50, compute=40.0, workload_events_sha256="s1", code_version="c1", measurement_key="m2"),
+    ])
+    found = same_config.spreads(table)
+    assert len(found) == 1 and found["presets"].iloc[0] == "k, subs"
+    assert found["compute"].iloc[0] == pytest.approx(0.30)

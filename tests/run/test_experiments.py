@@ -285,6 +285,25 @@ def test_a_sweep_run_again_with_resume_runs_only_what_is_missing_or_failed(tmp_p
     assert runs["config_key"].nunique() == 2
 
 
+def test_the_measurement_key_is_the_configuration_whichever_preset_ran_it():
+    """Two presets that run one configuration (dskype_k at k = 20, dskype_subscriptions at |S| =
+    20,000, both the topk_q defaults) get one measurement key and two config keys; another k on
+    the same stream is another measurement."""
+    from harness.run.config import RunSpec
+    from harness.run.record import config_key, measurement_key, run_config
+
+    base = ["workload=topk_q", "dataset=synthetic"]
+    with initialize_config_dir(version_base="1.3", config_dir=str(PROJECT_ROOT / "conf")):
+        k = compose(config_name="config", overrides=["experiment=dskype_k", *base, "workload.k_max=20"])
+        subs = compose(config_name="config", overrides=["experiment=dskype_subscriptions", *base,
+                                                        "workload.queries=20000"])
+        k50 = compose(config_name="config", overrides=["experiment=dskype_k", *base, "workload.k_max=50"])
+    spec = RunSpec("dskype_hash", "dskype_hash", {})
+    cfgs = [run_config(c, spec) for c in (k, subs, k50)]
+    assert measurement_key(cfgs[0]) == measurement_key(cfgs[1]) != measurement_key(cfgs[2])
+    assert config_key(cfgs[0]) != config_key(cfgs[1])
+
+
 def test_resume_reruns_failed_runs_and_ignores_display_settings(tmp_path):
     from harness.run.config import RunSpec
     from harness.report.results import code_version
