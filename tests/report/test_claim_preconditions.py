@@ -1,5 +1,5 @@
 """Claims that were never put to the test (issue 48): each precondition kind a claim may declare
-(`requires`: moves, latency_floor, pruned, same_cells) fails a hand-built runs table where the
+(`requires`: moves, latency_floor, pruned, same_cells, reached, queues) fails a hand-built runs table where the
 mechanism did not act and passes one where it did; a tie of two points reads "not exercised"; a
 cell whose precondition failed never counts as "does not hold", in the verdict or in the tally."""
 
@@ -275,6 +275,8 @@ def test_the_claims_about_these_mechanisms_declare_their_preconditions():
             assert "same_cells" in kinds[c["id"]], c["id"]
         if metric == "latency_mean_ms":
             assert "latency_floor" in kinds[c["id"]], c["id"]
+        if metric == "snapshot_latency_mean_ms" and c["preset"] in adjusting:
+            assert "queues" in kinds[c["id"]], c["id"]
     assert {"pruned"} <= kinds["dskype-table5-prefix-below-keyword"] & kinds["dskype-table5-prefix-replication"]
 
 
@@ -348,3 +350,29 @@ def test_a_balance_that_requires_moves_is_read_on_the_epochs_after_the_last_move
     old = claims.evaluate(claim, table, None)  # the tables are read anew: keyed on the file's time
     assert old.verdict == "does not hold"
     assert "no busy_min_s" in old.comparisons[0]
+
+
+def test_a_snapshot_latency_claim_needs_a_baseline_the_hot_spot_queued(tmp_path):
+    """`queues`: Fig. 14(c) reads how much an adjustment cuts the wait a hot spot causes. When no
+    action's snapshot queries wait as long in the hot spot as before it, the claim is not
+    exercised, whatever the adjusted run reads; when they wait 3x longer, it is judged."""
+    adjusted, flat, queued = (_epochs(tmp_path, n, moved) for n, moved in (("fg", {2: 40}), ("flat", {}),
+                                                                            ("queued", {})))
+    for folder, ms in ((adjusted, [0.3, 0.3, 0.2, 0.2, 0.2, 0.2]), (flat, [0.3, 0.3, 0.29, 0.3, 0.28, 0.3]),
+                       (queued, [0.3, 0.5, 0.9, 0.9, 0.9, 0.9])):
+        frame = pd.read_parquet(f"{folder}/epochs.parquet")
+        frame["snapshot_latency_mean_ms"], frame["snapshot_queries"] = ms, 10
+        frame.to_parquet(f"{folder}/epochs.parquet", index=False)
+    claim = _claim("a + fg", ["a"], metric="snapshot_latency_mean_ms", requires=["moves", "queues"])
+    for baseline, verdict in ((flat, "not exercised"), (queued, "holds")):
+        table = pd.DataFrame([_row("a + fg", 0.23, metric="snapshot_latency_mean_ms", run_dir=adjusted),
+                              _row("a", 0.3, metric="snapshot_latency_mean_ms", run_dir=baseline)])
+        v = claims.evaluate(claim, table, None)
+        assert v.verdict == verdict, v.comparisons
+    assert "the hot spot did not queue them" in claims.evaluate(claim, pd.DataFrame([
+        _row("a + fg", 0.23, metric="snapshot_latency_mean_ms", run_dir=adjusted),
+        _row("a", 0.3, metric="snapshot_latency_mean_ms", run_dir=flat)]), None).comparisons[0]
+    with pytest.raises(ValueError, match="requires queues reads the epochs' snapshot latency"):
+        _claim("a + fg", ["a"], requires=["queues"])
+    with pytest.raises(ValueError, match="rise=0 is invalid"):
+        _claim("a + fg", ["a"], metric="snapshot_latency_mean_ms", requires=[{"kind": "queues", "rise": 0}])

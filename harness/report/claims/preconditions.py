@@ -28,6 +28,13 @@ Kinds (`of`: the variants it is asked of; its default per kind):
   longer than the threshold. When none did (every method reads 100% under 100 ms: PS2Stream's
   Fig. 12(c) bound, ps2stream.txt l.418, with migrations that stall for milliseconds), the bound
   "at least 80% under 100 ms" cannot fail, so it was not put to the test.
+- `queues` (snapshot-latency claims after a hot spot; default: the compared runs without an
+  adjuster, the baseline): the hot spot made the baseline's snapshot queries wait, i.e. their mean
+  latency over the second half of its measured epochs exceeds that of its first measured epoch
+  (before the hot spot builds) by more than `rise` (default 0.2, a 20% rise). Fig. 14(c) reads
+  how much an adjustment cuts the latency the hot spot causes (sstd.txt l.384-386); where the
+  baseline's queries wait no longer in the hot spot than before it (the model runs each run at
+  0.7x its own throughput), no adjustment can cut anything.
 - `same_cells` (selection-time claims; default: every compared run): the compared methods chose
   from the same number of candidate cells in the same number of selections ("we run the four
   algorithms on the same worker (having the same set of cells)"; their time "is only determined
@@ -45,9 +52,10 @@ import pandas as pd
 
 from harness.report import results
 
-REQUIRES = ("moves", "latency_floor", "pruned", "same_cells", "reached")
+REQUIRES = ("moves", "latency_floor", "pruned", "same_cells", "reached", "queues")
 FIELDS = {"moves": ("after", "of"), "latency_floor": ("resolution_ms", "of"), "pruned": ("of",),
-          "same_cells": ("of",), "reached": ()}
+          "same_cells": ("of",), "reached": (), "queues": ("rise", "of")}
+MIN_QUEUE_RISE = 0.2  # `queues`: the baseline's snapshot latency in the hot spot over before it, at least x1.2
 MIN_EPOCHS_AFTER_MOVE = 3  # measured epochs after the last move the figures are read on (issue 48)
 LATENCY_RESOLUTION_MS = 0.01  # latencies are shown and compared to 0.01 ms
 PER_CELL_KINDS = ("better", "ratio_at_least", "bound", "between")  # the kinds `compare` judges cell by cell
@@ -59,6 +67,7 @@ class Requirement:
     of: tuple[str, ...] | None = None  # the variants it is asked of (None: the kind's default)
     after: int = MIN_EPOCHS_AFTER_MOVE
     resolution_ms: float = LATENCY_RESOLUTION_MS
+    rise: float = MIN_QUEUE_RISE
 
 
 def parse(claim: dict) -> list[Requirement]:
@@ -100,10 +109,18 @@ def parse(claim: dict) -> list[Requirement]:
         if k == "reached" and not str(claim["check"].get("metric", "")).startswith("latency_share_lt_"):
             raise ValueError(f"claim {cid!r}: requires reached reads a share of tuples under a threshold "
                              f"(latency_share_lt_*), not check.metric={claim['check'].get('metric')!r}")
+        rise = spec.get("rise", MIN_QUEUE_RISE)
+        if isinstance(rise, bool) or not isinstance(rise, (int, float)) or not rise > 0:
+            raise ValueError(f"claim {cid!r}: requires {k}: rise={rise!r} is invalid; allowed: a number > 0 "
+                             "(0.2: a 20% rise)")
+        if k == "queues" and claim["check"].get("metric") != "snapshot_latency_mean_ms":
+            raise ValueError(f"claim {cid!r}: requires queues reads the epochs' snapshot latency "
+                             f"(snapshot_latency_mean_ms), not check.metric={claim['check'].get('metric')!r}")
         if k == "latency_floor" and claim["check"].get("metric") != "latency_mean_ms":
             raise ValueError(f"claim {cid!r}: requires latency_floor reads the latency curve of latency_mean_ms, "
                              f"not check.metric={claim['check'].get('metric')!r}")
-        out.append(Requirement(k, tuple(str(v) for v in of) if of is not None else None, after, float(res)))
+        out.append(Requirement(k, tuple(str(v) for v in of) if of is not None else None, after, float(res),
+                               float(rise)))
     return out
 
 
@@ -183,6 +200,27 @@ def _floor(row: pd.Series, basis: str | None, at: float, resolution: float) -> s
     return None
 
 
+def _queues(row: pd.Series, rise: float) -> str | None:
+    """Why the hot spot did not make the run's snapshot queries wait (None: it did): their mean
+    latency over the second half of its measured epochs against its first measured epoch's."""
+    s = epochs_of(row)
+    if s is None or "snapshot_latency_mean_ms" not in s or "snapshot_queries" not in s or len(s) < 2:
+        return "its epochs table has no snapshot_latency_mean_ms: whether the hot spot queued its queries is unknown"
+    s = s.sort_values("epoch")
+    n, ms, epoch = _col(s, "snapshot_queries"), _col(s, "snapshot_latency_mean_ms"), _col(s, "epoch")
+    first, late = slice(0, 1), slice(len(s) // 2, len(s))
+    if not (n[first].sum() > 0 and n[late].sum() > 0):
+        return "no snapshot query in its first epoch or in its second half: nothing to compare"
+    before = float((n[first] * ms[first]).sum() / n[first].sum())
+    during = float((n[late] * ms[late]).sum() / n[late].sum())
+    if during > before * (1 + rise):
+        return None
+    lo, hi = epoch[late].min(), epoch[late].max()
+    return (f"its snapshot queries waited {during * 1e3:,.1f} µs on epochs {lo:g}-{hi:g} against "
+            f"{before * 1e3:,.1f} µs in its first epoch, not {1 + rise:g}x: the hot spot did not queue them, "
+            f"so no adjustment had a wait to cut")
+
+
 SAME_CELLS_TOLERANCE = 0.01  # candidate-cell counts within 1% are the same cells (a hot spot's edge moves a few)
 
 
@@ -245,6 +283,11 @@ def unmet(requires: list[Requirement], g: pd.DataFrame, subject, others: list, b
                 if at is None:
                     continue
                 if why := _floor(rows[n], basis, at, req.resolution_ms):
+                    reasons.append(f"{n}: {why}")
+        elif req.kind == "queues":
+            baseline = names if names is not None else [n for n in rows if n not in _moved(None, rows)]
+            for n in baseline:
+                if n in rows and (why := _queues(rows[n], req.rise)):
                     reasons.append(f"{n}: {why}")
         elif req.kind == "reached":
             if metric is not None and (why := _reached(g, metric)):
