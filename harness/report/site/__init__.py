@@ -24,9 +24,7 @@ import pandas as pd
 
 from harness.report import claims as claims_mod
 from harness.report import results
-from harness.report.site import claim_pages
 from harness.report.site import figures as site_figures
-from harness.report.site import html as site_html
 from harness.report.site.data import Site, assemble
 
 
@@ -34,6 +32,12 @@ def build(table: pd.DataFrame, out: Path, claims: list[dict] | None = None, runs
           diagnoses_dir: Path | None = None) -> Site:
     """The site under `out` (replaced), from `table`; `runs_file`: the Parquet file to offer as
     download (else `table` written as Parquet); `diagnoses_dir`: the claim pages (docs/claims/)."""
+    # imported here, not at the top: `python -m harness.report.site.claim_pages` imports this
+    # package first, and that module (which html imports) must not be in sys.modules before runpy
+    # executes it
+    from harness.report.site import claim_pages
+    from harness.report.site import html as site_html
+
     site = assemble(table, claims)
     if out.exists():
         shutil.rmtree(out)
