@@ -266,3 +266,9 @@ def test_the_command_fits_from_count_folders_and_writes_the_page_and_tables(tmp_
     assert str(tmp_path) not in page  # no machine path on the page
     fits, _, missing = calibrate_all(tmp_path / "nothing", load(decl))
     assert not fits and missing["ps2stream"]  # missing counts are named, not skipped silently
+    import shutil
+
+    shutil.rmtree(counts / "ps2stream" / "q1" / "kdtree")  # a held-out figure's counts only: the fit stands
+    fits, _, missing = calibrate_all(counts, load(decl), bootstrap=0)
+    assert len(fits) == 1 and [r["figure"] for r in fits[0].figures] == ["a", "b"]
+    assert missing == {"ps2stream (held out, not judged)": ["ps2stream/q1/kdtree"]}

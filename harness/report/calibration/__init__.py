@@ -34,23 +34,35 @@ def figure_folder(counts: Path, paper: str, run: str, strategy: str) -> Path:
 def calibrate_all(counts: Path, models: dict[str, PaperModel] | None = None, papers: list[str] | None = None,
                   bootstrap: int = BOOTSTRAP) -> tuple[list[Fit], pd.DataFrame, dict[str, list[str]]]:
     """Every calibrated paper's fit from the count folders under `counts`; the sizes counted; and,
-    per paper, the count folders that are missing (that paper is then not fitted, and says why)."""
+    per paper, the count folders that are missing. A missing fit figure's folder leaves the paper
+    unfitted; a missing held-out figure's leaves that figure unjudged (listed, never dropped
+    silently), since the fit does not depend on it."""
     models = load(DECLARATION_FILE) if models is None else models
     fits, sizes, missing = [], [], {}
     for paper, m in models.items():
         if m.status != "calibrated" or (papers and paper not in papers):
             continue
-        needed = {(f.run, s) for f in m.figures for s in (f.strategy, f.over) if s}
-        gone = [str(figure_folder(counts, paper, r, s).relative_to(counts)) for r, s in sorted(needed)
-                if not (figure_folder(counts, paper, r, s) / "counts_workers.parquet").is_file()]
-        if gone:
-            missing[paper] = gone
+
+        def there(run, s):
+            return (figure_folder(counts, paper, run, s) / "counts_workers.parquet").is_file()
+
+        def gone(figs):
+            return sorted({str(figure_folder(counts, paper, f.run, s).relative_to(counts))
+                           for f in figs for s in (f.strategy, f.over) if s and not there(f.run, s)})
+
+        if gone(m.fit):
+            missing[paper] = gone(m.figures)
             continue
         rows = {"fit": [], "heldout": []}
         for f in m.figures:
+            if not (there(f.run, f.strategy) and (f.over is None or there(f.run, f.over))):
+                continue
             block = block_from_folder(figure_folder(counts, paper, f.run, f.strategy), f.measure)
             over = block_from_folder(figure_folder(counts, paper, f.run, f.over), f.measure) if f.over else None
             rows[f.role].append(FitFigure(f, block, over))
+        if gone(m.heldout):
+            missing[f"{paper} (held out, not judged)"] = gone(m.heldout)
+        needed = {(f.run, s) for f in m.figures for s in (f.strategy, f.over) if s and there(f.run, s)}
         for run, s in sorted(needed):
             src = block_from_folder(figure_folder(counts, paper, run, s), "throughput").source
             sizes.append({"paper": paper, "run": run, "strategy": s, "events_full": src.get("events_full") or 0,

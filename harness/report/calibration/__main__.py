@@ -53,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{paper}: not calibrated, too few absolute figures ({m.reason.split('.')[0]}.)")
         elif paper in missing:
             print(f"{paper}: not fitted, counts missing under --counts: {', '.join(missing[paper])}")
+        if f"{paper} (held out, not judged)" in missing:
+            print(f"{paper}: held-out figures not judged, counts missing: "
+                  f"{', '.join(missing[f'{paper} (held out, not judged)'])}")
     for f in fits:
         print(f"{f.paper}: terms {', '.join(f.terms)}")
         for j, t in enumerate(f.terms):

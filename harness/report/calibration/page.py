@@ -112,6 +112,9 @@ def render(models: dict[str, PaperModel], fits: list[Fit], sizes: pd.DataFrame, 
         lines += ["", f"Held-out error: median |error| {_pct(float(np.median(held))) if held else '-'} over "
                       f"{len(held)} figures (largest {_pct(max(held)) if held else '-'}); on the fit figures "
                       f"median |error| {_pct(float(np.median(fit_err))) if fit_err else '-'}.", ""]
+        unjudged = missing.get(f"{paper} (held out, not judged)")
+        if unjudged:
+            lines += ["Held-out figures not judged, their counts missing: " + "; ".join(unjudged) + ".", ""]
     return "\n".join(lines) + "\n"
 
 
