@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.paper and paper not in args.paper:
             continue
         if m.status == "too_few_figures":
-            print(f"{paper}: not calibrated, too few absolute figures ({m.reason.split('.')[0]}.)")
+            print(f"{paper}: not calibrated, too few absolute figures ({m.reason.split('. ')[0]}.)")
         elif paper in missing:
             print(f"{paper}: not fitted, counts missing under --counts: {', '.join(missing[paper])}")
         if f"{paper} (held out, not judged)" in missing:

@@ -54,6 +54,10 @@ def _pct(v: float) -> str:
     return "-" if v is None or not math.isfinite(v) else f"{v * 100:+.0f}%"
 
 
+def _abs_pct(v: float) -> str:
+    return "-" if v is None or not math.isfinite(v) else f"{v * 100:.0f}%"
+
+
 def render(models: dict[str, PaperModel], fits: list[Fit], sizes: pd.DataFrame, missing: dict[str, list[str]],
            command: str) -> str:
     by_paper = {f.paper: f for f in fits}
@@ -109,9 +113,9 @@ def render(models: dict[str, PaperModel], fits: list[Fit], sizes: pd.DataFrame, 
                          f"{_pct(r['loo_rel_error'])} | {r['line']} |")
         held = [abs(r["rel_error"]) for r in f.figures if r["role"] == "heldout" and math.isfinite(r["rel_error"])]
         fit_err = [abs(r["rel_error"]) for r in f.figures if r["role"] == "fit" and math.isfinite(r["rel_error"])]
-        lines += ["", f"Held-out error: median |error| {_pct(float(np.median(held))) if held else '-'} over "
-                      f"{len(held)} figures (largest {_pct(max(held)) if held else '-'}); on the fit figures "
-                      f"median |error| {_pct(float(np.median(fit_err))) if fit_err else '-'}.", ""]
+        lines += ["", f"Held-out error: median |error| {_abs_pct(float(np.median(held))) if held else '-'} over "
+                      f"{len(held)} figures (largest {_abs_pct(max(held)) if held else '-'}); on the fit figures "
+                      f"median |error| {_abs_pct(float(np.median(fit_err))) if fit_err else '-'}.", ""]
         unjudged = missing.get(f"{paper} (held out, not judged)")
         if unjudged:
             lines += ["Held-out figures not judged, their counts missing: " + "; ".join(unjudged) + ".", ""]
