@@ -272,3 +272,14 @@ def test_the_command_fits_from_count_folders_and_writes_the_page_and_tables(tmp_
     fits, _, missing = calibrate_all(counts, load(decl), bootstrap=0)
     assert len(fits) == 1 and [r["figure"] for r in fits[0].figures] == ["a", "b"]
     assert missing == {"ps2stream (held out, not judged)": ["ps2stream/q1/kdtree"]}
+
+
+def test_a_claim_s_paper_can_choose_the_constants_and_shared_presets_go_to_the_paper_they_are_named_for():
+    runs = pd.DataFrame({"run_id": ["c"], "experiment": ["tornado_routing"], "events": [10.0]})
+    workers = pd.DataFrame({"run_id": ["c"], "worker": [0], "events": [100], "candidates": [1000]})
+    constants = pd.DataFrame({"paper": ["sstd", "sstd"], "term": ["messages", "candidates"], "value": [1e-3, 1e-4]})
+    got = calibrated_throughput(runs, workers, constants, {"tornado_routing": "tornado"}, paper="sstd")
+    assert got["c"] == pytest.approx(10 / 0.2)
+    from harness.report.calibration.basis import preset_papers
+    papers = preset_papers()
+    assert papers["sstd_crq"] == "sstd" and papers["ps2stream_baselines"] == "ps2stream"

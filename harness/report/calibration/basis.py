@@ -43,21 +43,33 @@ def load_constants(path: Path | None = None) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
+PREFIXES = {"ps2stream": "ps2stream", "sstd": "sstd", "tornado": "tornado", "dkmsks": "dkmsks", "dskype": "dskype",
+            "skype": "dskype"}  # a preset's name -> its paper, where claims of two papers read it
+
+
+def _named_paper(preset: str) -> str | None:
+    name = preset[len("size_"):] if preset.startswith("size_") else preset
+    return next((p for prefix, p in PREFIXES.items() if name.startswith(prefix)), None)
+
+
 def preset_papers(claims_file: Path = CLAIMS_FILE) -> dict[str, str]:
-    """preset (and size sweep) -> paper, from the claims that read it; a preset two papers' claims
-    read (none today) maps to neither."""
+    """preset (and size sweep) -> paper, from the claims that read it; a preset claims of two
+    papers read (sstd_crq: SSTD's and Tornado's CRQ claims) goes to the paper its name says."""
     out: dict[str, set] = {}
     for c in yaml.safe_load(Path(claims_file).read_text()) or []:
         for preset in (c.get("preset"), c.get("sizes")):
             if preset:
                 out.setdefault(preset, set()).add(c.get("paper"))
-    return {p: next(iter(s)) for p, s in out.items() if len(s) == 1}
+    named = {p: (next(iter(s)) if len(s) == 1 else _named_paper(p)) for p, s in out.items()}
+    return {p: paper for p, paper in named.items() if paper}
 
 
 def calibrated_throughput(runs: pd.DataFrame, workers: pd.DataFrame, constants: pd.DataFrame | None = None,
-                          papers: dict[str, str] | None = None) -> pd.Series:
+                          papers: dict[str, str] | None = None, paper: str | None = None) -> pd.Series:
     """Per run_id, events/s on the calibrated basis (module docstring); NaN where the run's paper
-    has no fitted constants, the run has no per-worker counts or no measured events."""
+    has no fitted constants, the run has no per-worker counts or no measured events. `paper`:
+    every run on that paper's constants (a claim of paper P reads its runs on P's), instead of
+    each run's preset's paper."""
     constants = load_constants() if constants is None else constants
     papers = preset_papers() if papers is None else papers
     out = pd.Series(np.nan, index=pd.Index(runs["run_id"], name="run_id"), name="throughput_calibrated_eps")
@@ -67,6 +79,8 @@ def calibrated_throughput(runs: pd.DataFrame, workers: pd.DataFrame, constants: 
          .reindex(columns=list(TERMS)).fillna(0.0))
     terms = worker_terms(workers)
     paper_of_run = runs.drop_duplicates("run_id").set_index("run_id")["experiment"].map(papers)
+    if paper is not None:
+        paper_of_run = pd.Series(paper, index=paper_of_run.index)
     row_paper = terms["run_id"].map(paper_of_run)
     known = row_paper.isin(c.index).to_numpy()
     if not known.any():
