@@ -4,8 +4,9 @@ by the paper's fitted constants applied to the run's per-worker counts.
 `calibrated_throughput(runs, workers)`: per run, events / max over workers of sum_k c_k x_k(w),
 x the worker's totals over the measured epochs (the record's workers table: events in, candidate
 and snapshot checks, results, inserts + deletes; harness/report/calibration/vectors.py,
-measure `throughput`) and c the constants of the run's paper (the paper a claim reading the run's
-preset names, conf/claims.yaml). Runs whose paper has no fitted model (Tornado, DSkype: too few
+measure `throughput`) and c the constants of the run's paper (the paper of the claims that read
+the run's preset, conf/claims.yaml, or the one the preset's name says when two papers' claims read
+it; or the `paper` given, as a claim of that paper would read it). Runs whose paper has no fitted model (Tornado, DSkype: too few
 absolute figures; a preset no claim reads) get NaN. The constants come from the committed table
 of the newest record (docs/reproduction/<date>/calibration/constants.csv, written by
 `python -m harness.report.calibration`) unless given.
