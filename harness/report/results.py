@@ -46,7 +46,8 @@ RUNS_TABLE_COLUMNS = runs_table_columns()  # as at import; append_runs_table ask
 
 
 RUN_CODE = ("harness", "strategies", "datasets", "conf", "pyproject.toml", "requirements.txt",
-            ":(exclude)conf/claims.yaml", ":(exclude)conf/sizes.yaml")  # read at report time, never by a run
+            ":(exclude)conf/claims.yaml", ":(exclude)conf/sizes.yaml",
+            ":(exclude)conf/calibration.yaml")  # read at report time, never by a run
 
 
 @functools.cache
