@@ -121,6 +121,15 @@ def _epochs(runs: pd.DataFrame) -> np.ndarray:
     return e.fillna(1).clip(lower=1).to_numpy(np.float64)
 
 
+def _dispatcher_s(runs: pd.DataFrame) -> np.ndarray:
+    """A dispatcher's time per run as throughput_compute_eps divides by it: its share of the routing
+    (`route_s`, already over the dispatchers) and its upkeep (`observe_s`); `dispatcher_s` itself
+    where a table keeps it."""
+    if "dispatcher_s" in runs:
+        return _col(runs, "dispatcher_s")
+    return _col(runs, "route_s") + _col(runs, "observe_s")
+
+
 def _runs(runs: pd.DataFrame) -> pd.DataFrame:
     runs = results.labelled(runs)
     return runs[runs["status"] == "ok"] if "status" in runs else runs
@@ -161,9 +170,12 @@ def fit_costs(runs: pd.DataFrame, workers: pd.DataFrame, by: str = "variant") ->
         rr = runs[runs[by] == key]
         d = dispatch_terms(_col(rr, "events"), _col(rr, "messages_routed"), _col(rr, "dispatchers"),
                            _epochs(rr))
-        dy = _col(rr, "dispatcher_s")
+        dy = _dispatcher_s(rr)
         dok = dy >= MIN_BUSY_S
-        dcosts = nnls_relative(d[dok], dy[dok]) if dok.sum() >= 2 else np.zeros(len(DISPATCH_TERMS))
+        dcosts = np.zeros(len(DISPATCH_TERMS))
+        if dok.any():  # fewer runs than terms: the per-event cost alone (one run fits any split)
+            use = slice(None) if dok.sum() > len(DISPATCH_TERMS) else slice(0, 1)
+            dcosts[use] = nnls_relative(d[dok][:, use], dy[dok])
         drms = float(np.sqrt(np.mean(((d[dok] @ dcosts - dy[dok]) / dy[dok]) ** 2))) if dok.any() else float("nan")
         fit = Fit(str(key), TERMS, costs, int(ok.sum()), int(g["run_id"].nunique()),
                   float(np.sqrt(np.mean(rel ** 2))), r2, busiest, DISPATCH_TERMS, dcosts, drms)
@@ -200,7 +212,7 @@ def project_runs(fits: dict[str, Fit], runs: pd.DataFrame, workers: pd.DataFrame
                     float(r["dispatchers"]), r["_epochs"])
         out.append({"run_id": r["run_id"], by: r[by], **{k: r.get(k) for k in KEYS if k != by},
                     **p, "measured_busiest_worker_s": float(_col(w, "busy_s").max()),
-                    "measured_dispatcher_s": float(r["dispatcher_s"]),
+                    "measured_dispatcher_s": float(_dispatcher_s(r.to_frame().T)[0]),
                     "measured_throughput_eps": float(r["throughput_compute_eps"])})
     frame = pd.DataFrame(out)
     if len(frame):
