@@ -284,8 +284,8 @@ def projected_throughput(runs: pd.DataFrame, workers: pd.DataFrame, root: Path |
     """The projected basis of the claims (harness/report/claims/bases.py): per run of the table, the
     projected compute-only throughput of the count run of its cell at the largest size counted
     (count runs under <root>/counts/ whose `run_keys` name the same experiment, variant, dataset,
-    workload, workers, x and facet), with the constants fitted on every usable timed run of its
-    strategy in the table; a band of the fit's in-sample throughput RMS error either side. Empty
+    workload, workers, x and facet), with the constants fitted on the usable timed runs of its
+    strategy in the same preset; a band of the fit's in-sample throughput RMS error either side. Empty
     when no count run matches: the claims then show no projected column."""
     folders = count_folders(root) if root is not None else []
     counted = [read_count_run(f) for f in folders]
@@ -301,13 +301,17 @@ def projected_throughput(runs: pd.DataFrame, workers: pd.DataFrame, root: Path |
     usable = runs
     if "too_short" in usable:
         usable = usable[~(pd.to_numeric(usable["too_short"], errors="coerce").fillna(0) > 0)]
-    fits = fit_costs(usable, workers)
+    # the constants of a strategy on its preset's own runs: pooled over presets, one strategy's
+    # constants mix workloads whose operations cost differently (the record's SSTD and range presets)
+    wanted = {cell[0] for cell in by_cell}
+    exp = usable["experiment"].map(_norm) if "experiment" in usable else pd.Series("", index=usable.index)
+    fits = {e: fit_costs(usable[exp == e], workers) for e in wanted}
     lab = results.labelled(runs)
     out = {}
     for _, r in lab.iterrows():
         cell = tuple(_norm(r.get(k)) for k in KEYS)
         c = by_cell.get(cell)
-        fit = fits.get(str(r["variant"])) if c is not None else None
+        fit = fits.get(cell[0], {}).get(str(r["variant"])) if c is not None else None
         if c is None or fit is None:
             continue
         p = project(fit, c["terms"], c["events"], c["messages"], c["dispatchers"], c["epochs"])
