@@ -121,6 +121,12 @@ def run_counts(cfg) -> list[Path]:
                 "seed": int(cfg.seed), "workload_cache": folder.name,
                 "anomalies": {k: v for k, v in anomalies.items() if k in ANOMALIES},
                 "digest": counts.digest, "code_version": code_version(), "command": sys.argv,
+                # the cell a timed run of this config is in the runs table: what the projected basis
+                # matches a claim's runs by (harness/report/projection.py, projected_throughput)
+                "run_keys": {"experiment": cfg.experiment.name, "variant": spec.label,
+                             "dataset": record.dataset_label(cfg), "workload": cfg.workload.name,
+                             "workers": int(cfg.workers), "x": record._config_value(cfg, cfg.experiment.x),
+                             "facet": record._config_value(cfg, cfg.experiment.facet)},
                 "wall_s": time.perf_counter() - t0, "invocation_s": time.perf_counter() - t_start,
                 "peak_rss_bytes": peak_rss_bytes()}
         write_counts(dest, counts, meta)

@@ -71,6 +71,11 @@ _METRICS = [
     Metric("throughput_network_eps", "throughput with network", "events/s",
            "measured events / the busiest resource of the network model (dispatcher CPU with sending, dispatcher "
            "and worker links, worker CPU with receiving, merge; harness/measure/network.py)", "higher", _COUNT),
+    Metric("throughput_projected_eps", "projected throughput", "events/s",
+           "the projected basis (issue 51): this machine's per-operation costs, fitted per strategy on the timed "
+           "runs, times the counts of a count-mode run of the same cell at the paper's size; added when the claims "
+           "are judged, never stored (harness/report/projection.py, harness/report/claims/bases.py)", "higher",
+           _COUNT, column=False),
     Metric("throughput_basis", "throughput basis", "", "which throughput throughput_eps is: compute, or network "
            "(<profile>)", None, "{}"),
     *(Metric(f"{k}_ci_{end}", f"{short} 95% {side}", "events/s", f"{side} end of the interval of {k}'s median over "

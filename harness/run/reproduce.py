@@ -142,6 +142,7 @@ def write_summary(root: Path, papers: list[str], done: list[tuple], wall_s: floa
         verdicts = [r for r in claims_mod.evaluate_all(table) if r.claim.get("paper") in names]
         lines += [""] + claims_report.tally_table(verdicts)
         lines += [""] + claims_report.not_exercised(verdicts)
+        lines += claims_report.derived_note(verdicts)
         measured = [(p, s) for p, c, s, n in done if c == 0 and n]
         if measured:
             lines += ["", "## Where the time went", "",

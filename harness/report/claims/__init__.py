@@ -62,7 +62,7 @@ import pandas as pd
 import yaml
 
 from harness.report import metrics, results
-from harness.report.claims import aa_pairs
+from harness.report.claims import aa_pairs, bases
 from harness.report.claims import preconditions
 from harness.report.claims.checks import (BASIS_COLUMNS, CELL, FAIL, HOLD, LATENCY_CURVE, Reader, cell_label, compare,
                                          gap_grows, is_skip, linear, num, scales)
@@ -110,6 +110,21 @@ class ClaimResult:
 
     def on(self, basis: str) -> Verdict:
         return self.verdicts.get(basis) or next(iter(self.verdicts.values()))
+
+    @property
+    def derived(self) -> list[str]:
+        """The derived bases (harness/report/claims/bases.py) the claim was judged on."""
+        return [b for b in self.verdicts if b not in BASES and b != "any"]
+
+    @property
+    def findings(self) -> list[str]:
+        """The derived bases on which the claim holds while it does not hold on compute: the finding
+        that the paper's result follows from what that basis models (its per-message cost, its scale;
+        `bases.REGISTRY[b].finding`). "partly" and "inconclusive" on either side are no such finding."""
+        compute = self.verdicts.get("compute")
+        if compute is None or compute.kind != "does not hold":
+            return []
+        return [b for b in self.derived if self.verdicts[b].kind == "holds"]
 
 
 # ------------------------------------------------------------------------------------------ loading
@@ -432,6 +447,8 @@ def evaluate(claim: dict, table: pd.DataFrame, basis: str | None = "compute") ->
     verdict = "not measured" if missing else verdict_of(out)
     if pair is not None and pair.rel > 0:
         notes = [*notes, pair.note(metric)]
+    if basis in bases.REGISTRY:  # where a derived basis's figures come from
+        notes = [*notes, *(f"{basis}: {n}" for n in bases.notes(table, basis, list(rows.get("run_id", []))))]
     return Verdict(claim, verdict, notes, basis, excluded, missing, list(rows.get("run_id", [])))
 
 
@@ -450,7 +467,13 @@ def evaluate_both(claim: dict, table: pd.DataFrame) -> ClaimResult:
     if is_retired(claim):
         return ClaimResult(claim, {"any": Verdict(claim, RETIRED, [f"retired: {claim['retired'].strip()}"])})
     if is_basis_dependent(claim["check"]["metric"]):
-        return ClaimResult(claim, {b: evaluate(claim, table, b) for b in BASES})
+        verdicts = {b: evaluate(claim, table, b) for b in BASES}
+        if claim["check"]["metric"] in BASIS_COLUMNS:  # a throughput claim: each derived basis with figures
+            for name in bases.present(table):
+                v = evaluate(claim, table, name)
+                if bases.has_figures(table, name, v.runs):
+                    verdicts[name] = v
+        return ClaimResult(claim, verdicts)
     return ClaimResult(claim, {"any": evaluate(claim, table, None)})
 
 
@@ -458,7 +481,16 @@ def evaluate_all(table: pd.DataFrame, claims: list[dict] | None = None,
                  preset: str | None = None) -> list[ClaimResult]:
     """Every claim (or those of one preset) on both bases."""
     claims = load_claims() if claims is None else claims
+    table = with_derived(table)
     return [evaluate_both(c, table) for c in claims if preset is None or c["preset"] == preset]
+
+
+def with_derived(table: pd.DataFrame) -> pd.DataFrame:
+    """The runs table with the derived bases' columns (harness/report/claims/bases.py), once: a table
+    that has one already, or whose runs none of them has a figure for, is returned as it is."""
+    if bases.present(table):
+        return table
+    return bases.attach(table)
 
 
 def tally(verdicts: list[ClaimResult], basis: str) -> dict[str, int]:
@@ -466,5 +498,18 @@ def tally(verdicts: list[ClaimResult], basis: str) -> dict[str, int]:
     claim counts nowhere)."""
     counts = dict.fromkeys(VERDICTS, 0)
     for r in counted(verdicts):
-        counts[r.on(basis).kind] += 1
+        if basis in BASES or basis in r.verdicts:  # a derived basis counts the claims judged on it
+            counts[r.on(basis).kind] += 1
     return counts
+
+
+def derived_bases(claim_results: list[ClaimResult]) -> list[str]:
+    """The derived bases some of the claims were judged on, in the registry's order."""
+    seen = {b for r in claim_results for b in r.derived}
+    return [b for b in bases.REGISTRY if b in seen]
+
+
+def findings(claim_results: list[ClaimResult]) -> list[tuple[ClaimResult, str]]:
+    """(claim, derived basis) for every counted claim that holds on the derived basis and does not
+    hold on compute (ClaimResult.findings)."""
+    return [(r, b) for r in counted(claim_results) for b in r.findings]

@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown claim id(s): {', '.join(unknown)}; allowed: an id of conf/claims.yaml"
               + (f" (e.g. {', '.join(near)})" if near else ""), file=sys.stderr)
         return 2
-    table = results.read_runs_table(results.results_root(args.results))
+    table = claims_mod.with_derived(results.read_runs_table(results.results_root(args.results)))
     found = [claims_mod.evaluate_both(claims[i], table) for i in args.ids]
     print("\n".join(claims_report.claim_details(found)))
     return 0

@@ -25,6 +25,8 @@ from harness.report import metrics
 CELL = ("dataset", "workload", "workers", "x", "facet")  # one configuration of a preset's sweep
 # the metrics whose figure depends on the basis: the column each basis reads
 BASIS_COLUMNS = {"throughput_eps": {"compute": "throughput_compute_eps", "network": "throughput_network_eps"}}
+# a derived basis (harness/report/claims/bases.py: projected, calibrated) fills throughput_<basis>_eps
+DERIVED_COLUMN = "throughput_{}_eps"
 LATENCY_CURVE = "latency_curve"  # per basis, [[rate events/s, mean latency ms], ...]
 COMMON_RATE_FRACTION = 0.7  # the common input rate of a latency comparison, over the slowest's throughput
 TIME_UNITS = ("s", "ms", "us", "events/s", "messages/s")  # metrics that are timings (noisy) rather than counts
@@ -81,6 +83,8 @@ def _value(row: pd.Series, column: str, metric: str) -> Value | None:
     if np.isfinite(lo) and np.isfinite(hi):
         if lo == hi and column in {c for m in BASIS_COLUMNS.values() for c in m.values()}:
             return Value(mid, lo, hi, "model" if column.endswith("network_eps") else "")
+        if is_derived_column(column):  # a derived basis's figure: a model output, with its band
+            return Value(mid, min(lo, mid), max(hi, mid), "model")
         return Value(mid, min(lo, mid), max(hi, mid))
     if metrics.metric(metric).unit in TIME_UNITS:
         ref, rlo, rhi = (_float(row.get(NOISE_REFERENCE)), _float(row.get(f"{NOISE_REFERENCE}_ci_lo")),
@@ -174,7 +178,7 @@ class Reader:
 
     def __init__(self, metric: str, basis: str | None):
         self.metric, self.basis = metric, basis
-        self.column = BASIS_COLUMNS.get(metric, {}).get(basis, metric)
+        self.column = basis_column(metric, basis)
         self.widen = None  # the preset's A/A spread widens every value read (harness/report/claims/aa_pairs.py)
 
     def get(self, g: pd.DataFrame, variant: str, rate: float | None = None) -> Value | None:
@@ -364,3 +368,21 @@ def gap_grows(reader: Reader, rows: pd.DataFrame, subject: str, others: list[str
                          f"x={num(xs[-1])} (leads at the largest x: {_mark(lead)}; grows: "
                          f"{'yes' if gaps[1] > gaps[0] else 'no'}: {_mark(ok)})")
     return out, notes, missing
+
+
+def basis_column(metric: str, basis: str | None) -> str:
+    """The column a metric is read from on a basis: the measured bases' own (BASIS_COLUMNS), a
+    derived basis's throughput_<basis>_eps for a throughput metric, else the metric itself."""
+    own = BASIS_COLUMNS.get(metric, {})
+    if basis in own:
+        return own[basis]
+    if own and basis is not None:
+        return DERIVED_COLUMN.format(basis)
+    return metric
+
+
+def is_derived_column(column: str) -> bool:
+    """A derived basis's throughput column (not the measured bases')."""
+    measured = {c for m in BASIS_COLUMNS.values() for c in m.values()}
+    return column.startswith("throughput_") and column.endswith("_eps") and column not in measured \
+        and column != "throughput_eps" and column != "throughput_wall_eps"

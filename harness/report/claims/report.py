@@ -42,9 +42,12 @@ def _cell(text) -> str:
 
 
 def claims_table(claim_results: list[ClaimResult], link: str | None = None) -> list[str]:
-    """One row per claim: the paper's figure and setting, ours, a verdict on each basis."""
-    lines = ["| claim | source | published (paper's setting) | compute | network | ours (first cells) |",
-             "|---|---|---|---|---|---|"]
+    """One row per claim: the paper's figure and setting, ours, a verdict on each basis (a derived
+    basis's column, harness/report/claims/bases.py, only when some claim of the table was judged on it)."""
+    derived = claims_mod.derived_bases(claim_results)
+    lines = ["| claim | source | published (paper's setting) | compute | network | "
+             + "".join(f"{b} | " for b in derived) + "ours (first cells) |",
+             "|---|---|---|---|---|" + "---|" * len(derived) + "---|"]
     for r in claim_results:
         c = r.claim
         name = f"[{c['id']}]({link.format(preset=c['preset'], id=c['id'])})" if link else f"`{c['id']}`"
@@ -59,9 +62,11 @@ def claims_table(claim_results: list[ClaimResult], link: str | None = None) -> l
             compute, network = (f"**{r.verdicts[b].verdict}**" for b in BASES)
             if r.flips:
                 network += " (flips)"
+        extra = [(f"**{r.verdicts[b].verdict}**" + (" (finding)" if b in r.findings else "")) if b in r.verdicts
+                 else "-" for b in derived]
         ours = "<br>".join(r.on("compute").comparisons[:3]) or "; ".join(r.on("compute").missing[:2])
         lines.append("| " + " | ".join(_cell(x) for x in (f"{name}: {c['claim']}", c.get("source", ""), published,
-                                                            compute, network, ours)) + " |")
+                                                            compute, network, *extra, ours)) + " |")
     return lines
 
 
@@ -114,7 +119,34 @@ def tally_table(claim_results: list[ClaimResult]) -> list[str]:
             counts = claims_mod.tally(group, basis)
             lines.append(f"| {title} | {basis} | " + " | ".join(str(counts[k]) for k in VERDICTS)
                          + f" | {len(group)} |")
+        for basis in claims_mod.derived_bases(group):  # only the claims judged on it
+            counts = claims_mod.tally(group, basis)
+            judged = sum(basis in r.verdicts for r in claims_mod.counted(group))
+            lines.append(f"| {title} | {basis} | " + " | ".join(str(counts[k]) for k in VERDICTS) + f" | {judged} |")
     return lines
+
+
+def derived_note(claim_results: list[ClaimResult]) -> list[str]:
+    """What each derived basis some claim was judged on is, and the claims that hold on it and do not
+    hold on compute, with the finding that makes them (harness/report/claims/bases.py); nothing when
+    no claim was judged on one."""
+    shown = claims_mod.derived_bases(claim_results)
+    if not shown:
+        return []
+    lines = []
+    for b in shown:
+        basis = claims_mod.bases.REGISTRY[b]
+        judged = sum(b in r.verdicts for r in claims_mod.counted(claim_results))
+        lines.append(f"The **{b}** basis ({judged} claims judged on it): {basis.title}. A throughput claim is "
+                     f"judged on it only where its runs have its figure.")
+    lines.append("")
+    found = claims_mod.findings(claim_results)
+    for b in shown:
+        mine = [r for r, fb in found if fb == b]
+        lines.append(f"Claims that hold on the {b} basis and do not hold on compute ({len(mine)}; "
+                     f"{claims_mod.bases.REGISTRY[b].finding}): "
+                     + (", ".join(f"`{r.claim['id']}`" for r in mine) or "none") + ".")
+    return lines + [""]
 
 
 def preset_runs(preset: str, table: pd.DataFrame, version: str | None) -> pd.DataFrame:
@@ -192,8 +224,8 @@ def write_preset_report(root: Path, preset: str, title: str, table: pd.DataFrame
         lines += ["## Throughput per strategy, both bases", ""] + throughput_tables(shown) + list(extra)
     lines += ["## Claims that read this preset", ""]
     if claim_results:
-        lines += tally_table(claim_results) + [""] + claims_table(claim_results) + ["", "## Each claim's cells",
-                                                                                      ""] + claim_details(claim_results)
+        lines += tally_table(claim_results) + [""] + derived_note(claim_results) + claims_table(claim_results) + [
+            "", "## Each claim's cells", ""] + claim_details(claim_results)
     else:
         lines += ["No claim of conf/claims.yaml reads this preset.", ""]
     if sizes.is_sweep(preset):  # a size sweep: its size claims at every step, trends, time and memory
@@ -215,7 +247,7 @@ def write_overview(root: Path, table: pd.DataFrame) -> Path:
     lines = ["# Published claims against this harness", "", _provenance(table), "", BASIS_NOTE, "",
              "## Verdicts per paper", ""] + tally_table(claim_results) + [""] + not_exercised(claim_results) + [
         "", f"{len(flips)} claims change verdict between the bases: "
-            + (", ".join(f"`{r.claim['id']}`" for r in flips) or "none") + ".", ""]
+            + (", ".join(f"`{r.claim['id']}`" for r in flips) or "none") + ".", ""] + derived_note(claim_results)
     for paper in PAPERS:
         group = [r for r in claim_results if r.claim.get("paper") == paper]
         if group:
@@ -237,7 +269,7 @@ def preset_title(preset: str) -> str:
 
 def rebuild(root: Path) -> list[Path]:
     """Every preset's report and the overview from the runs table; nothing is run."""
-    table = results.read_runs_table(root)
+    table = claims_mod.with_derived(results.read_runs_table(root))  # the derived bases once, not per preset
     presets = sorted(set(table["experiment"].dropna()) if "experiment" in table else set())
     presets = sorted(set(presets) | {c["preset"] for c in claims_mod.load_claims()})
     paths = []

@@ -11,7 +11,7 @@ import pandas as pd
 
 from harness.report import metrics
 from harness.report.claims import report as claims_report
-from harness.report.claims import BASES, CELL, VERDICTS, ClaimResult, counted
+from harness.report.claims import BASES, CELL, VERDICTS, ClaimResult, counted, derived_bases
 from harness.report.site import claim_pages
 from harness.report.site.data import (BASIS_COLUMN, Figure, PaperPage, Site, StrategyPage, built_text,
                                       paper_claims, provenance, tally_groups)
@@ -99,6 +99,8 @@ def verdict_cell(r: ClaimResult, basis: str) -> str:
     text = escape(v.verdict) + (" (no basis)" if "any" in r.verdicts else "")
     if basis == "network" and r.flips:
         text += ' <span class="flip" title="the verdict differs between the bases">flips</span>'
+    if basis in r.findings:
+        text += ' <span class="flip" title="holds on this basis, not on compute">finding</span>'
     return f'<td class="{_vclass(v.verdict)}" data-basis="{basis}">{text}</td>'
 
 
@@ -108,28 +110,32 @@ def verdict_cell(r: ClaimResult, basis: str) -> str:
 def overview(site: Site) -> str:
     rows = []
     for key, title, group in tally_groups(site.claims):
-        for basis in BASES:
+        for basis in (*BASES, *derived_bases(group)):  # a derived basis: the claims judged on it
+            judged = [r for r in group if basis in BASES or basis in r.verdicts]
             counts = {k: 0 for k in VERDICTS}
-            for r in group:
+            for r in judged:
                 counts[r.on(basis).kind] += 1
             rows.append([escape(title), basis] + [
                 f'<td class="num {_vclass(k)}" data-group="{escape(key)}" data-basis="{basis}" '
-                f'data-verdict="{escape(k)}">{counts[k]}</td>' for k in VERDICTS] + [f'<td class="num">{len(group)}</td>'])
+                f'data-verdict="{escape(k)}">{counts[k]}</td>' for k in VERDICTS] + [f'<td class="num">{len(judged)}</td>'])
     tally = table(["paper", "basis", *VERDICTS, "claims"], rows, "tally")
     claim_rows = []
+    derived = derived_bases(site.claims)
     for r in site.claims:
         c = r.claim
         link = f'<a href="{paper_file(c["paper"])}#{escape(c["id"])}">{escape(c["id"])}</a>'
         ext = " <em>(harness extension)</em>" if c.get("scope") == "extension" else ""
         claim_rows.append([link + ext, escape(c.get("paper", "")), escape(c.get("claim", "")),
-                           verdict_cell(r, "compute"), verdict_cell(r, "network")])
+                           verdict_cell(r, "compute"), verdict_cell(r, "network"),
+                           *(verdict_cell(r, b) if b in r.verdicts else '<td>-</td>' for b in derived)])
     flips = [r for r in site.claims if r.flips]
     strategies = "".join(f'<li><a href="{strategy_file(s.slug)}">{escape(s.name)}</a> ({len(s.runs)} runs, first '
                          f'{len(s.first)}, last {len(s.last)})</li>' for s in site.strategies)
     body = (f"<p>{_inline_md(claims_report.BASIS_NOTE)}</p><h2 id=\"tally\">Verdicts per paper</h2>{tally}"
             f"<p>{len(flips)} claims change verdict between the bases.</p>"
             f"<h2 id=\"claims\">Every claim</h2>"
-            + table(["claim", "paper", "what the paper says", "compute", "network"], claim_rows, "claims")
+            + claims_report_html(site.claims)
+            + table(["claim", "paper", "what the paper says", "compute", "network", *derived], claim_rows, "claims")
             + f"<h2 id=\"strategies\">Strategies</h2><ul>{strategies or '<li>no runs</li>'}</ul>"
             + "<h2 id=\"downloads\">Downloads</h2><ul><li><a href=\"downloads/runs.csv\">runs table (CSV)</a></li>"
               "<li><a href=\"downloads/runs.parquet\">runs table (Parquet)</a></li></ul>"
@@ -154,7 +160,7 @@ def claim_block(r: ClaimResult, diagnosis: claim_pages.Note | str | None) -> str
     parts = [head, "<p>published: " + escape(c.get("published") or "no figure quoted")
              + (f" (setting: {escape(c['setting'])})" if c.get("setting") else "") + "</p>",
              table(["basis", "verdict"], [[escape(b), verdict_cell(r, b)] for b in
-                                          (("any",) if "any" in r.verdicts else BASES)])]
+                                          (("any",) if "any" in r.verdicts else (*BASES, *r.derived))])]
     for basis, v in r.verdicts.items():
         parts.append(f"<p>{escape(basis)}: cells compared</p>" + (_list(v.comparisons) or "<p><em>none</em></p>"))
         if v.missing:
@@ -254,6 +260,11 @@ def strategy_html(s: StrategyPage, site: Site) -> str:
             + '<h2 id="runs">Every run</h2>' + table(RUN_HEADERS, _runs_rows(s.runs))
             + provenance_html(s.runs))
     return page(f"Strategy {s.name}", body, site)
+
+
+def claims_report_html(claim_results: list[ClaimResult]) -> str:
+    """The derived bases' note (claims_report.derived_note) as paragraphs; empty without one."""
+    return "".join(f"<p>{_inline_md(line)}</p>" for line in claims_report.derived_note(claim_results) if line)
 
 
 __all__ = ["overview", "paper_html", "strategy_html", "paper_file", "strategy_file", "figure_file", "CELL"]

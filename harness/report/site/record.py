@@ -66,6 +66,7 @@ def markdown(site: Site, dest: Path = Path("docs/reproduction"), flags: str = ""
     flips = [r for r in site.claims if r.flips]
     lines += ["", f"{len(flips)} claims change verdict between the bases: "
               + (", ".join(f"`{r.claim['id']}`" for r in flips) or "none") + ".", ""]
+    lines += claims_report.derived_note(site.claims)
     for paper in site.papers:
         lines += [f"## {paper.title}", ""] + claims_report.claims_table(paper.claims) + [""]
         for fig in paper.figures:
