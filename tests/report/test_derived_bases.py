@@ -129,3 +129,38 @@ def test_a_basis_name_and_answer_are_checked():
         bases.register("compute", lambda r, w, root: pd.Series(dtype=float), "t", "f")
     with pytest.raises(ValueError, match="allowed: a Series"):
         bases._frame([1.0], "x")
+
+
+def test_a_claim_fitted_on_by_a_basis_or_of_a_paper_it_has_no_model_for_is_not_judged_on_it(monkeypatch):
+    """A calibrated model fitted on a claim's own published figures would hold it by construction:
+    the claim names the basis in `fitted_by` and gets no verdict there. A basis that speaks for some
+    papers only (`claims`) judges no claim of another paper."""
+    monkeypatch.setattr(bases, "REGISTRY", {})
+    values = {"p-a-8": 200.0, "p-b-8": 100.0, "q-a-8": 200.0, "q-b-8": 100.0}
+    monkeypatch.setitem(bases.REGISTRY, "fake", _fake(values))
+    raw = [{"id": cid, "paper": paper, "claim": "a beats b", "preset": "p", "source": "Fig. 1",
+            "check": {"kind": "better", "metric": "throughput_eps", "subject": "a", "others": ["b"]}, **extra}
+           for cid, paper, extra in (("free", "ps2stream", {}),
+                                     ("fitted", "ps2stream", {"fitted_by": {"fake": "its figures were fitted"}}),
+                                     ("other-paper", "tornado", {}))]
+    results = {r.claim["id"]: r for r in claims.evaluate_all(_table(), claims=claims.load_claims_from(raw))}
+    assert "fake" in results["free"].verdicts and "fake" not in results["fitted"].verdicts
+    assert "fake" in results["other-paper"].verdicts  # no `claims` filter: every paper
+    monkeypatch.setitem(bases.REGISTRY, "fake", bases.DerivedBasis(
+        "fake", lambda runs, workers, root: pd.Series(values), "a test basis", "f",
+        claims=lambda claim: claim["paper"] == "ps2stream"))
+    results = {r.claim["id"]: r for r in claims.evaluate_all(_table(), claims=claims.load_claims_from(raw))}
+    assert "fake" in results["free"].verdicts and "fake" not in results["other-paper"].verdicts
+    with pytest.raises(ValueError, match="fitted_by=.* is invalid"):
+        claims.load_claims_from([{**raw[0], "fitted_by": {"fake": ""}}])
+
+
+def test_the_calibrated_basis_judges_only_the_papers_it_has_constants_for():
+    """The shipped registry: the calibrated basis speaks for the papers of the committed constants
+    table, and not for Tornado's or DSkype's claims (too few absolute figures to fit)."""
+    fitted = set(bases.calibration.basis.load_constants()["paper"])
+    assert fitted and not {"tornado", "dskype"} & fitted
+    for paper in ("tornado", "dskype"):
+        assert not bases.judges("calibrated", {"paper": paper})
+    for paper in fitted:
+        assert bases.judges("calibrated", {"paper": paper})

@@ -151,6 +151,13 @@ def load_claims_from(claims: list[dict]) -> list[dict]:
         if "retired" in c and not (isinstance(c["retired"], str) and c["retired"].strip()):
             raise ValueError(f"claim {cid!r}: retired={c['retired']!r} is invalid; allowed: the reason, as text, why "
                              f"the claim cannot be judged here (or no `retired` field)")
+        fitted = c.get("fitted_by")
+        if fitted is not None and not (isinstance(fitted, dict) and fitted
+                                       and all(isinstance(k, str) and isinstance(v, str) and v.strip()
+                                               for k, v in fitted.items())):
+            raise ValueError(f"claim {cid!r}: fitted_by={fitted!r} is invalid; allowed: a mapping from a derived "
+                             "basis (calibrated, projected) to the reason its model was fitted on this claim's "
+                             "own published figures, so the claim is not judged on it")
         if c.get("scope", "paper") not in SCOPES:
             raise ValueError(f"claim {cid!r}: scope={c.get('scope')!r} is invalid; allowed: {', '.join(SCOPES)}")
         if "experiment" in chk:
@@ -470,6 +477,8 @@ def evaluate_both(claim: dict, table: pd.DataFrame) -> ClaimResult:
         verdicts = {b: evaluate(claim, table, b) for b in BASES}
         if claim["check"]["metric"] in BASIS_COLUMNS:  # a throughput claim: each derived basis with figures
             for name in bases.present(table):
+                if name in (claim.get("fitted_by") or {}) or not bases.judges(name, claim):
+                    continue  # fitted on the claim's own figures, or a basis without a model for its paper
                 v = evaluate(claim, table, name)
                 if bases.has_figures(table, name, v.runs):
                     verdicts[name] = v

@@ -16,7 +16,8 @@ Registered:
 - `projected` (harness/report/projection.py): the per-operation costs of this machine, fitted per
   strategy on the table's timed runs, times the counts of a count-mode run of the claim's cell at
   the paper's size. A claim that holds here and not on compute follows from the paper's scale.
-- `calibrated` (issue 51 part 3, harness/report/calibration.py): one line below wires it.
+- `calibrated` (issue 51 part 3, harness/report/calibration/): the constants each paper's declared
+  figures fitted (conf/calibration.yaml) times each run's own per-worker counts.
 
 A claim that holds on a derived basis and does not hold on compute is listed as that basis's
 finding (`FINDINGS`, claims.findings): for the calibrated basis "the paper's result follows from
@@ -32,7 +33,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from harness.report import projection
+from harness.report import calibration, projection
 from harness.report.results import TABLES_DIR
 
 BasisFn = Callable[[pd.DataFrame, pd.DataFrame, "Path | None"], "pd.Series | pd.DataFrame"]
@@ -47,16 +48,18 @@ class DerivedBasis:
     # whether the basis can have a figure for these runs at all (cheap: skips reading the workers
     # tables when not); None: always asked
     applies: Callable[[pd.DataFrame, "Path | None"], bool] | None = None
+    # whether the basis may judge a claim (its model speaks for the claim's paper); None: every claim
+    claims: Callable[[dict], bool] | None = None
 
 
 REGISTRY: dict[str, DerivedBasis] = {}
 
 
-def register(name: str, fn: BasisFn, title: str, finding: str, applies=None) -> None:
+def register(name: str, fn: BasisFn, title: str, finding: str, applies=None, claims=None) -> None:
     if not name.isidentifier() or name in ("compute", "network", "any"):
         raise ValueError(f"derived basis name {name!r} is invalid; allowed: an identifier other than compute, "
                          "network and any")
-    REGISTRY[name] = DerivedBasis(name, fn, title, finding, applies)
+    REGISTRY[name] = DerivedBasis(name, fn, title, finding, applies, claims)
 
 
 register("projected", projection.projected_throughput,
@@ -64,10 +67,23 @@ register("projected", projection.projected_throughput,
          "count-mode run of the same cell at the paper's size (harness/report/projection.py)",
          "the paper's result follows from its scale (this machine's costs, the paper's counts)",
          applies=lambda runs, root: bool(projection.count_folders(root)))
-# the calibrated basis (issue 51 part 3), once harness/report/calibration.py exists:
-# register("calibrated", lambda runs, workers, root: calibration.calibrated_throughput(runs, workers),
-#          "a cost model per paper fitted on the paper's published figures", "the paper's result follows from its "
-#          "system's per-message cost")
+def _calibrated_paper(claim: dict) -> bool:
+    """A claim of a paper whose constants were fitted: the calibrated basis speaks for that paper's
+    system only (a Tornado claim on an SSTD preset's runs would read SSTD's constants)."""
+    fitted = calibration.basis.load_constants()
+    return "paper" in fitted and claim.get("paper") in set(fitted["paper"])
+
+
+register("calibrated", lambda runs, workers, root: calibration.calibrated_throughput(runs, workers),
+         "a cost model per paper fitted on the paper's published figures (conf/calibration.yaml, "
+         "harness/report/calibration/) applied to each run's per-worker counts",
+         "the paper's result follows from its system's per-message cost", claims=_calibrated_paper)
+
+
+def judges(name: str, claim: dict) -> bool:
+    """Whether the derived basis `name` may judge `claim` (see DerivedBasis.claims)."""
+    basis = REGISTRY[name]
+    return basis.claims is None or bool(basis.claims(claim))
 
 
 def column(name: str) -> str:
