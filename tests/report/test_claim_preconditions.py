@@ -56,6 +56,14 @@ def _epochs(tmp_path, name, moved_at: dict[int, int], n_epochs=6, stalled=(), dr
     return str(folder)
 
 
+def _edit_epochs(folder: str, drop: tuple[str, ...] = (), **columns) -> None:
+    """Set (or `drop`) columns of the run folder's epochs.parquet."""
+    frame = pd.read_parquet(f"{folder}/epochs.parquet").drop(columns=list(drop))
+    for name, values in columns.items():
+        frame[name] = values
+    frame.to_parquet(f"{folder}/epochs.parquet", index=False)
+
+
 # ------------------------------------------------------------------------------------------ a tie
 
 
@@ -304,11 +312,9 @@ def test_a_snapshot_latency_that_requires_moves_is_read_on_the_epochs_after_the_
     run it would not. Epochs without the per-epoch latency fall back to the whole run, saying so."""
     adjusted = _epochs(tmp_path, "fg", {2: 40})
     still = _epochs(tmp_path, "none", {})
-    for folder, ms, n in ((adjusted, [9.0, 9.0, 1.0, 1.0, 1.0, 1.0], [10, 10, 5, 5, 5, 5]),
-                          (still, [3.0] * 6, [10] * 6)):
-        frame = pd.read_parquet(f"{folder}/epochs.parquet")
-        frame["snapshot_latency_mean_ms"], frame["snapshot_queries"] = ms, n
-        frame.to_parquet(f"{folder}/epochs.parquet", index=False)
+    _edit_epochs(adjusted, snapshot_latency_mean_ms=[9.0, 9.0, 1.0, 1.0, 1.0, 1.0],
+                 snapshot_queries=[10, 10, 5, 5, 5, 5])
+    _edit_epochs(still, snapshot_latency_mean_ms=[3.0] * 6, snapshot_queries=[10] * 6)
     table = pd.DataFrame([_row("a + fg", 5.0, metric="snapshot_latency_mean_ms", run_dir=adjusted),
                           _row("a", 3.0, metric="snapshot_latency_mean_ms", run_dir=still)])
     claim = _claim("a + fg", ["a"], metric="snapshot_latency_mean_ms", requires=["moves"])
@@ -319,8 +325,7 @@ def test_a_snapshot_latency_that_requires_moves_is_read_on_the_epochs_after_the_
                                    value=2.5, requires=["moves"]), table, None)
     assert ratio.verdict == "holds", ratio.comparisons  # 3 ms / 1 ms after the move
     for folder in (adjusted, still):
-        frame = pd.read_parquet(f"{folder}/epochs.parquet").drop(columns=["snapshot_latency_mean_ms"])
-        frame.to_parquet(f"{folder}/epochs.parquet", index=False)
+        _edit_epochs(folder, drop=("snapshot_latency_mean_ms",))
     old = claims.evaluate(claim, table, None)
     assert old.verdict == "does not hold"
     assert "no snapshot_latency_mean_ms" in old.comparisons[0]
@@ -333,11 +338,8 @@ def test_a_balance_that_requires_moves_is_read_on_the_epochs_after_the_last_move
     the column existed) fall back to the whole run, saying so."""
     adjusted = _epochs(tmp_path, "fg", {2: 40})
     still = _epochs(tmp_path, "none", {})
-    for folder, busy_max, busy_min in ((adjusted, [6.0, 6.0, 1.5, 1.5, 1.5, 1.5], [1.0] * 6),
-                                       (still, [3.0] * 6, [1.0] * 6)):
-        frame = pd.read_parquet(f"{folder}/epochs.parquet")
-        frame["busy_max_s"], frame["busy_min_s"] = busy_max, busy_min
-        frame.to_parquet(f"{folder}/epochs.parquet", index=False)
+    _edit_epochs(adjusted, busy_max_s=[6.0, 6.0, 1.5, 1.5, 1.5, 1.5], busy_min_s=[1.0] * 6)
+    _edit_epochs(still, busy_max_s=[3.0] * 6, busy_min_s=[1.0] * 6)
     table = pd.DataFrame([_row("a + fg", 6.0, metric="busy_max_min", run_dir=adjusted),
                           _row("a", 3.0, metric="busy_max_min", run_dir=still)])
     claim = _claim("a + fg", ["a"], metric="busy_max_min", requires=["moves"])
@@ -345,8 +347,7 @@ def test_a_balance_that_requires_moves_is_read_on_the_epochs_after_the_last_move
     assert v.verdict == "holds", v.comparisons
     assert "read on epochs 3-6, after the last move (4 epochs)" in v.comparisons[0]
     for folder in (adjusted, still):
-        frame = pd.read_parquet(f"{folder}/epochs.parquet").drop(columns=["busy_min_s"])
-        frame.to_parquet(f"{folder}/epochs.parquet", index=False)
+        _edit_epochs(folder, drop=("busy_min_s",))
     old = claims.evaluate(claim, table, None)  # the tables are read anew: keyed on the file's time
     assert old.verdict == "does not hold"
     assert "no busy_min_s" in old.comparisons[0]
@@ -360,9 +361,7 @@ def test_a_snapshot_latency_claim_needs_a_baseline_the_hot_spot_queued(tmp_path)
                                                                             ("queued", {})))
     for folder, ms in ((adjusted, [0.3, 0.3, 0.2, 0.2, 0.2, 0.2]), (flat, [0.3, 0.3, 0.29, 0.3, 0.28, 0.3]),
                        (queued, [0.3, 0.5, 0.9, 0.9, 0.9, 0.9])):
-        frame = pd.read_parquet(f"{folder}/epochs.parquet")
-        frame["snapshot_latency_mean_ms"], frame["snapshot_queries"] = ms, 10
-        frame.to_parquet(f"{folder}/epochs.parquet", index=False)
+        _edit_epochs(folder, snapshot_latency_mean_ms=ms, snapshot_queries=10)
     claim = _claim("a + fg", ["a"], metric="snapshot_latency_mean_ms", requires=["moves", "queues"])
     for baseline, verdict in ((flat, "not exercised"), (queued, "holds")):
         table = pd.DataFrame([_row("a + fg", 0.23, metric="snapshot_latency_mean_ms", run_dir=adjusted),
