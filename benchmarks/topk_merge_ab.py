@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from at_commit import module_at  # noqa: E402
+from at_commit import abba_rounds, module_at  # noqa: E402
 from audit_strategies import compose, load_stream, run_in_process  # noqa: E402
 
 MERGE_PATH = "harness/families/topk/merge.py"
@@ -135,21 +135,8 @@ def main() -> None:
     print(f"{what} / {args.strategy}: {len(inputs)} merges, about {rows:,} changes", flush=True)
     for module in (baseline, current):  # compile both before timing
         timed_all(module, inputs)
-    ratios = []
-    for r in range(args.rounds):
-        order = (baseline, current, current, baseline) if r % 2 == 0 else (current, baseline, baseline, current)
-        runs = {id(m): [] for m in (baseline, current)}
-        for module in order:
-            runs[id(module)].append(timed_all(module, inputs))
-        if not all(same(a, b) for a, b in zip(runs[id(baseline)][0][1], runs[id(current)][0][1])):
-            raise SystemExit("the two mergers' outputs differ")
-        base_s = np.mean([x[0] for x in runs[id(baseline)]])
-        cur_s = np.mean([x[0] for x in runs[id(current)]])
-        ratios.append(base_s / cur_s)
-        print(f"round {r + 1}: baseline {base_s * 1e3:.0f} ms, this checkout {cur_s * 1e3:.0f} ms, "
-              f"x{ratios[-1]:.2f}", flush=True)
-    print(f"median x{np.median(ratios):.2f} over {args.rounds} rounds (outputs equal in every round)")
-
+    abba_rounds(args.rounds, lambda: timed_all(baseline, inputs), lambda: timed_all(current, inputs),
+                lambda a, b: all(same(x, y) for x, y in zip(a, b)), "merger outputs")
 
 if __name__ == "__main__":
     main()

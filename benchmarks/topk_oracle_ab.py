@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from at_commit import module_at  # noqa: E402
+from at_commit import abba_rounds, module_at  # noqa: E402
 
 ORACLE_PATH = "harness/families/topk/oracle.py"
 
@@ -54,22 +54,12 @@ def main() -> None:
     small = events.take(np.arange(min(len(events), 3_000)))
     for module in (baseline, current):  # compile both before timing
         module.topk_oracle(small)
-    ratios = []
-    for r in range(args.rounds):
-        order = (baseline, current, current, baseline) if r % 2 == 0 else (current, baseline, baseline, current)
-        times, keys = {id(baseline): [], id(current): []}, {}
-        for module in order:
-            t0 = time.perf_counter()
-            keys[id(module)] = module.topk_oracle(events)
-            times[id(module)].append(time.perf_counter() - t0)
-        if not np.array_equal(keys[id(baseline)], keys[id(current)]):
-            raise SystemExit("the two oracles' entries differ")
-        base_s, cur_s = np.mean(times[id(baseline)]), np.mean(times[id(current)])
-        ratios.append(base_s / cur_s)
-        print(f"round {r + 1}: baseline {base_s:.2f} s, this checkout {cur_s:.2f} s, x{ratios[-1]:.2f} "
-              f"({len(keys[id(current)]):,} entries, equal)", flush=True)
-    print(f"median x{np.median(ratios):.2f} over {args.rounds} rounds (entries equal in every round)")
+    def run(module):
+        t0 = time.perf_counter()
+        keys = module.topk_oracle(events)
+        return time.perf_counter() - t0, keys
 
+    abba_rounds(args.rounds, lambda: run(baseline), lambda: run(current), np.array_equal, "oracle entries")
 
 if __name__ == "__main__":
     main()
