@@ -47,8 +47,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import nnls
 
+from harness.core.fitting import nnls_relative
 from harness.report import results
 
 TERMS = ("events", "updates", "candidates", "results", "snapshot_checks", "reevaluations", "epochs")
@@ -99,20 +99,6 @@ def worker_terms(workers: pd.DataFrame, epochs) -> np.ndarray:
             "snapshot_checks": _col(workers, "snapshot_checks"), "reevaluations": _col(workers, "reevaluations"),
             "epochs": np.broadcast_to(np.asarray(epochs, np.float64), (len(workers),)).copy()}
     return np.column_stack([cols[t] for t in TERMS]) if len(workers) else np.zeros((0, len(TERMS)))
-
-
-def nnls_relative(a: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Non-negative c minimising sum ((a c - y) / y)^2 (rows with y > 0): the columns scaled to
-    unit norm for the solver's conditioning, an all-zero column's constant 0."""
-    w = 1.0 / y
-    aw = a * w[:, None]
-    norms = np.linalg.norm(aw, axis=0)
-    keep = norms > 0
-    out = np.zeros(a.shape[1])
-    if keep.any():
-        sol, _ = nnls(aw[:, keep] / norms[keep], np.ones(len(y)))
-        out[keep] = sol / norms[keep]
-    return out
 
 
 def _epochs(runs: pd.DataFrame) -> np.ndarray:

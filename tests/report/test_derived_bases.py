@@ -153,6 +153,8 @@ def test_a_claim_fitted_on_by_a_basis_or_of_a_paper_it_has_no_model_for_is_not_j
     assert "fake" in results["free"].verdicts and "fake" not in results["other-paper"].verdicts
     with pytest.raises(ValueError, match="fitted_by=.* is invalid"):
         claims.load_claims_from([{**raw[0], "fitted_by": {"fake": ""}}])
+    with pytest.raises(ValueError, match="fitted_by=.* is invalid; allowed: a mapping from a derived basis"):
+        claims.load_claims_from([{**raw[0], "fitted_by": {"no_such_basis": "a reason"}}])
 
 
 def test_the_calibrated_basis_judges_only_the_papers_it_has_constants_for():

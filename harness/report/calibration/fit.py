@@ -32,8 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import nnls
 
+from harness.core.fitting import nnls_relative
 from harness.report.calibration.declaration import TERMS, Figure
 from harness.report.calibration.vectors import Block
 
@@ -113,12 +113,8 @@ def _start(rows: list[FitFigure], terms, xs) -> np.ndarray:
 
 
 def _objective(rows, c, terms, xs) -> float:
-    r = [predict_seconds(ff, c, terms, x) / target_seconds(ff.figure) - 1 for ff, x in zip(rows, xs)]
+    r = [busiest_seconds(ff.block, c, terms, x) / target_seconds(ff.figure) - 1 for ff, x in zip(rows, xs)]
     return float(np.sum(np.square(r)))
-
-
-def predict_seconds(ff: FitFigure, c, terms, x=None) -> float:
-    return busiest_seconds(ff.block, c, terms, x)
 
 
 def fit_constants(rows: list[FitFigure], terms, xs: list[np.ndarray] | None = None) -> np.ndarray:
@@ -137,8 +133,7 @@ def fit_constants(rows: list[FitFigure], terms, xs: list[np.ndarray] | None = No
     for _ in range(MAX_ITER):
         lin = [_row(ff.block, c, terms, x) for ff, x in zip(rows, xs)]
         key = tuple(p for _, p in lin)
-        A = np.array([a for a, _ in lin]) / y[:, None]
-        c_new, _ = nnls(A, np.ones(len(rows)))
+        c_new = nnls_relative(np.array([a for a, _ in lin]), y)
         obj = _objective(rows, c_new, terms, xs)
         if obj < best_obj:
             best, best_obj = c_new, obj

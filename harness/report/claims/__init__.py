@@ -153,11 +153,11 @@ def load_claims_from(claims: list[dict]) -> list[dict]:
                              f"the claim cannot be judged here (or no `retired` field)")
         fitted = c.get("fitted_by")
         if fitted is not None and not (isinstance(fitted, dict) and fitted
-                                       and all(isinstance(k, str) and isinstance(v, str) and v.strip()
+                                       and all(k in bases.REGISTRY and isinstance(v, str) and v.strip()
                                                for k, v in fitted.items())):
             raise ValueError(f"claim {cid!r}: fitted_by={fitted!r} is invalid; allowed: a mapping from a derived "
-                             "basis (calibrated, projected) to the reason its model was fitted on this claim's "
-                             "own published figures, so the claim is not judged on it")
+                             f"basis ({', '.join(bases.REGISTRY)}) to the reason its model was fitted on this "
+                             "claim's own published figures, so the claim is not judged on it")
         if c.get("scope", "paper") not in SCOPES:
             raise ValueError(f"claim {cid!r}: scope={c.get('scope')!r} is invalid; allowed: {', '.join(SCOPES)}")
         if "experiment" in chk:

@@ -27,6 +27,7 @@ its system's per-message cost".
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
@@ -67,11 +68,18 @@ register("projected", projection.projected_throughput,
          "count-mode run of the same cell at the paper's size (harness/report/projection.py)",
          "the paper's result follows from its scale (this machine's costs, the paper's counts)",
          applies=lambda runs, root: bool(projection.count_folders(root)))
+@lru_cache(maxsize=4)
+def _fitted_papers(path: Path | None, mtime_ns: int) -> frozenset:
+    """The papers of a constants table, read once per version of the file (every claim asks)."""
+    fitted = calibration.basis.load_constants(path)
+    return frozenset(fitted["paper"]) if "paper" in fitted else frozenset()
+
+
 def _calibrated_paper(claim: dict) -> bool:
     """A claim of a paper whose constants were fitted: the calibrated basis speaks for that paper's
     system only (a Tornado claim on an SSTD preset's runs would read SSTD's constants)."""
-    fitted = calibration.basis.load_constants()
-    return "paper" in fitted and claim.get("paper") in set(fitted["paper"])
+    path = calibration.basis.newest_constants_file()
+    return path is not None and claim.get("paper") in _fitted_papers(path, path.stat().st_mtime_ns)
 
 
 register("calibrated", lambda runs, workers, root: calibration.calibrated_throughput(runs, workers),
