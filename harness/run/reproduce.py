@@ -50,6 +50,36 @@ def presets_of(papers: list[str], claims: list[dict] | None = None) -> list[str]
     return out
 
 
+def paper_of_presets(papers: list[str], claims: list[dict] | None = None) -> dict[str, str]:
+    """preset -> the paper it is run for: the first of `papers` whose reproduction runs it (as
+    `presets_of` orders them), so each preset's time is counted for one paper."""
+    claims = claims_mod.load_claims() if claims is None else claims
+    out: dict[str, str] = {}
+    for paper in papers:
+        for preset in presets_of([paper], claims):
+            out.setdefault(preset, paper)
+    return out
+
+
+def paper_times(done: list[tuple], paper_of: dict[str, str]) -> list[str]:
+    """The per-paper table of a reproduction: each paper's presets, runs and wall time (the sum of
+    its presets' processes, one after another), failed presets counted and named."""
+    rows: dict[str, list] = {}
+    for preset, code, seconds, new_runs in done:
+        row = rows.setdefault(paper_of.get(preset, "?"), [0, 0, 0.0, []])
+        row[0] += 1
+        row[1] += new_runs
+        row[2] += seconds
+        if code != 0:
+            row[3].append(preset)
+    lines = ["| paper | presets | new runs | wall time | failed |", "|---|---:|---:|---:|---|"]
+    lines += [f"| {paper} | {n} | {runs} | {_clock(s)} | {', '.join(bad) or '-'} |"
+              for paper, (n, runs, s, bad) in rows.items()]
+    lines.append(f"| **all** | {sum(r[0] for r in rows.values())} | {sum(r[1] for r in rows.values())} | "
+                 f"**{_clock(sum(r[2] for r in rows.values()))}** | |")
+    return lines
+
+
 def parse_papers(text: str) -> list[str]:
     chosen = [p.strip() for p in text.split(",") if p.strip()]
     if chosen == ["all"]:
@@ -134,6 +164,8 @@ def write_summary(root: Path, papers: list[str], done: list[tuple], wall_s: floa
     """results/reproduce/summary.md: each preset's time and runs, and the verdict counts per paper."""
     lines = [f"# Reproduction of {', '.join(papers)}", "",
              f"Wall time {_clock(wall_s)} on {os.cpu_count()} cores, code version {results.code_version()}.", "",
+             "## Wall time per paper", "", *paper_times(done, paper_of_presets(papers)), "",
+             "## Per preset", "",
              "| preset | status | time | new runs |", "|---|---|---:|---:|"]
     lines += [f"| {p} | {'ok' if c == 0 else f'failed ({c})'} | {_clock(s)} | {n} |" for p, c, s, n in done]
     if (root / "runs.parquet").exists():  # the chosen papers' claims, tallied as the reports tally them

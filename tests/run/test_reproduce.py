@@ -55,3 +55,15 @@ def test_the_time_budget_splits_each_preset_into_its_costs():
     assert lines[2].startswith("| a | 3 | 10 | 2 | 10 | 4 | 11 |") and lines[3].startswith("| b | 1 |")
     assert "**all** (share)" in lines[-1]
     assert time_budget.budget_table(table, [("a", 60.0)], version="other")[2].startswith("| a | 0 | 0 |")
+
+
+def test_each_preset_s_time_counts_for_one_paper_in_the_per_paper_table():
+    claims = [{"id": "a", "paper": "sstd", "preset": "grand_range"},
+              {"id": "b", "paper": "dkmsks", "preset": "grand_range"}]
+    paper_of = reproduce.paper_of_presets(["sstd", "dkmsks"], claims)
+    assert paper_of["grand_range"] == "sstd" and paper_of["dkmsks_kmax"] == "dkmsks"
+    done = [("sstd_srq", 0, 60.0, 5), ("grand_range", 0, 120.0, 10), ("dkmsks_kmax", 3, 30.0, 0)]
+    lines = reproduce.paper_times(done, paper_of)
+    assert lines[2] == "| sstd | 2 | 15 | 0:03:00 | - |"
+    assert lines[3] == "| dkmsks | 1 | 0 | 0:00:30 | dkmsks_kmax |"
+    assert lines[4] == "| **all** | 3 | 15 | **0:03:30** | |"
