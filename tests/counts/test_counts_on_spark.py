@@ -2,7 +2,8 @@
 every built-in query family and every registered strategy that routes it (from the registries),
 the counts the Spark workers return through Arrow (their own counters, the dispatch and worker
 tasks' tallies) equal the in-process count mode's exactly, per worker, per dispatcher and per
-epoch, the objects sampled too (range); the knob is checked before Spark starts; and, marked
+epoch, the objects sampled too (range), an adjusted run's migrations too; the knob is checked
+before Spark starts; and, marked
 `cluster`, a count on a real standalone cluster on loopback equals the same count in process."""
 
 from __future__ import annotations
@@ -93,6 +94,30 @@ def test_sampled_spark_counts_equal_the_in_process_ones(spark, tmp_path):
         assert_same_counts(name, lc, rc)
         assert rc.meta["events_run"] < rc.meta["events_full"]
         assert (rc.workers["objects_se"] > 0).any(), name  # scaled, with a stated error
+
+
+@pytest.mark.spark
+def test_an_adjusted_spark_count_equals_the_in_process_one_migrations_included(spark, tmp_path):
+    """A load adjuster moves subscriptions between epochs: on Spark the migration job's per-worker
+    infos (MigrationResult.infos) give the same migrated counts as in process."""
+    import numpy as np
+
+    from strategies.base import FitContext
+    from tests.contract.test_adjuster_matrix import _strategy_for
+    from tests.strategies.sstd.test_sstd_balance import drifting_stream
+
+    events, warmup, anomalies = normalise_prefix(drifting_stream(seed=3), 1200)
+    ctx = FitContext((0.0, 0.0, 100.0, 100.0), np.bincount(events.values).astype(np.float64), 0)
+    cls = registry.get(_strategy_for("tornado"))
+    stream = count_stream(events, warmup, epoch_size=300)
+    kw = dict(index_params=INDEX, adjust="tornado", anomalies=anomalies)
+    path = tmp_path / "events.parquet"
+    pq.write_table(pa.Table.from_batches([events.to_arrow()]), path)
+    local = count_run(cls, stream, 4, ctx, **kw)
+    [remote] = count_lanes(spark, stream, str(path), store.as_uri(tmp_path / "state"), 4, "test-counts-adjusted",
+                           [partial(_count, cls, stream, 4, ctx, kw)])
+    assert local.meta["plans"] > 0 and local.workers["migrated_in"].sum() > 0  # something moved
+    assert_same_counts(cls.name, local, remote)
 
 
 def composed(*overrides):
