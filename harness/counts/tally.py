@@ -3,11 +3,16 @@ copies), subscriptions stored, candidates checked, results, index size and migra
 dispatcher and epoch the copies out (issue 51 part 1).
 
 The counts come from the run itself, not from a model of it: `count_run` runs the same assembly,
-fit and epoch loop as `simulate` (harness/engine/simulate.py: `run_in_process`, the in-process
-executor, the routers' and adjusters' own code) with one repetition and no timing read, and a
-`Tally` observes the executor (`InProcessExecutor.tally`): the routing of each epoch, each
-worker's `WorkerEpoch`, each migration. The worker counters are the ones a run's workers table
-holds (harness/engine/monitor.py `COUNTERS`, `WorkerOutput.counters`).
+fit and epoch loop as `simulate` (harness/engine/simulate.py: `run_stream`, the routers' and
+adjusters' own code) with one repetition and no timing read, and a `Tally` observes the executor:
+the routing of each epoch, each worker's `WorkerEpoch`, each migration. The worker counters are
+the ones a run's workers table holds (harness/engine/monitor.py `COUNTERS`, `WorkerOutput.counters`).
+The executor is the in-process one (`InProcessExecutor.tally`) or, with `counts.executor=spark`,
+the timed runs' Spark executor (`SparkExecutor.tally`, harness/counts/spark.py): the same
+mapInArrow dispatch, worker and merge tasks, which count per dispatcher and per worker themselves
+(harness/engine/tally.py) and return it through Arrow with the workers' own counters, so a stream
+that does not fit one machine is counted on a cluster (`cluster=standalone`). The stream is
+prepared once per invocation (`count_stream`), whichever strategies and executor count it.
 
 Sampling (`object_sample` = p < 1): the objects are kept each with probability p (a seeded
 Bernoulli draw), those of the warm-up too (at the papers' sizes the warm-up's objects are millions,
@@ -38,7 +43,7 @@ import pandas as pd
 from harness.core.events import OBJECT, Events, format_digest
 from harness.engine.assembly import run_families
 from harness.engine.epochs import epoch_bounds
-from harness.engine.simulate import run_in_process
+from harness.engine.simulate import run_stream
 from harness.families import registry as families
 from strategies.base import FitContext, Router
 
@@ -63,8 +68,10 @@ class Counts:
 
 
 class Tally:
-    """The executor's observer (InProcessExecutor.tally): per epoch, what the dispatchers sent and
-    each worker's objects' work; per migration, what each worker received."""
+    """The executor's observer (InProcessExecutor.tally, SparkExecutor.tally): per epoch, what the
+    dispatchers received and sent (harness/engine/tally.py `dispatch_counts`, summed over the
+    dispatch tasks on Spark) and each worker's objects' work sums (`work_sums`); per migration,
+    what each worker sent and received."""
 
     def __init__(self, n_workers: int, n_dispatchers: int):
         self.n_workers, self.n_dispatchers = n_workers, max(int(n_dispatchers), 1)
@@ -72,26 +79,53 @@ class Tally:
         self.work: dict[tuple[int, int], tuple[float, float, int]] = {}  # (epoch, w) -> (sum w, sum w^2, objects)
         self.migrations: dict[int, list[dict]] = {}
 
-    def routed(self, epoch: int, ev: Events, rows: np.ndarray, workers: np.ndarray) -> None:
-        nd = self.n_dispatchers
-        disp = (ev.seq % nd).astype(np.int64)
-        is_obj = ev.kind == OBJECT
-        copies = np.bincount(rows, minlength=len(ev)).astype(np.float64)  # copies per event
-        self.dispatch[epoch] = {
-            "events": np.bincount(disp, minlength=nd).astype(np.float64),
-            "objects": np.bincount(disp[is_obj], minlength=nd).astype(np.float64),
-            "object_copies": np.bincount(disp[is_obj], weights=copies[is_obj], minlength=nd),
-            "object_copies_sq": np.bincount(disp[is_obj], weights=copies[is_obj] ** 2, minlength=nd),
-            "query_copies": np.bincount(disp[~is_obj], weights=copies[~is_obj], minlength=nd),
-        }
+    def dispatched(self, epoch: int, counts: dict[str, np.ndarray]) -> None:
+        self.dispatch[epoch] = counts
 
-    def worker(self, epoch: int, w: int, run) -> None:
-        obj = run.events.kind == OBJECT
-        work = np.asarray(run.work, np.float64)[obj]
-        self.work[(epoch, w)] = (float(work.sum()), float((work ** 2).sum()), int(obj.sum()))
+    def worked(self, epoch: int, w: int, sums) -> None:
+        self.work[(epoch, w)] = (float(sums[0]), float(sums[1]), int(sums[2]))
 
     def migrated(self, epoch: int, infos: list[dict]) -> None:
         self.migrations[epoch] = infos
+
+
+@dataclass
+class CountStream:
+    """The stream a count runs, prepared once per invocation whichever strategies and executor
+    count it: the full stream's epochs and, with a sample, the kept events (seqs kept), the same
+    epochs as their positions and the whole warm-up the strategies fit on."""
+
+    events: Events  # what the runs process: the kept events (a sample) or the whole stream
+    warmup: int  # the full stream's warm-up prefix
+    bounds: list[tuple[int, int, int]]  # the full stream's epochs
+    run_bounds: list[tuple[int, int, int]]  # the same epochs as positions of `events`
+    objects_full: dict[int, int]  # per epoch, the full stream's objects
+    families: list[str]
+    object_sample: float = 1.0
+    sample_seed: int = 0
+    fit_prefix: Events | None = None  # the whole warm-up, when `events` is a sample
+
+    @property
+    def sampled(self) -> bool:
+        return self.fit_prefix is not None
+
+
+def count_stream(events: Events, warmup: int, *, epochs_by: str = "count", epoch_size: float = 0,
+                 object_sample: float = 1.0, sample_seed: int = 0, workload_family: str | None = None) -> CountStream:
+    """A normalised stream (`events` may be the memory-mapped cached one: with a sample, only the
+    kept events are copied) prepared for counting (module docstring: Sampling)."""
+    names = run_families(events, workload_family)
+    check_sampling(object_sample, names)
+    p = float(object_sample)
+    bounds = epoch_bounds(events, warmup, epochs_by, epoch_size)
+    objects_full = {e: int(np.count_nonzero(events.kind[lo:hi] == OBJECT)) for e, lo, hi in bounds}
+    keep = sample_objects(events, p, sample_seed)
+    fit_prefix = None
+    if keep is not None:
+        fit_prefix = events.take(np.arange(warmup))
+        events = events.take(keep)
+    return CountStream(events, warmup, bounds, sampled_bounds(bounds, keep), objects_full, names, p,
+                       int(sample_seed), fit_prefix)
 
 
 def sample_objects(events: Events, p: float, seed: int) -> np.ndarray | None:
@@ -148,32 +182,23 @@ def _se_binomial(n: np.ndarray, p: float) -> np.ndarray:
     return np.sqrt(np.asarray(n, np.float64) * (1 - p)) / p
 
 
-def count_run(cls: type, events: Events, warmup: int, n_workers: int, context: FitContext, *,
-              index_params: dict | None = None, n_dispatchers: int = 1, epochs_by: str = "count",
-              epoch_size: float = 0, adjust: str = "none", adjust_params: dict | None = None,
-              strategy_params: dict | None = None, local_pairs: bool = True, workload_family: str | None = None,
-              anomalies: dict | None = None, object_sample: float = 1.0, sample_seed: int = 0,
-              progress=None, label: str = "") -> Counts:
-    """The counts of one run of a normalised stream (module docstring); `events` may be the
-    memory-mapped cached stream: with a sample, only the kept events are copied."""
-    names = run_families(events, workload_family)
-    check_sampling(object_sample, names)
-    p = float(object_sample)
-    bounds = epoch_bounds(events, warmup, epochs_by, epoch_size)
-    full_objects = {e: int(np.count_nonzero(events.kind[lo:hi] == OBJECT)) for e, lo, hi in bounds}
-    keep = sample_objects(events, p, sample_seed)
-    fit_prefix = None
-    if keep is not None:
-        fit_prefix = events.take(np.arange(warmup))
-        events = events.take(keep)
-    run_bounds = sampled_bounds(bounds, keep)
+def count_run(cls: type, stream: CountStream, n_workers: int, context: FitContext, *,
+              index_params: dict | None = None, n_dispatchers: int = 1, adjust: str = "none",
+              adjust_params: dict | None = None, strategy_params: dict | None = None, local_pairs: bool = True,
+              workload_family: str | None = None, anomalies: dict | None = None, progress=None, label: str = "",
+              spark=None) -> Counts:
+    """The counts of one run of a prepared stream (`count_stream`; module docstring), in process,
+    or on Spark when `spark` (a SparkLane, harness/counts/spark.py) gives its lane's executor."""
+    events, bounds, run_bounds, full_objects = stream.events, stream.bounds, stream.run_bounds, stream.objects_full
+    names, p = stream.families, stream.object_sample
     tally = Tally(n_workers, n_dispatchers)
     t0 = time.perf_counter()
-    loop, run = run_in_process(cls, events, run_bounds[0][2], run_bounds, context, n_workers, index_params,
-                               adjust=adjust, adjust_params=adjust_params, strategy_params=strategy_params,
-                               local_pairs=local_pairs, anomalies=anomalies, repeat=1, n_dispatchers=n_dispatchers,
-                               workload_family=workload_family, tally=tally, progress=progress, label=label,
-                               fit_prefix=fit_prefix)
+    loop, run = run_stream(cls, events, run_bounds[0][2], run_bounds, context, n_workers, index_params,
+                           adjust=adjust, adjust_params=adjust_params, strategy_params=strategy_params,
+                           local_pairs=local_pairs, anomalies=anomalies, repeat=1, n_dispatchers=n_dispatchers,
+                           workload_family=workload_family, tally=tally, progress=progress, label=label,
+                           fit_prefix=stream.fit_prefix,
+                           executor=None if spark is None else spark.executor_for(tally))
     elapsed = time.perf_counter() - t0
     series = {row["epoch"]: row for row in loop.series}
     w_rows, e_rows, d_rows = [], [], []
@@ -207,7 +232,7 @@ def count_run(cls: type, events: Events, warmup: int, n_workers: int, context: F
             w_rows.append(row)
         disp = tally.dispatch.get(epoch)
         for d in range(tally.n_dispatchers):
-            if disp is None:
+            if not disp:
                 break
             objs, events_in = disp["objects"][d], disp["events"][d]
             d_rows.append({"epoch": epoch, "dispatcher": d,
@@ -230,8 +255,9 @@ def count_run(cls: type, events: Events, warmup: int, n_workers: int, context: F
     count = sum(e.result_count for e in loop.epochs)
     hashed = sum(e.result_hash for e in loop.epochs) % (1 << 64)
     meta = {"strategy": cls.name, "workers": n_workers, "dispatchers": n_dispatchers, "families": names,
-            "events_full": int(bounds[-1][2]), "events_run": int(len(events)), "warmup": int(warmup),
-            "object_sample": p, "sample_seed": int(sample_seed),
+            "executor": "in_process" if spark is None else "spark",
+            "events_full": int(bounds[-1][2]), "events_run": int(len(events)), "warmup": int(stream.warmup),
+            "object_sample": p, "sample_seed": stream.sample_seed,
             "objects_measured_full": int(sum(v for e, v in full_objects.items() if e > 0)),
             "objects_measured_run": int(sum(r["objects_run"] for r in e_rows if r["measured"])),
             "estimator": ("sampled / object_sample (the warm-up's objects sampled too; the fit on the whole warm-up)"
@@ -241,6 +267,8 @@ def count_run(cls: type, events: Events, warmup: int, n_workers: int, context: F
                                if p < 1 else "0 (every object)"),
             "adaptive": adaptive_parts(loop.router, adjust if isinstance(adjust, str) else adjust.name),
             "indexes": run.indexes(), "epochs": len(bounds) - 1, "loop_s": elapsed,
+            # the largest peak resident set of a worker or merge task's processes (Spark; 0 in process)
+            "executor_peak_bytes": max((int(e.executor_peak_bytes) for e in loop.epochs), default=0),
             "plans": len(loop.plans)}
     return Counts(pd.DataFrame(w_rows), pd.DataFrame(e_rows), pd.DataFrame(d_rows), meta,
                   format_digest(count, hashed))

@@ -26,6 +26,7 @@ from harness.engine.lockstep import Lockstep
 from harness.engine.pipeline import EpochResult, Lane, LaneEpoch, run_second_round
 from harness.engine.rounds import answer_second_round
 from harness.engine.setup import FamilySetup
+from harness.engine.tally import dispatch_counts, work_sums
 from harness.engine.worker import held, routing_view, stored_queries
 from harness.engine.worker_epoch import WorkerEpoch
 from harness.families.base import StateBundle
@@ -35,14 +36,23 @@ class SparkExecutor:
     """One run's epochs as its lane of the invocation's shared epoch jobs (`Lockstep`); worker state
     in a folder per epoch under the URI `state_root` (harness/core/store.py: file://, hdfs://,
     s3a://). `waited_s`: the time its loop spent waiting for other runs, less its share of the
-    jobs (a run's wall time is its own driver time plus its share of the jobs)."""
+    jobs (a run's wall time is its own driver time plus its share of the jobs).
+
+    `tally` (the count mode's observer, harness/counts/tally.py) is told what InProcessExecutor
+    tells it, counted inside the tasks (harness/engine/tally.py) and returned through Arrow with
+    the workers' own counters; no per-event service times are collected then. `seq`: the stream's
+    seq per position when they differ (the count mode's object sample: events keep their seqs,
+    and the events table holds the kept ones), so an epoch's positions [lo, hi) are asked of the
+    jobs as the seq range of its events."""
 
     def __init__(self, lockstep: Lockstep, lane: int, setup: FamilySetup, n_workers: int, state_root: str,
-                 keep_pairs: bool, pairs_path: str | None, ship_events: bool = False):
+                 keep_pairs: bool, pairs_path: str | None, ship_events: bool = False, tally=None,
+                 seq: np.ndarray | None = None):
         self.lockstep, self.lane, self.setup, self.n_workers = lockstep, lane, setup, n_workers
         self.state_root, self.keep_pairs = store.as_uri(state_root), keep_pairs
         self.pairs_path = None if pairs_path is None else store.as_uri(pairs_path)
         self.ship_events = ship_events
+        self.tally, self.seq = tally, seq
         self.state: str | None = None
         self.previous: str | None = None
         self.waited_s = 0.0
@@ -51,13 +61,23 @@ class SparkExecutor:
               horizon=None, resend=None, repeat=1) -> list[EpochResult]:
         nxt = store.join(self.state_root, f"epoch={epoch}")
         pairs = store.join(self.pairs_path, f"epoch={epoch}") if self.keep_pairs and self.pairs_path else None
-        lane = Lane(self.setup, self.state, nxt, pairs, collect_service, monitor, keep_state, horizon, resend,
-                    self.ship_events, repeat)
+        tally = self.tally.n_dispatchers if self.tally is not None else 0
+        lane = Lane(self.setup, self.state, nxt, pairs, collect_service and not tally, monitor, keep_state, horizon,
+                    resend, self.ship_events, repeat, tally=tally)
+        if self.seq is not None and hi > lo:  # positions of a sample -> the seq range of its events
+            lo, hi = int(self.seq[lo]), int(self.seq[hi - 1]) + 1
         t0 = time.perf_counter()
         reps = self.lockstep.epoch(self.lane, epoch, lo, hi, LaneEpoch(router, lane, feedback or None))
         timings = reps[0].timings
         self.waited_s += time.perf_counter() - t0 - timings["job_s"] * timings["job_share"]
         self.state = nxt
+        if self.tally is not None:
+            self.tally.dispatched(epoch, reps[0].dispatched)
+            for w, st in sorted(reps[0].worker_stats.items()):
+                self.tally.worked(epoch, w, st["work_sums"])
+            for res in reps:
+                for st in res.worker_stats.values():
+                    st.pop("work_sums", None)
         return reps
 
     def second_round(self, epoch: int, requests: dict[int, dict[int, Events]]) -> list[tuple]:
@@ -77,14 +97,17 @@ class SparkExecutor:
         mig = migrate_state(self.lockstep.spark, self.state, moved, router, self.n_workers, self.setup,
                             old_router=old_router)
         self.state = moved
+        if self.tally is not None:
+            self.tally.migrated(epoch, mig.infos)
         return mig
 
 
 class InProcessExecutor:
     """The same stages on one core, state in memory. `tally`, when set, is told what the stages did
-    (the count mode's observer, harness/counts/tally.py): `routed(epoch, ev, rows, workers)` after
-    the routing, `worker(epoch, w, run)` after each worker's `WorkerEpoch`, `migrated(epoch, infos)`
-    after a migration (per source and destination worker, what `summarise` adds up)."""
+    (the count mode's observer, harness/counts/tally.py), as SparkExecutor tells it:
+    `dispatched(epoch, counts)` after the routing (`dispatch_counts`, harness/engine/tally.py),
+    `worked(epoch, w, sums)` after each worker's `WorkerEpoch` (`work_sums`), `migrated(epoch,
+    infos)` after a migration (per source and destination worker, what `summarise` adds up)."""
 
     def __init__(self, events: Events, setup: FamilySetup, n_workers: int, tally=None):
         self.events, self.setup, self.n_workers = events, setup, n_workers
@@ -97,7 +120,7 @@ class InProcessExecutor:
         ev = self.events.take(np.arange(lo, hi))
         rows, workers = self.setup.route(router, routing_view(ev, self.setup.codes), ev)
         if self.tally is not None:
-            self.tally.routed(epoch, ev, rows, workers)
+            self.tally.dispatched(epoch, dispatch_counts(ev, rows, self.tally.n_dispatchers))
         n_obj_copies = int(np.count_nonzero(ev.kind[rows] == OBJECT))
         res = EpochResult(epoch, hi - lo, 0, len(rows), n_obj_copies, len(rows) - n_obj_copies)
         blobs: dict[int, list[bytes]] = {code: [] for code in self.setup.mergers}
@@ -115,7 +138,7 @@ class InProcessExecutor:
                 blobs[code].append(blob)
             self.states[w] = run.kept
             if self.tally is not None:
-                self.tally.worker(epoch, w, run)
+                self.tally.worked(epoch, w, work_sums(run.events, run.work))
             for code, table in run.followups.items():
                 followups.setdefault(code, []).append(table)
             start_q, end_q = stored_queries(start), stored_queries(run.kept)
@@ -177,6 +200,7 @@ class InProcessExecutor:
                 info["moved_bytes"] += g.moved_bytes
                 info["in_s"] += g.index_s
             infos.append(info)
+        mig = summarise(infos, self.n_workers, 0.0)
         if self.tally is not None:
-            self.tally.migrated(epoch, infos)
-        return summarise(infos, self.n_workers, 0.0)
+            self.tally.migrated(epoch, mig.infos)
+        return mig

@@ -37,6 +37,36 @@ class Lockstep:
         self.answers: dict[int, list[EpochResult] | BaseException] = {}  # per lane, one result per repetition
         self.jobs = 0  # Spark jobs run for epochs, shared or not
 
+    def run_lanes(self, tasks: list[Callable[[], object]], out: list, order: list[int] | None = None,
+                  names: list[str] | None = None) -> None:
+        """Each task as lane i of this lockstep's epoch jobs, a thread each holding the baton while it
+        runs (its epochs wait for the others' in `epoch`); `out[i]` gets task i's result or the
+        exception it raised, filled in place so a caller interrupted meanwhile keeps the lanes that
+        ended. `order`: the order the threads start in. Ctrl-C cancels the jobs."""
+
+        def lane_main(lane: int) -> None:
+            with self.cond:
+                try:
+                    out[lane] = tasks[lane]()
+                except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                    out[lane] = exc
+                finally:
+                    self.leave(lane)
+
+        for lane in range(len(tasks)):
+            self.enter(lane)
+        threads = [threading.Thread(target=lane_main, args=(lane,), daemon=True,
+                                    name=names[lane] if names else f"lane-{lane}")
+                   for lane in (order if order is not None else range(len(tasks)))]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                t.join()
+        except KeyboardInterrupt:
+            self.spark.sparkContext.cancelAllJobs()
+            raise
+
     def enter(self, lane: int) -> None:
         with self.cond:
             self.live.add(lane)

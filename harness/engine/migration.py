@@ -321,6 +321,9 @@ class MigrationResult:
     moved_bytes: int
     pause_s: dict[int, float]  # per worker: its migration work (out + in)
     job_s: float
+    # per source worker (src, out_s, leaving) and destination (dst, moved_in, moved_bytes, in_s): what
+    # the totals add up, as the count mode reads it per worker (harness/counts/tally.py)
+    infos: list[dict] = field(default_factory=list)
 
     @property
     def migration_s(self) -> float:
@@ -369,4 +372,4 @@ def summarise(infos: list[dict], n_workers: int, job_s: float) -> MigrationResul
             pause[info["dst"]] += info["in_s"]
             moved += info["moved_in"]
             moved_bytes += info["moved_bytes"]
-    return MigrationResult(moved, moved_bytes, {w: s for w, s in pause.items() if s > 0}, job_s)
+    return MigrationResult(moved, moved_bytes, {w: s for w, s in pause.items() if s > 0}, job_s, infos)

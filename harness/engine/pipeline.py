@@ -47,6 +47,7 @@ from harness.engine.memory import task_peak_bytes
 from harness.engine.merge import merge_bucket, plain_rows, query_rows
 from harness.engine.rounds import answer_second_round
 from harness.engine.setup import FamilySetup
+from harness.engine.tally import add_dispatch_counts, dispatch_counts, work_sums
 from harness.engine.worker import held, routing_view, stored_queries
 from harness.engine.worker_epoch import WorkerEpoch
 from harness.families.base import qid_buckets
@@ -67,6 +68,9 @@ class Lane:
     resend: Events | None = None  # live subscriptions whose routes gained workers (Router.pending_resends)
     ship_events: bool = False  # blocks carry the events themselves, not their seqs (config `ship_events`)
     repeat: int = 1  # timed repetitions of the routing, the workers' and the mergers' work (worker_epoch.py)
+    # the count mode's tally (harness/engine/tally.py): the dispatch tasks count per dispatcher of
+    # this many, the workers their objects' work sums; 0: nothing counted
+    tally: int = 0
 
 
 def dispatch_batches(batches, routers_bc, lanes: list[Lane], n_buckets: int):
@@ -80,7 +84,8 @@ def dispatch_batches(batches, routers_bc, lanes: list[Lane], n_buckets: int):
         rows = Rows(BLOCK_SCHEMA)
         routed = _route_interleaved(ev, [router for router, _ in routers], lanes)
         for lane, (spec, (router, _)) in enumerate(zip(lanes, routers)):
-            yield from _route_batch(rows, batch, ev, spec.setup, n_buckets, lane, spec.ship_events, *routed[lane])
+            yield from _route_batch(rows, batch, ev, spec.setup, n_buckets, lane, spec.ship_events, *routed[lane],
+                                    tally=spec.tally)
         yield from rows.flush()
 
 
@@ -106,8 +111,10 @@ def _route_interleaved(ev: Events, routers: list, lanes: list[Lane]) -> list[tup
 
 
 def _route_batch(out: Rows, batch: pa.RecordBatch, ev: Events, setup: FamilySetup, n_buckets: int,
-                 lane: int, ship_events: bool, start: float, rows: np.ndarray, workers: np.ndarray, ns: list[int]):
-    """One lane's copies of a batch (routed by `_route_interleaved`) as blocks into `out`."""
+                 lane: int, ship_events: bool, start: float, rows: np.ndarray, workers: np.ndarray, ns: list[int],
+                 tally: int = 0):
+    """One lane's copies of a batch (routed by `_route_interleaved`) as blocks into `out`; with
+    `tally` (the count mode), its statistics row also holds the batch's `dispatch_counts`."""
     order = np.lexsort((rows, workers))  # by worker, then stream order within the batch
     if ship_events:  # the events themselves, as the compared systems send them
         routed = batch.take(pa.array(rows[order]))
@@ -127,6 +134,8 @@ def _route_batch(out: Rows, batch: pa.RecordBatch, ev: Events, setup: FamilySetu
     info = {"events": batch.num_rows, "route_ns": ns, "object_copies": n_obj_copies,
             "query_copies": len(rows) - n_obj_copies, "shipped_bytes": shipped, "shipped_blocks": blocks,
             "start": start, "end": time.time()}
+    if tally:
+        info["tally"] = {k: v.tolist() for k, v in dispatch_counts(ev, rows, tally).items()}
     yield from out.add(worker=-1, info=json.dumps(info), lane=lane)
 
 
@@ -259,8 +268,9 @@ def _worker_outputs(rows: Rows, spec: Lane, router, w: int, run: WorkerEpoch, bu
     if spec.keep_state:
         for code, bundle in run.kept.items():
             write_bundle(spec.state_out, w, code, bundle)
+    tallied = {"work_sums": work_sums(run.events, run.work)} if spec.tally else {}
     for r, st in enumerate(run.stats):
-        yield from rows.out(STATS, w, r, lane=lane, info={**st, **holding})
+        yield from rows.out(STATS, w, r, lane=lane, info={**st, **holding, **tallied})
 
 
 def merge_batches(batches, lanes: list[Lane]):
@@ -350,6 +360,8 @@ class EpochResult:
     followups: dict[int, pa.Table] = field(default_factory=dict)
     # the second round's copies per worker, (seq, service seconds): queued after their first round
     second_service: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # the count mode's per-dispatcher counts of the epoch (harness/engine/tally.py), when the lane tallies
+    dispatched: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _span(infos: list[dict]) -> float:
@@ -493,6 +505,7 @@ def collect(epoch: int, out: pa.Table, collect_service: bool, repeat: int = 1) -
         result_count=sum(m["count"] for m in merged + local),
         result_hash=sum(m["hash"] for m in merged + local) % (1 << 64),
         local_pairs=sum(m["count"] for m in local),
+        dispatched=add_dispatch_counts([d["tally"] for d in dispatch if "tally" in d]),
     )
     payload, info = out.column("payload"), out.column("info")
     base.units = [from_ipc(payload[int(i)].as_py()) for i in np.flatnonzero(rtype == UNITS)]

@@ -183,6 +183,10 @@ class CountsConfig:
     object_sample: float = 1.0
     sample_seed: Optional[int] = None  # null: the run's seed
     out: Optional[str] = None  # the tables' folder; null: <results>/counts/<id>/
+    # where the runs are counted: in_process (one core, the stream in this process's memory) or
+    # spark (the timed runs' mapInArrow tasks on cluster.master, e.g. cluster=standalone: a stream
+    # larger than one machine); the same counts either way
+    executor: str = "in_process"
 
 
 @dataclass

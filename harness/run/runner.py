@@ -10,9 +10,9 @@ failed or not, and a failed strategy does not stop the others.
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -154,29 +154,11 @@ def run_lanes(spark, cfg, runs: list[RunSpec], events_path: str, inv: Invocation
                         lambda: ExecutorWatchdog(spark, group, cfg.cluster.lost_executors_timeout_s),
                         fatal=(LostExecutors,))
     out: list = [None] * len(runs)
-
-    def lane_main(lane: int, spec: RunSpec) -> None:
-        with lockstep.cond:
-            try:
-                out[lane] = run_strategy(lockstep, lane, cfg, spec, inv)
-            except BaseException as exc:  # noqa: BLE001 - re-raised on the main thread
-                out[lane] = exc
-            finally:
-                lockstep.leave(lane)
-
-    for lane in range(len(runs)):
-        lockstep.enter(lane)
-    # started slowest fit first (by the last invocation's fits), so the pool's fits end together
-    threads = [threading.Thread(target=lane_main, args=(lane, runs[lane]), name=f"run-{runs[lane].label}", daemon=True)
-               for lane in fits.longest_first([spec.label for spec in runs])]
-    for t in threads:
-        t.start()
     try:
-        for t in threads:
-            t.join()
-    except KeyboardInterrupt:
-        spark.sparkContext.cancelAllJobs()
-        raise
+        # started slowest fit first (by the last invocation's fits), so the pool's fits end together
+        lockstep.run_lanes([partial(run_strategy, lockstep, lane, cfg, spec, inv) for lane, spec in enumerate(runs)],
+                           out, order=fits.longest_first([spec.label for spec in runs]),
+                           names=[f"run-{spec.label}" for spec in runs])
     finally:  # the rows of the runs that ended, each in its folder already
         try:
             inv.dest.logger.wait()  # their MLflow runs (mlflow_s, mlflow_error in the rows)

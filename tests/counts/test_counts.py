@@ -12,9 +12,9 @@ from hydra import compose, initialize_config_dir
 from datasets.workloads.anomalies import normalise_prefix
 from datasets.workloads.range import build_workload
 from harness.counts.app import check_counts
-from harness.counts.tally import SCALED, check_sampling, count_run
+from harness.counts.tally import SCALED, check_sampling, count_run, count_stream
 from harness.engine.epochs import epoch_bounds
-from harness.engine.simulate import default_context, run_in_process, simulate
+from harness.engine.simulate import default_context, run_stream, simulate
 from harness.families.workload import WorkloadConfig
 from harness.report.results import PROJECT_ROOT
 from harness.run.config import ConfigError, register_configs
@@ -40,8 +40,8 @@ def ordinary_worker_stats(cls, events, warmup, anomalies, context, n_workers, ep
                           adjust="none", strategy_params=None):
     """Per (epoch, worker) statistics of the ordinary in-process run (no tally)."""
     bounds = epoch_bounds(events, warmup, "count", epoch_events)
-    loop, _ = run_in_process(cls, events, warmup, bounds, context, n_workers, INDEX, adjust=adjust,
-                             strategy_params=strategy_params, anomalies=anomalies, n_dispatchers=n_dispatchers)
+    loop, _ = run_stream(cls, events, warmup, bounds, context, n_workers, INDEX, adjust=adjust,
+                         strategy_params=strategy_params, anomalies=anomalies, n_dispatchers=n_dispatchers)
     return {(res.epoch, w): res.worker_stats.get(w, {}) for res in loop.epochs for w in range(n_workers)}, loop
 
 
@@ -49,8 +49,8 @@ def ordinary_worker_stats(cls, events, warmup, anomalies, context, n_workers, ep
 def test_counts_equal_the_in_process_run_for_every_range_strategy(tiny, name):
     events, warmup, anomalies, context = tiny
     cls, n_workers, epoch_events, n_disp = registry.get(name), 4, (len(events) - warmup) // 3, 2
-    counts = count_run(cls, events, warmup, n_workers, context, index_params=INDEX, n_dispatchers=n_disp,
-                       epoch_size=epoch_events, anomalies=anomalies)
+    counts = count_run(cls, count_stream(events, warmup, epoch_size=epoch_events), n_workers, context,
+                       index_params=INDEX, n_dispatchers=n_disp, anomalies=anomalies)
     want, loop = ordinary_worker_stats(cls, events, warmup, anomalies, context, n_workers, epoch_events, n_disp)
     got = counts.workers.set_index(["epoch", "worker"])
     assert len(got) == len(want) == 4 * n_workers  # the warm-up and three measured epochs
@@ -82,8 +82,8 @@ def test_an_adjusted_run_counts_its_migrations():
     adjust = "tornado"
     strategy = _strategy_for(adjust)
     cls = registry.get(strategy)
-    counts = count_run(cls, events, warmup, 4, ctx, index_params=INDEX, epoch_size=300, adjust=adjust,
-                       anomalies=anomalies)
+    counts = count_run(cls, count_stream(events, warmup, epoch_size=300), 4, ctx, index_params=INDEX,
+                       adjust=adjust, anomalies=anomalies)
     want, loop = ordinary_worker_stats(cls, events, warmup, anomalies, ctx, 4, 300, 1, adjust=adjust)
     assert loop.plans, "the hot spot must make the adjuster move something"
     got = counts.workers.set_index(["epoch", "worker"])
@@ -111,8 +111,8 @@ def test_sampled_counts_are_within_their_stated_error(many_objects, name):
     events, warmup, anomalies, context = many_objects
     cls, p = registry.get(name), 0.25
     kw = dict(index_params=INDEX, n_dispatchers=2, anomalies=anomalies)
-    full = count_run(cls, events, warmup, 4, context, **kw)
-    part = count_run(cls, events, warmup, 4, context, object_sample=p, sample_seed=9, **kw)
+    full = count_run(cls, count_stream(events, warmup), 4, context, **kw)
+    part = count_run(cls, count_stream(events, warmup, object_sample=p, sample_seed=9), 4, context, **kw)
     assert part.meta["objects_measured_run"] < 0.4 * part.meta["objects_measured_full"]
     # the warm-up's objects are sampled too, the fit is the full run's: the same router
     assert part.epochs.objects_run[0] < 0.4 * part.epochs.objects_full[0]
@@ -179,8 +179,8 @@ def test_the_tables_carry_their_config(tiny, tmp_path):
     from harness.counts.app import TABLES, write_counts
 
     events, warmup, anomalies, context = tiny
-    counts = count_run(registry.get("grid"), events, warmup, 3, context, index_params=INDEX, anomalies=anomalies,
-                       object_sample=0.5, sample_seed=1)
+    counts = count_run(registry.get("grid"), count_stream(events, warmup, object_sample=0.5, sample_seed=1), 3,
+                       context, index_params=INDEX, anomalies=anomalies)
     meta = {**counts.meta, "label": "grid", "workload": {"name": "tiny", "queries": 300}}
     write_counts(tmp_path, counts, meta)
     for name in TABLES:
