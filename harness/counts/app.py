@@ -93,14 +93,16 @@ def run_counts(cfg) -> list[Path]:
     progress = Progress(enabled=cfg.progress, total=2 + 2 * len(runs))
     ds = _dataset(cfg, LazySpark(cfg), root, progress)
     progress.step(f"workload {cfg.workload.name}")
-    events, warmup, folder, wl_meta = load_or_build_workload(ds, cfg, root / "cache")
+    # the stream as its mapped chunks: a sample copies only its kept events, chunk by chunk
+    events, warmup, folder, wl_meta = load_or_build_workload(ds, cfg, root / "cache", chunks=True)
+    n_events = sum(len(c) for c in events)
     # the cached stream was normalised when it was built (normalise_workload); what that fixed is in
     # its meta, as the Spark runner reads it (normalising again costs a copy-sized sort at scale)
     anomalies = record.input_metrics(ds, wl_meta)
     context = FitContext(ds.extent, ds.vocab.column("df").to_numpy().astype(np.float64), cfg.seed)
     out = []
     for spec in runs:
-        progress.step(f"{spec.label}: counting ({len(events):,} events, object_sample={p:g})")
+        progress.step(f"{spec.label}: counting ({n_events:,} events, object_sample={p:g})")
         t0 = time.perf_counter()
         counts = count_run(registry.get(spec.name), events, warmup, cfg.workers, context,
                            index_params=dict(cfg.index), n_dispatchers=cfg.dispatchers, epochs_by=cfg.epochs.by,

@@ -94,16 +94,78 @@ class Tally:
         self.migrations[epoch] = infos
 
 
-def sample_objects(events: Events, p: float, seed: int) -> np.ndarray | None:
+def sample_objects(events: "Events | list[Events]", p: float, seed: int) -> np.ndarray | None:
     """The positions kept: every event but the objects a seeded Bernoulli(p) draw drops (None:
-    p >= 1, every event)."""
+    p >= 1, every event). `events` may be the stream's consecutive chunks (the cached stream's
+    mapped batches, harness/run/workload_cache.py: mapped_chunks): one generator draws for the
+    objects chunk after chunk, the same draws as for the whole stream at once, so the sample
+    does not depend on the chunking."""
     if p >= 1:
         return None
-    objects = np.flatnonzero(events.kind == OBJECT)
-    drop = objects[np.random.default_rng(seed).random(len(objects)) >= p]
-    keep = np.ones(len(events), np.bool_)
-    keep[drop] = False
-    return np.flatnonzero(keep)
+    rng = np.random.default_rng(seed)
+    kept, base = [], 0
+    for chunk in _chunks(events):
+        objects = np.flatnonzero(chunk.kind == OBJECT)
+        drop = objects[rng.random(len(objects)) >= p]
+        keep = np.ones(len(chunk), np.bool_)
+        keep[drop] = False
+        kept.append(base + np.flatnonzero(keep))
+        base += len(chunk)
+    return np.concatenate(kept) if kept else np.zeros(0, np.int64)
+
+
+def _chunks(events) -> list[Events]:
+    return list(events) if isinstance(events, (list, tuple)) else [events]
+
+
+def take_rows(chunks: list[Events], rows: np.ndarray) -> Events:
+    """Rows (sorted positions of the whole stream) of a stream given as consecutive chunks, as
+    one Events: only these rows are copied."""
+    if len(chunks) == 1:
+        return chunks[0].take(rows)
+    parts, base = [], 0
+    for chunk in chunks:
+        a, b = np.searchsorted(rows, [base, base + len(chunk)])
+        if b > a:
+            parts.append(chunk.take(rows[a:b] - base))
+        base += len(chunk)
+    return Events.concat(parts)
+
+
+class StreamView:
+    """What `epoch_bounds` reads of a stream given as chunks: its length and (epochs by time) its
+    times, gathered only when read."""
+
+    def __init__(self, chunks: list[Events]):
+        self.chunks = chunks
+
+    def __len__(self) -> int:
+        return sum(len(c) for c in self.chunks)
+
+    @property
+    def ts(self) -> np.ndarray:
+        return np.concatenate([c.ts for c in self.chunks])
+
+
+def objects_per_epoch(chunks: list[Events], bounds: list[tuple[int, int, int]]) -> dict[int, int]:
+    """The objects of each epoch of the whole stream (bounds are contiguous), chunk by chunk."""
+    edges = np.array([lo for _, lo, _ in bounds] + [bounds[-1][2]], np.int64)
+    counts, base = np.zeros(len(bounds), np.int64), 0
+    for chunk in chunks:
+        counts += np.diff(np.searchsorted(base + np.flatnonzero(chunk.kind == OBJECT), edges))
+        base += len(chunk)
+    return {e: int(c) for (e, _, _), c in zip(bounds, counts)}
+
+
+def stream_family_names(chunks: list[Events], workload_family: str | None) -> list[str]:
+    """`run_families` of a stream given as chunks: the families any chunk holds, and the workload's."""
+    if len(chunks) == 1:
+        return run_families(chunks[0], workload_family)
+    present = set()
+    for chunk in chunks:
+        if (chunk.family >= 0).any():
+            present |= set(run_families(chunk))
+    return sorted(present | ({workload_family} if workload_family else set())) or ["range"]
 
 
 def sampled_bounds(bounds: list[tuple[int, int, int]], keep: np.ndarray | None) -> list[tuple[int, int, int]]:
@@ -155,17 +217,23 @@ def count_run(cls: type, events: Events, warmup: int, n_workers: int, context: F
               anomalies: dict | None = None, object_sample: float = 1.0, sample_seed: int = 0,
               progress=None, label: str = "") -> Counts:
     """The counts of one run of a normalised stream (module docstring); `events` may be the
-    memory-mapped cached stream: with a sample, only the kept events are copied."""
-    names = run_families(events, workload_family)
+    memory-mapped cached stream, whole or as its consecutive chunks (mapped_chunks): with a
+    sample, only the kept events and the warm-up are copied, chunk by chunk; without one, the
+    chunks are joined (every event runs)."""
+    chunks = _chunks(events)
+    names = stream_family_names(chunks, workload_family)
     check_sampling(object_sample, names)
     p = float(object_sample)
-    bounds = epoch_bounds(events, warmup, epochs_by, epoch_size)
-    full_objects = {e: int(np.count_nonzero(events.kind[lo:hi] == OBJECT)) for e, lo, hi in bounds}
-    keep = sample_objects(events, p, sample_seed)
+    bounds = epoch_bounds(chunks[0] if len(chunks) == 1 else StreamView(chunks), warmup, epochs_by, epoch_size)
+    full_objects = objects_per_epoch(chunks, bounds)
+    keep = sample_objects(chunks, p, sample_seed)
     fit_prefix = None
     if keep is not None:
-        fit_prefix = events.take(np.arange(warmup))
-        events = events.take(keep)
+        fit_prefix = take_rows(chunks, np.arange(warmup))
+        events = take_rows(chunks, keep)
+    else:
+        events = chunks[0] if len(chunks) == 1 else Events.concat(chunks)
+    del chunks
     run_bounds = sampled_bounds(bounds, keep)
     tally = Tally(n_workers, n_dispatchers)
     t0 = time.perf_counter()
