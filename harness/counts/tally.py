@@ -94,78 +94,107 @@ class Tally:
         self.migrations[epoch] = infos
 
 
+def _draw(rng, chunk: Events, p: float) -> np.ndarray:
+    """The positions a chunk keeps (the next Bernoulli(p) draws for its objects)."""
+    objects = np.flatnonzero(chunk.kind == OBJECT)
+    drop = objects[rng.random(len(objects)) >= p]
+    keep = np.ones(len(chunk), np.bool_)
+    keep[drop] = False
+    return np.flatnonzero(keep)
+
+
 def sample_objects(events: "Events | list[Events]", p: float, seed: int) -> np.ndarray | None:
     """The positions kept: every event but the objects a seeded Bernoulli(p) draw drops (None:
-    p >= 1, every event). `events` may be the stream's consecutive chunks (the cached stream's
-    mapped batches, harness/run/workload_cache.py: mapped_chunks): one generator draws for the
-    objects chunk after chunk, the same draws as for the whole stream at once, so the sample
-    does not depend on the chunking."""
+    p >= 1, every event). `events` may be the stream's consecutive chunks: one generator draws
+    for the objects chunk after chunk, the same draws as for the whole stream at once (a
+    generator's doubles do not depend on how many are asked at a time), so the sample does not
+    depend on the chunking."""
     if p >= 1:
         return None
-    rng = np.random.default_rng(seed)
-    kept, base = [], 0
+    rng, kept, base = np.random.default_rng(seed), [], 0
     for chunk in _chunks(events):
-        objects = np.flatnonzero(chunk.kind == OBJECT)
-        drop = objects[rng.random(len(objects)) >= p]
-        keep = np.ones(len(chunk), np.bool_)
-        keep[drop] = False
-        kept.append(base + np.flatnonzero(keep))
+        kept.append(base + _draw(rng, chunk, p))
         base += len(chunk)
     return np.concatenate(kept) if kept else np.zeros(0, np.int64)
 
 
-def _chunks(events) -> list[Events]:
-    return list(events) if isinstance(events, (list, tuple)) else [events]
+def _chunks(events):
+    """A stream given whole (Events) as its one chunk; chunks (a list, or the cache's
+    StreamChunks, which reads a batch at a time) as they are."""
+    return [events] if isinstance(events, Events) else events
 
 
-def take_rows(chunks: list[Events], rows: np.ndarray) -> Events:
-    """Rows (sorted positions of the whole stream) of a stream given as consecutive chunks, as
-    one Events: only these rows are copied."""
-    if len(chunks) == 1:
-        return chunks[0].take(rows)
-    parts, base = [], 0
-    for chunk in chunks:
-        a, b = np.searchsorted(rows, [base, base + len(chunk)])
-        if b > a:
-            parts.append(chunk.take(rows[a:b] - base))
-        base += len(chunk)
-    return Events.concat(parts)
+@dataclass
+class _Length:
+    """What `epoch_bounds` reads of a stream given as chunks: its length and (epochs by time) its times."""
 
-
-class StreamView:
-    """What `epoch_bounds` reads of a stream given as chunks: its length and (epochs by time) its
-    times, gathered only when read."""
-
-    def __init__(self, chunks: list[Events]):
-        self.chunks = chunks
+    n: int
+    ts: np.ndarray | None
 
     def __len__(self) -> int:
-        return sum(len(c) for c in self.chunks)
-
-    @property
-    def ts(self) -> np.ndarray:
-        return np.concatenate([c.ts for c in self.chunks])
+        return self.n
 
 
-def objects_per_epoch(chunks: list[Events], bounds: list[tuple[int, int, int]]) -> dict[int, int]:
-    """The objects of each epoch of the whole stream (bounds are contiguous), chunk by chunk."""
+@dataclass
+class ReadStream:
+    """What a count run takes from the whole stream (`read_stream`)."""
+
+    names: list[str]  # its families (run_families)
+    bounds: list[tuple[int, int, int]]  # its epochs
+    full_objects: dict[int, int]  # objects per epoch
+    keep: np.ndarray | None  # the sample's positions (None: every event)
+    events: Events  # the events that run: the sample's, or the whole stream
+    fit_prefix: Events | None  # the whole warm-up, with a sample
+
+
+def read_stream(events, warmup: int, p: float, seed: int, epochs_by: str, epoch_size: float,
+                workload_family: str | None) -> ReadStream:
+    """The stream's facts, sample and warm-up, in two passes over its chunks: the first counts the
+    events and draws the sample (and gathers times for epochs by time), the second counts each
+    epoch's objects and copies the kept rows and the warm-up. With a sample, nothing but the
+    current chunk and the copied rows is in memory at a time (the cache's StreamChunks reads one
+    batch at a time: a mapped stream's pages would count in the resident set as touched, 8 GB
+    at PS2Stream's mu = 5M); without one, the chunks are joined (every event runs)."""
+    chunks = _chunks(events)
+    if isinstance(events, Events):
+        names = run_families(events, workload_family)
+        n, ts, keep = len(events), None, sample_objects(events, p, seed)
+    else:
+        present, n, ts_parts, kept = set(), 0, [], []
+        rng = np.random.default_rng(seed)
+        for chunk in chunks:
+            if (chunk.family >= 0).any():
+                present |= set(run_families(chunk))
+            if epochs_by == "time":
+                ts_parts.append(np.array(chunk.ts))
+            if p < 1:
+                kept.append(n + _draw(rng, chunk, p))
+            n += len(chunk)
+        names = sorted(present | ({workload_family} if workload_family else set())) or ["range"]
+        ts = np.concatenate(ts_parts) if ts_parts else np.zeros(0)
+        keep = (np.concatenate(kept) if kept else np.zeros(0, np.int64)) if p < 1 else None
+    check_sampling(p, names)
+    bounds = epoch_bounds(events if isinstance(events, Events) else _Length(n, ts), warmup, epochs_by, epoch_size)
     edges = np.array([lo for _, lo, _ in bounds] + [bounds[-1][2]], np.int64)
     counts, base = np.zeros(len(bounds), np.int64), 0
+    prefix, run = [], []
     for chunk in chunks:
+        m = len(chunk)
         counts += np.diff(np.searchsorted(base + np.flatnonzero(chunk.kind == OBJECT), edges))
-        base += len(chunk)
-    return {e: int(c) for (e, _, _), c in zip(bounds, counts)}
-
-
-def stream_family_names(chunks: list[Events], workload_family: str | None) -> list[str]:
-    """`run_families` of a stream given as chunks: the families any chunk holds, and the workload's."""
-    if len(chunks) == 1:
-        return run_families(chunks[0], workload_family)
-    present = set()
-    for chunk in chunks:
-        if (chunk.family >= 0).any():
-            present |= set(run_families(chunk))
-    return sorted(present | ({workload_family} if workload_family else set())) or ["range"]
+        if keep is not None:
+            if base < warmup:
+                prefix.append(chunk.take(np.arange(min(m, warmup - base))))
+            a, b = np.searchsorted(keep, [base, base + m])
+            run.append(chunk.take(keep[a:b] - base))
+        elif not isinstance(events, Events):
+            run.append(chunk.take(np.arange(m)))  # a copy: the chunk may be read into a buffer reused next
+        base += m
+    full_objects = {e: int(c) for (e, _, _), c in zip(bounds, counts)}
+    if isinstance(events, Events) and keep is None:
+        return ReadStream(names, bounds, full_objects, None, events, None)
+    joined = run[0] if len(run) == 1 else Events.concat(run)
+    fit_prefix = None if keep is None else (prefix[0] if len(prefix) == 1 else Events.concat(prefix))
+    return ReadStream(names, bounds, full_objects, keep, joined, fit_prefix)
 
 
 def sampled_bounds(bounds: list[tuple[int, int, int]], keep: np.ndarray | None) -> list[tuple[int, int, int]]:
@@ -217,23 +246,15 @@ def count_run(cls: type, events: Events, warmup: int, n_workers: int, context: F
               anomalies: dict | None = None, object_sample: float = 1.0, sample_seed: int = 0,
               progress=None, label: str = "") -> Counts:
     """The counts of one run of a normalised stream (module docstring); `events` may be the
-    memory-mapped cached stream, whole or as its consecutive chunks (mapped_chunks): with a
-    sample, only the kept events and the warm-up are copied, chunk by chunk; without one, the
-    chunks are joined (every event runs)."""
-    chunks = _chunks(events)
-    names = stream_family_names(chunks, workload_family)
-    check_sampling(object_sample, names)
+    memory-mapped cached stream, or its consecutive chunks (a list, or the cache's StreamChunks):
+    with a sample, only the kept events and the warm-up are copied (`read_stream`)."""
     p = float(object_sample)
-    bounds = epoch_bounds(chunks[0] if len(chunks) == 1 else StreamView(chunks), warmup, epochs_by, epoch_size)
-    full_objects = objects_per_epoch(chunks, bounds)
-    keep = sample_objects(chunks, p, sample_seed)
-    fit_prefix = None
-    if keep is not None:
-        fit_prefix = take_rows(chunks, np.arange(warmup))
-        events = take_rows(chunks, keep)
-    else:
-        events = chunks[0] if len(chunks) == 1 else Events.concat(chunks)
-    del chunks
+    if workload_family:  # before reading anything
+        check_sampling(p, [workload_family])
+    read = read_stream(events, warmup, p, sample_seed, epochs_by, epoch_size, workload_family)
+    names, bounds, full_objects, keep = read.names, read.bounds, read.full_objects, read.keep
+    events, fit_prefix = read.events, read.fit_prefix
+    del read
     run_bounds = sampled_bounds(bounds, keep)
     tally = Tally(n_workers, n_dispatchers)
     t0 = time.perf_counter()

@@ -140,3 +140,15 @@ def test_the_cache_writes_a_planned_stream_by_chunks_and_maps_it_back(data, tmp_
     # a cache hit reads the same chunks
     again, _, _, _ = load_or_build_workload(_Dataset(objects, df, extent), cfg, tmp_path, chunks=True)
     assert len(again) == len(chunks)
+    # the count mode reads them a batch at a time: the counts of the stream given whole
+    from harness.counts.tally import count_run
+    from harness.engine.simulate import default_context
+    from strategies import registry
+
+    kw = dict(index_params={"range": {"cells_per_side": 16}}, object_sample=0.5, sample_seed=3,
+              workload_family="range", epoch_size=2000)
+    context = default_context(whole.events)
+    by_chunks = count_run(registry.get("grid"), again, warmup, 4, context, **kw)
+    by_whole = count_run(registry.get("grid"), whole.events, whole.warmup, 4, context, **kw)
+    assert by_chunks.digest == by_whole.digest
+    assert by_chunks.workers.equals(by_whole.workers) and by_chunks.epochs.equals(by_whole.epochs)
