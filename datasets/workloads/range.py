@@ -85,7 +85,17 @@ def validate_range_workload(cfg) -> None:
 
 
 def build_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, seed: int) -> Workload:
-    """The ordered event stream of a range-subscription workload (warm-up first)."""
+    """The ordered event stream of a range-subscription workload (warm-up first): the plan's one
+    chunk (`plan_workload`), the same stream its chunks make."""
+    plan = plan_workload(objects, term_df, extent, cfg, seed)
+    return Workload(plan.events(), warmup=plan.warmup, drift=plan.drift, info=plan.info)
+
+
+def plan_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, seed: int) -> "RangePlan":
+    """Every random draw of the workload and its per-query state, without the per-event columns:
+    `RangePlan.chunks` writes the stream from it a chunk of positions at a time, so a stream of
+    tens of millions of events (PS2Stream's mu = 5M with 2 mu updates: about 70M) is never whole in
+    memory while it is generated (issue 51). The draws are made in one order, whatever the chunks."""
     validate_range_workload(cfg)
     rng = np.random.default_rng([int(seed), int(cfg.seed_offset), 0x5757])
     mu = int(cfg.queries)
@@ -98,16 +108,20 @@ def build_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, seed: in
     # the next ~mu insertions, as in steady state (no bunch of expired queries at the first slot).
     warm = np.arange(min(mu, n_q))
     expiry[warm] = mu + np.maximum(0, np.rint(life[warm] * (warm + 1) / mu)).astype(np.int64)
+    del life, warm
     # update timeline as (slot, sub-order, query): deletions due at slot j come before insertion j
     dead = np.flatnonzero(expiry < n_q)
     slot = np.concatenate([np.arange(n_q), expiry[dead]])
     sub = np.concatenate([np.ones(n_q, np.int8), np.zeros(len(dead), np.int8)])
     qref = np.concatenate([np.arange(n_q), dead])
     kind = np.concatenate([np.full(n_q, INSERT, np.int8), np.full(len(dead), DELETE, np.int8)])
+    del expiry, dead
     order = np.lexsort((qref, sub, slot))
-    slot, qref, kind = slot[order], qref[order], kind[order]
+    qref, kind = qref[order], kind[order]
+    n_slots = len(slot)
+    del slot, sub, order
     n_warm_updates = mu
-    n_meas_updates = len(slot) - mu
+    n_meas_updates = n_slots - mu
     n_warm_obj = int(round(mu * cfg.warmup_objects_per_query))
     n_meas_obj = int(round(n_meas_updates * cfg.objects_per_update))
 
@@ -119,17 +133,18 @@ def build_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, seed: in
     is_upd = np.concatenate([interleave(n_warm_updates, n_warm_obj), interleave(n_meas_updates, n_meas_obj)])
     n_events = len(is_upd)
     upd_pos = np.flatnonzero(is_upd)
-    obj_pos = np.flatnonzero(~is_upd)
-    n_obj = len(obj_pos)
+    n_obj = n_events - len(upd_pos)
 
     payload, q_off, q_val, qinfo = sts_queries(cfg, rng, objects, term_df, extent, n_q)
-    src_rows = np.arange(n_obj) % objects.num_rows  # objects in time order, cycled if needed
-    loc_rows = src_rows  # where an object event takes its location and terms from (its time: src_rows)
-    obj_x = objects.column("x").to_numpy()[src_rows]
-    obj_y = objects.column("y").to_numpy()[src_rows]
+    if cfg.drift == "none":
+        del is_upd
     warmup = n_warm_updates + n_warm_obj
-    drift = None
+    drift = moved = None
     if cfg.drift != "none":
+        obj_pos = np.flatnonzero(~is_upd)
+        src_rows = np.arange(n_obj) % objects.num_rows
+        obj_x = objects.column("x").to_numpy()[src_rows]
+        obj_y = objects.column("y").to_numpy()[src_rows]
         n_meas = max(n_events - warmup, 1)
         start_event = warmup + int(np.ceil(cfg.drift_start * (n_events - warmup)))
         drift = dict(kind=cfg.drift, start_event=start_event)
@@ -144,51 +159,120 @@ def build_workload(objects: pa.Table, term_df: np.ndarray, extent, cfg, seed: in
         loc_rows, obj_x, obj_y, info = drift_objects(cfg, seed, objects, extent, src_rows, obj_x, obj_y, meas_o,
                                                       obj_pos[meas_o], start_event, (obj_pos[meas_o] - warmup) / n_meas)
         drift.update(info)
-    o_off, o_val = list_to_csr(objects.column("terms"))
-    ob_off, ob_val = csr_take(o_off, o_val, loc_rows)
-    qb_off, qb_val = csr_take(q_off, q_val, qref)
+        moved = (loc_rows, obj_x, obj_y)
+    return RangePlan(objects, n_events, warmup, upd_pos, kind, qref, payload, q_off, q_val, moved, drift,
+                     object_reuse(n_obj, objects.num_rows))
 
-    cols = {
-        "seq": np.arange(n_events, dtype=np.int64),
-        "kind": np.empty(n_events, np.int8),
-        "family": np.full(n_events, -1, np.int8),
-        "id": np.empty(n_events, np.int64),
-        "x": np.empty(n_events), "y": np.empty(n_events),
-        "xmin": np.full(n_events, np.nan), "ymin": np.full(n_events, np.nan),
-        "xmax": np.full(n_events, np.nan), "ymax": np.full(n_events, np.nan),
-        "op": np.zeros(n_events, np.int8),
-        "k": np.zeros(n_events, np.int32),
-        "alpha": np.zeros(n_events, np.float32),
-    }
-    cols["kind"][obj_pos] = OBJECT
-    cols["id"][obj_pos] = np.arange(n_obj)
-    cols["x"][obj_pos] = obj_x
-    cols["y"][obj_pos] = obj_y
-    cols["kind"][upd_pos] = kind
-    cols["family"][upd_pos] = RANGE
-    cols["id"][upd_pos] = qref
-    for name in ("x", "y", "xmin", "ymin", "xmax", "ymax", "op"):
-        cols[name][upd_pos] = payload[name][qref]
-    ts_obj = objects.column("ts").to_numpy()[src_rows]
-    if objects.num_rows and n_obj > objects.num_rows:  # cycled: keep time increasing
-        span = float(objects.column("ts").to_numpy()[-1] - objects.column("ts").to_numpy()[0]) + 1.0
-        ts_obj = ts_obj + span * (np.arange(n_obj) // objects.num_rows)
-    ts = np.full(n_events, -np.inf)
-    ts[obj_pos] = ts_obj
-    ts = np.maximum.accumulate(ts)
-    cols["ts"] = np.where(np.isfinite(ts), ts, ts_obj[0] if n_obj else 0.0)
 
-    lengths = np.zeros(n_events, np.int64)
-    lengths[obj_pos] = np.diff(ob_off)
-    lengths[upd_pos] = np.diff(qb_off)
-    offsets = np.zeros(n_events + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    values = np.empty(offsets[-1], np.int32)
-    for pos, off, val in ((obj_pos, ob_off, ob_val), (upd_pos, qb_off, qb_val)):
-        dest = np.repeat(offsets[pos], np.diff(off)) + (np.arange(len(val)) - np.repeat(off[:-1], np.diff(off)))
-        values[dest] = val
-    return Workload(Events(cols, offsets, values), warmup=warmup, drift=drift,
-                    info=object_reuse(n_obj, objects.num_rows))
+class RangePlan:
+    """A range workload's draws (`plan_workload`) and the stream they make, a chunk at a time.
+
+    Events are at positions 0..n_events-1; `upd_pos` are the updates' positions (the others are
+    objects, in time order: object j is the dataset's row j mod rows, its id j), `kind`/`qref` the
+    updates' kind and query, `payload`/`q_off`/`q_val` the queries'. `moved` holds a drift's
+    relocated objects (rows, x, y), else None: an object's place is its dataset row's."""
+
+    def __init__(self, objects, n_events, warmup, upd_pos, kind, qref, payload, q_off, q_val, moved, drift, info):
+        self.n_events, self.warmup, self.drift, self.info = int(n_events), int(warmup), drift, info
+        self.upd_pos, self.kind, self.qref = upd_pos, kind, qref
+        self.payload, self.q_off, self.q_val, self.moved = payload, q_off, q_val, moved
+        self.n_rows = objects.num_rows
+        self.ox, self.oy = objects.column("x").to_numpy(), objects.column("y").to_numpy()
+        self.ots = objects.column("ts").to_numpy()
+        self.o_off, self.o_val = list_to_csr(objects.column("terms"))
+        # cycled: each pass over the dataset shifts time by its span, so time keeps increasing
+        self.span = float(self.ots[-1] - self.ots[0]) + 1.0 if self.n_rows else 0.0
+
+    def check_normal(self) -> dict[str, int]:
+        """What `normalise_workload` would fix in the stream, found from the timeline alone
+        (datasets/workloads/anomalies.py): every query inserted once, deleted at most once and
+        after its insert, with its insert's payload (both read `payload[qref]`), objects' ids
+        0..n-1. The generator makes no anomaly: a count other than 0 is its bug, raised."""
+        ins = self.kind == INSERT
+        n_q = len(self.q_off) - 1
+        first = np.full(n_q, -1, np.int64)
+        first[self.qref[ins]] = np.flatnonzero(ins)
+        dels = np.flatnonzero(~ins)
+        orphan = int(np.count_nonzero(first[self.qref[dels]] > dels)) + len(dels) - len(np.unique(self.qref[dels]))
+        bad = {"orphan_deletes": orphan, "duplicate_inserts": int(ins.sum()) - int(np.count_nonzero(first >= 0)),
+               "reused_ids": 0, "duplicate_object_ids": 0, "delete_payloads_filled": 0}
+        if any(bad.values()):
+            raise RuntimeError(f"the range generator wrote an anomalous stream: {bad}")
+        return bad
+
+    def events(self, lo: int = 0, hi: int | None = None, carry: float = -np.inf) -> Events:
+        """Positions lo..hi-1 of the stream. `carry`: the latest object time before `lo` (event
+        time never decreases: an update takes the time of the last object before it); -inf: none."""
+        hi = self.n_events if hi is None else min(int(hi), self.n_events)
+        n = hi - lo
+        u_lo, u_hi = (int(v) for v in np.searchsorted(self.upd_pos, [lo, hi]))
+        upd = self.upd_pos[u_lo:u_hi] - lo
+        is_obj = np.ones(n, np.bool_)
+        is_obj[upd] = False
+        obj = np.flatnonzero(is_obj)
+        oid = np.arange(lo - u_lo, lo - u_lo + len(obj), dtype=np.int64)  # objects before lo: lo - u_lo
+        src_rows = oid % self.n_rows if self.n_rows else oid
+        if self.moved is None:
+            loc_rows, obj_x, obj_y = src_rows, self.ox[src_rows], self.oy[src_rows]
+        else:
+            loc_rows, obj_x, obj_y = (a[oid] for a in self.moved)
+        qref, kind = self.qref[u_lo:u_hi], self.kind[u_lo:u_hi]
+        cols = {
+            "seq": np.arange(lo, hi, dtype=np.int64),
+            "kind": np.empty(n, np.int8),
+            "family": np.full(n, -1, np.int8),
+            "id": np.empty(n, np.int64),
+            "x": np.empty(n), "y": np.empty(n),
+            "xmin": np.full(n, np.nan), "ymin": np.full(n, np.nan),
+            "xmax": np.full(n, np.nan), "ymax": np.full(n, np.nan),
+            "op": np.zeros(n, np.int8),
+            "k": np.zeros(n, np.int32),
+            "alpha": np.zeros(n, np.float32),
+        }
+        cols["kind"][obj] = OBJECT
+        cols["id"][obj] = oid
+        cols["x"][obj] = obj_x
+        cols["y"][obj] = obj_y
+        cols["kind"][upd] = kind
+        cols["family"][upd] = RANGE
+        cols["id"][upd] = qref
+        for name in ("x", "y", "xmin", "ymin", "xmax", "ymax", "op"):
+            cols[name][upd] = self.payload[name][qref]
+        ts_obj = self.ots[src_rows]
+        if self.n_rows and oid[-1:].sum() >= self.n_rows:  # cycled: keep time increasing
+            ts_obj = ts_obj + self.span * (oid // self.n_rows)
+        ts = np.full(n, -np.inf)
+        ts[obj] = ts_obj
+        if n:
+            ts[0] = max(ts[0], carry)
+        ts = np.maximum.accumulate(ts)
+        first_ts = self.ots[0] if self.n_rows and len(self.upd_pos) < self.n_events else 0.0
+        cols["ts"] = np.where(np.isfinite(ts), ts, first_ts)  # updates before the first object: its time
+
+        ob_off, ob_val = csr_take(self.o_off, self.o_val, loc_rows)
+        qb_off, qb_val = csr_take(self.q_off, self.q_val, qref)
+        lengths = np.zeros(n, np.int64)
+        lengths[obj] = np.diff(ob_off)
+        lengths[upd] = np.diff(qb_off)
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        values = np.empty(offsets[-1], np.int32)
+        for pos, off, val in ((obj, ob_off, ob_val), (upd, qb_off, qb_val)):
+            dest = np.repeat(offsets[pos], np.diff(off)) + (np.arange(len(val)) - np.repeat(off[:-1], np.diff(off)))
+            values[dest] = val
+        return Events(cols, offsets, values)
+
+    def chunks(self, rows: int):
+        """The stream as consecutive Events of at most `rows` events each (the last may be
+        shorter); their concatenation is `events()`, whatever `rows`."""
+        if rows < 1:
+            raise ValueError(f"chunk rows={rows!r} is invalid; allowed: an integer >= 1")
+        carry = -np.inf
+        for lo in range(0, self.n_events, int(rows)):
+            ev = self.events(lo, lo + int(rows), carry)
+            obj_ts = ev.ts[ev.kind == OBJECT]
+            carry = max(carry, float(obj_ts.max())) if len(obj_ts) else carry
+            yield ev
 
 
 def object_reuse(n_object_events: int, n_dataset_objects: int) -> dict:

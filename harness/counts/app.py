@@ -117,7 +117,9 @@ def run_counts(cfg) -> list[Path]:
     spark = LazySpark(cfg)
     ds = _dataset(cfg, spark, root, progress)
     progress.step(f"workload {cfg.workload.name}")
-    events, warmup, folder, wl_meta = load_or_build_workload(ds, cfg, root / "cache")
+    # the stream as its mapped chunks: a sample copies only its kept events, chunk by chunk
+    events, warmup, folder, wl_meta = load_or_build_workload(ds, cfg, root / "cache", chunks=True)
+    n_events = sum(len(c) for c in events)
     # the cached stream was normalised when it was built (normalise_workload); what that fixed is in
     # its meta, as the Spark runner reads it (normalising again costs a copy-sized sort at scale)
     anomalies = record.input_metrics(ds, wl_meta)
@@ -127,7 +129,7 @@ def run_counts(cfg) -> list[Path]:
                           sample_seed=seed, workload_family=cfg.workload.family)
 
     def count(spec, lane=None):
-        progress.step(f"{spec.label}: counting ({len(stream.events):,} of {len(events):,} events, "
+        progress.step(f"{spec.label}: counting ({len(stream.events):,} of {n_events:,} events, "
                       f"object_sample={p:g}, {cfg.counts.executor})")
         t0 = time.perf_counter()
         counts = count_run(registry.get(spec.name), stream, cfg.workers, context, index_params=dict(cfg.index),

@@ -110,34 +110,121 @@ class CountStream:
         return self.fit_prefix is not None
 
 
-def count_stream(events: Events, warmup: int, *, epochs_by: str = "count", epoch_size: float = 0,
+def count_stream(events, warmup: int, *, epochs_by: str = "count", epoch_size: float = 0,
                  object_sample: float = 1.0, sample_seed: int = 0, workload_family: str | None = None) -> CountStream:
-    """A normalised stream (`events` may be the memory-mapped cached one: with a sample, only the
-    kept events are copied) prepared for counting (module docstring: Sampling)."""
-    names = run_families(events, workload_family)
-    check_sampling(object_sample, names)
+    """A normalised stream prepared for counting (module docstring: Sampling): `events` the whole
+    stream (it may be the memory-mapped cached one) or its consecutive chunks (a list, or the
+    cache's StreamChunks); with a sample, only the kept events and the warm-up are copied
+    (`read_stream`)."""
     p = float(object_sample)
-    bounds = epoch_bounds(events, warmup, epochs_by, epoch_size)
-    objects_full = {e: int(np.count_nonzero(events.kind[lo:hi] == OBJECT)) for e, lo, hi in bounds}
-    keep = sample_objects(events, p, sample_seed)
-    fit_prefix = None
-    if keep is not None:
-        fit_prefix = events.take(np.arange(warmup))
-        events = events.take(keep)
-    return CountStream(events, warmup, bounds, sampled_bounds(bounds, keep), objects_full, names, p,
-                       int(sample_seed), fit_prefix)
+    if workload_family:  # before reading anything
+        check_sampling(p, [workload_family])
+    read = read_stream(events, warmup, p, sample_seed, epochs_by, epoch_size, workload_family)
+    return CountStream(read.events, warmup, read.bounds, sampled_bounds(read.bounds, read.keep), read.full_objects,
+                       read.names, p, int(sample_seed), read.fit_prefix)
 
 
-def sample_objects(events: Events, p: float, seed: int) -> np.ndarray | None:
-    """The positions kept: every event but the objects a seeded Bernoulli(p) draw drops (None:
-    p >= 1, every event)."""
-    if p >= 1:
-        return None
-    objects = np.flatnonzero(events.kind == OBJECT)
-    drop = objects[np.random.default_rng(seed).random(len(objects)) >= p]
-    keep = np.ones(len(events), np.bool_)
+def _draw(rng, chunk: Events, p: float) -> np.ndarray:
+    """The positions a chunk keeps (the next Bernoulli(p) draws for its objects)."""
+    objects = np.flatnonzero(chunk.kind == OBJECT)
+    drop = objects[rng.random(len(objects)) >= p]
+    keep = np.ones(len(chunk), np.bool_)
     keep[drop] = False
     return np.flatnonzero(keep)
+
+
+def sample_objects(events: "Events | list[Events]", p: float, seed: int) -> np.ndarray | None:
+    """The positions kept: every event but the objects a seeded Bernoulli(p) draw drops (None:
+    p >= 1, every event). `events` may be the stream's consecutive chunks: one generator draws
+    for the objects chunk after chunk, the same draws as for the whole stream at once (a
+    generator's doubles do not depend on how many are asked at a time), so the sample does not
+    depend on the chunking."""
+    if p >= 1:
+        return None
+    rng, kept, base = np.random.default_rng(seed), [], 0
+    for chunk in _chunks(events):
+        kept.append(base + _draw(rng, chunk, p))
+        base += len(chunk)
+    return np.concatenate(kept) if kept else np.zeros(0, np.int64)
+
+
+def _chunks(events):
+    """A stream given whole (Events) as its one chunk; chunks (a list, or the cache's
+    StreamChunks, which reads a batch at a time) as they are."""
+    return [events] if isinstance(events, Events) else events
+
+
+@dataclass
+class _Length:
+    """What `epoch_bounds` reads of a stream given as chunks: its length and (epochs by time) its times."""
+
+    n: int
+    ts: np.ndarray | None
+
+    def __len__(self) -> int:
+        return self.n
+
+
+@dataclass
+class ReadStream:
+    """What a count run takes from the whole stream (`read_stream`)."""
+
+    names: list[str]  # its families (run_families)
+    bounds: list[tuple[int, int, int]]  # its epochs
+    full_objects: dict[int, int]  # objects per epoch
+    keep: np.ndarray | None  # the sample's positions (None: every event)
+    events: Events  # the events that run: the sample's, or the whole stream
+    fit_prefix: Events | None  # the whole warm-up, with a sample
+
+
+def read_stream(events, warmup: int, p: float, seed: int, epochs_by: str, epoch_size: float,
+                workload_family: str | None) -> ReadStream:
+    """The stream's facts, sample and warm-up, in two passes over its chunks: the first counts the
+    events and draws the sample (and gathers times for epochs by time), the second counts each
+    epoch's objects and copies the kept rows and the warm-up. With a sample, nothing but the
+    current chunk and the copied rows is in memory at a time (the cache's StreamChunks reads one
+    batch at a time: a mapped stream's pages would count in the resident set as touched, 8 GB
+    at PS2Stream's mu = 5M); without one, the chunks are joined (every event runs)."""
+    chunks = _chunks(events)
+    if isinstance(events, Events):
+        names = run_families(events, workload_family)
+        n, ts, keep = len(events), None, sample_objects(events, p, seed)
+    else:
+        present, n, ts_parts, kept = set(), 0, [], []
+        rng = np.random.default_rng(seed)
+        for chunk in chunks:
+            if (chunk.family >= 0).any():
+                present |= set(run_families(chunk))
+            if epochs_by == "time":
+                ts_parts.append(np.array(chunk.ts))
+            if p < 1:
+                kept.append(n + _draw(rng, chunk, p))
+            n += len(chunk)
+        names = sorted(present | ({workload_family} if workload_family else set())) or ["range"]
+        ts = np.concatenate(ts_parts) if ts_parts else np.zeros(0)
+        keep = (np.concatenate(kept) if kept else np.zeros(0, np.int64)) if p < 1 else None
+    check_sampling(p, names)
+    bounds = epoch_bounds(events if isinstance(events, Events) else _Length(n, ts), warmup, epochs_by, epoch_size)
+    edges = np.array([lo for _, lo, _ in bounds] + [bounds[-1][2]], np.int64)
+    counts, base = np.zeros(len(bounds), np.int64), 0
+    prefix, run = [], []
+    for chunk in chunks:
+        m = len(chunk)
+        counts += np.diff(np.searchsorted(base + np.flatnonzero(chunk.kind == OBJECT), edges))
+        if keep is not None:
+            if base < warmup:
+                prefix.append(chunk.take(np.arange(min(m, warmup - base))))
+            a, b = np.searchsorted(keep, [base, base + m])
+            run.append(chunk.take(keep[a:b] - base))
+        elif not isinstance(events, Events):
+            run.append(chunk.take(np.arange(m)))  # a copy: the chunk may be read into a buffer reused next
+        base += m
+    full_objects = {e: int(c) for (e, _, _), c in zip(bounds, counts)}
+    if isinstance(events, Events) and keep is None:
+        return ReadStream(names, bounds, full_objects, None, events, None)
+    joined = run[0] if len(run) == 1 else Events.concat(run)
+    fit_prefix = None if keep is None else (prefix[0] if len(prefix) == 1 else Events.concat(prefix))
+    return ReadStream(names, bounds, full_objects, keep, joined, fit_prefix)
 
 
 def sampled_bounds(bounds: list[tuple[int, int, int]], keep: np.ndarray | None) -> list[tuple[int, int, int]]:

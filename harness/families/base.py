@@ -301,7 +301,11 @@ class Family(ParamsMixin):
     #   (datasets/workloads/snapshot.py) builds for it instead of its own generator;
     # - `check_file(cfg)`: its own checks of a `workload.source=file` workload, before the event
     #   file's (top-k: its window); the file itself is read by the generic reader with its code.
+    # - `planner(objects, term_df, extent, cfg, seed) -> plan`: its generator's draws without the
+    #   per-event columns, whose `chunks(rows)` write the same stream a chunk at a time, never
+    #   whole in memory (issue 51; datasets/workloads/range.py RangePlan); None: built whole.
     generator: ClassVar[Callable | None] = None
+    planner: ClassVar[Callable | None] = None
     check_generator: ClassVar[Callable | None] = None
     snapshot_protocols: ClassVar[tuple[str, ...]] = ()
     check_file: ClassVar[Callable | None] = None
@@ -413,6 +417,14 @@ class Family(ParamsMixin):
         from harness.families.workload import build_workload
 
         return build_workload(cls, objects, term_df, extent, cfg, seed)
+
+    @classmethod
+    def plan_workload(cls, objects: pa.Table, term_df: np.ndarray, extent, cfg, seed: int):
+        """The workload's plan (`planner`) when its own generator makes it and has one, else None:
+        the stream is then built whole (`build_workload`)."""
+        from harness.families.workload import plan_workload
+
+        return plan_workload(cls, objects, term_df, extent, cfg, seed)
 
     @classmethod
     def validate_workload(cls, cfg) -> None:

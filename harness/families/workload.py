@@ -57,6 +57,15 @@ def build_workload(family, objects, term_df, extent, cfg, seed: int):
     return family.generator(objects, term_df, extent, cfg, seed)
 
 
+def plan_workload(family, objects, term_df, extent, cfg, seed: int):
+    """The plan of `family`'s own generator for `cfg` (`Family.planner`: its draws, the stream
+    written from them a chunk at a time), or None where the workload is an event file's, the
+    snapshot generator's or a generator without a plan (then built whole, `build_workload`)."""
+    if _source(cfg) == "file" or uses_snapshot_generator(family, cfg) or family.planner is None:
+        return None
+    return family.planner(objects, term_df, extent, cfg, seed)
+
+
 def validate_workload(family, cfg) -> None:
     """Refuse settings the workload's source cannot use (ValueError naming the field): the family's
     file checks and the event file's, or the generator's (the snapshot generator's with the

@@ -60,36 +60,73 @@ def workload_key(workload_cfg) -> dict:
     return plain
 
 
-def load_or_build_workload(ds, cfg, cache_root: Path):
+# events per chunk of a stream its generator writes a chunk at a time (`Family.plan_workload`):
+# a multiple of the Parquet row group (65,536 rows), so the row groups are those of a stream
+# written whole; about 0.4 GB of columns and terms per chunk
+CHUNK_ROWS = 1 << 22
+
+
+def load_or_build_workload(ds, cfg, cache_root: Path, chunks: bool = False):
     """The workload's event stream as Parquet (for Spark) and in memory (for fitting and the oracle),
-    with its cache meta (warm-up, drift, `info`: objects reused and the stream anomalies normalised)."""
+    with its cache meta (warm-up, drift, `info`: objects reused and the stream anomalies normalised).
+    `chunks`: the stream as its batches read one at a time (`StreamChunks`), for a reader that
+    goes through it chunk by chunk (the count mode); else one Events (`mapped_events`)."""
     key = json.dumps({"dataset": ds.cache_path, "workload": workload_key(cfg.workload), "seed": cfg.seed},
                      sort_keys=True)
     folder = cache_root / "workloads" / f"{cfg.workload.name}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
     path = folder / "events.parquet"
     meta_path = folder / "meta.json"
+    read = StreamChunks if chunks else mapped_events
     if path.exists() and meta_path.exists():
         meta = json.loads(meta_path.read_text())
         if "info" in meta:  # older caches lack the input facts: rebuild (same seed, same stream)
-            return mapped_events(folder), meta["warmup"], folder, meta
+            return read(folder), meta["warmup"], folder, meta
     df = ds.vocab.column("df").to_numpy()
-    wl = families.get(cfg.workload.family).build_workload(ds.objects, df, ds.extent, cfg.workload, cfg.seed)
-    wl = normalise_workload(wl)  # one meaning for stream anomalies everywhere (datasets/workloads/anomalies.py)
-    ds.drop_objects()
+    family = families.get(cfg.workload.family)
+    plan = family.plan_workload(ds.objects, df, ds.extent, cfg.workload, cfg.seed)
     folder.mkdir(parents=True, exist_ok=True)
-    batch = wl.events.to_arrow()
-    tmp = folder / "events.tmp.parquet"
-    pq.write_table(pa.Table.from_batches([batch]), tmp, row_group_size=65536)
-    tmp.replace(path)
-    _write_mappable(batch, folder)
-    meta = {"warmup": wl.warmup, "events": len(wl.events), "key": json.loads(key), "drift": wl.drift, "info": wl.info}
+    if plan is None:  # built whole
+        wl = normalise_workload(family.build_workload(ds.objects, df, ds.extent, cfg.workload, cfg.seed))
+        ds.drop_objects()
+        warmup, n_events, drift, info = wl.warmup, len(wl.events), wl.drift, wl.info
+        _write_stream([wl.events.to_arrow()], folder)
+        del wl
+    else:  # written a chunk at a time: never whole in memory (issue 51)
+        ds.drop_objects()
+        # what normalising would have fixed, found from the plan: nothing (the generator's own check)
+        info = {**plan.info, **plan.check_normal()}
+        warmup, n_events, drift = plan.warmup, plan.n_events, plan.drift
+        _write_stream((ev.to_arrow() for ev in plan.chunks(CHUNK_ROWS)), folder)
+        del plan
+    meta = {"warmup": warmup, "events": n_events, "key": json.loads(key), "drift": drift, "info": info}
     text = json.dumps(meta, default=str)
     meta_path.write_text(text)
-    del wl, batch  # the run reads the stream through the map, as a cache hit does
-    return mapped_events(folder), meta["warmup"], folder, json.loads(text)
+    return read(folder), meta["warmup"], folder, json.loads(text)  # read through the map, as a cache hit
 
 
 MAPPED = "events.arrow"
+
+
+def _write_stream(batches, folder: Path) -> None:
+    """The stream's batches, in order, to the Parquet file Spark reads (row groups of 65,536
+    rows) and to the Arrow IPC file the driver maps (one record batch per chunk), each written
+    to a temporary name and renamed into place."""
+    tmp, tmp_ipc = folder / "events.tmp.parquet", folder / f"{MAPPED}.tmp"
+    writer = ipc = sink = None
+    try:
+        for batch in batches:
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, batch.schema)
+                sink = pa.OSFile(str(tmp_ipc), "wb")
+                ipc = pa.ipc.new_file(sink, batch.schema)
+            writer.write_batch(batch, row_group_size=65536)
+            ipc.write_batch(batch)
+    finally:
+        for handle in (writer, ipc, sink):
+            if handle is not None:
+                handle.close()
+    tmp.replace(folder / "events.parquet")
+    tmp_ipc.replace(folder / MAPPED)
 
 
 def _write_mappable(batch: pa.RecordBatch, folder: Path) -> None:
@@ -101,15 +138,48 @@ def _write_mappable(batch: pa.RecordBatch, folder: Path) -> None:
     tmp.replace(folder / MAPPED)
 
 
+def mapped_chunks(folder: Path) -> list[Events]:
+    """The cached stream as its record batches in order, each with its columns memory-mapped from
+    `events.arrow` (zero-copy, read-only): a stream written whole is one batch, one written a
+    chunk at a time is one per chunk. A cache written before the mapped copy existed gets one
+    from its Parquet file."""
+    if not (folder / MAPPED).exists():
+        _write_mappable(pq.read_table(folder / "events.parquet").combine_chunks().to_batches()[0], folder)
+    with pa.ipc.open_file(pa.memory_map(str(folder / MAPPED))) as reader:
+        return [Events.from_arrow(reader.get_batch(i)) for i in range(reader.num_record_batches)]
+
+
+class StreamChunks:
+    """The cached stream's batches in order (one per chunk it was written in, one if written
+    whole), each read into memory when iterated and dropped after: going through the stream
+    holds one batch at a time. Memory-mapped batches (`mapped_chunks`) would not: a mapped
+    file's pages count in the resident set as they are touched, and a pass over the whole
+    stream touches all of them (8 GB at PS2Stream's mu = 5M with 2 mu updates). Iterable again."""
+
+    def __init__(self, folder: Path):
+        if not (folder / MAPPED).exists():
+            mapped_chunks(folder)  # writes the mapped copy of an older cache
+        self.path = folder / MAPPED
+        with pa.ipc.open_file(pa.memory_map(str(self.path))) as reader:  # headers only: zero-copy
+            self.lengths = [reader.get_batch(i).num_rows for i in range(reader.num_record_batches)]
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __iter__(self):
+        with pa.OSFile(str(self.path)) as source, pa.ipc.open_file(source) as reader:
+            for i in range(reader.num_record_batches):
+                yield Events.from_arrow(reader.get_batch(i))
+
+
 def mapped_events(folder: Path) -> Events:
     """The cached stream with its columns memory-mapped from `events.arrow` (zero-copy, read-only):
     the driver's epochs, routing upkeep and summary read the rows and columns they use, which the
     page cache holds and can drop again, so the driver's own memory does not grow with the stream
-    (issue 16). A cache written before the mapped copy existed gets one from its Parquet file."""
-    if not (folder / MAPPED).exists():
-        _write_mappable(pq.read_table(folder / "events.parquet").combine_chunks().to_batches()[0], folder)
-    with pa.ipc.open_file(pa.memory_map(str(folder / MAPPED))) as reader:
-        return Events.from_arrow(reader.get_batch(0))
+    (issue 16). A stream written a chunk at a time is joined into memory here (a reader that can
+    go chunk by chunk takes `mapped_chunks`)."""
+    parts = mapped_chunks(folder)
+    return parts[0] if len(parts) == 1 else Events.concat(parts)
 
 
 def publish_events(cfg, folder: Path) -> str:

@@ -33,7 +33,7 @@ import numpy as np
 from numba import njit
 
 from datasets.workloads.events_file import measured_events
-from harness.core.events import INSERT, TOPK, Events
+from harness.core.events import INSERT, OBJECT, TOPK, Events
 from harness.core.params import RunRefused
 from harness.families.topk.index import TopkIndex
 from strategies.base import FitContext, Pairs, Router, Strategy
@@ -162,13 +162,44 @@ class PrefixRouter(Thresholds, PartitionedTermRouter):
         return {**super().describe(), "thresholds": int(len(self.qid))}
 
 
-def warmup_thresholds(sample: Events, context) -> np.ndarray:
+# subscriptions per top-k index in `warmup_thresholds`: what one batch's buffers and change rows
+# hold (at |W| = 100k about 14 KB per subscription: 1.4 GB a batch)
+THRESHOLD_BATCH = 100_000
+
+
+def warmup_thresholds(sample: Events, context, batch: int = THRESHOLD_BATCH) -> np.ndarray:
     """Each sample top-k subscription's k-th score at the end of the warm-up (0 with fewer than k),
-    in the order of its insert rows: one top-k index over the whole sample."""
+    in the order of its insert rows: the sample through top-k indexes of at most `batch`
+    subscriptions each, every one over all the sample's messages. A subscription's k-th score
+    is that of the messages alone, whatever other subscriptions an index holds, so the batches
+    give the thresholds one index over all subscriptions gives, while only one batch's buffers
+    and change rows are held at a time (one index over 1M subscriptions at |W| = 100k passed 12
+    GiB, issue 51)."""
     ins = np.flatnonzero((sample.kind == INSERT) & (sample.family == TOPK))
     if len(ins) == 0 or context is None:
         return np.zeros(len(ins))
+    if batch < 1:
+        raise ValueError(f"batch={batch!r} is invalid; allowed: an integer >= 1")
+    ids = np.unique(sample.id[ins])
+    span = (int(sample.seq[0]), int(sample.seq[-1]) + 1)  # every batch ends where the warm-up ends
+    if len(ids) <= batch:
+        return _thresholds(sample, context, ins, span)
+    is_sub = (sample.family == TOPK) & (sample.kind != OBJECT)
+    out = np.zeros(len(ins))
+    for lo in range(0, len(ids), batch):
+        chosen = ids[lo:lo + batch]
+        part = sample.take(np.flatnonzero(~is_sub | np.isin(sample.id, chosen)))
+        mine = np.isin(sample.id[ins], chosen)
+        out[mine] = _thresholds(part, context, np.flatnonzero((part.kind == INSERT) & (part.family == TOPK)), span)
+    return out
+
+
+def _thresholds(sample: Events, context, ins: np.ndarray, span: tuple[int, int]) -> np.ndarray:
+    """`warmup_thresholds` with one top-k index over `sample` (`ins`: its top-k insert rows) up to
+    the end of `span` (the whole warm-up's: a batch's last event may come earlier, and the window
+    at the end is the one after the warm-up's last event)."""
     index = TopkIndex(context)
+    index.begin_epoch(*span)
     index.process(sample)
     kth = index.kth_scores()
     order = np.argsort(index.subs.id)

@@ -6,13 +6,14 @@ error of the full counts, and bad knobs fail naming field, value and what is all
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from hydra import compose, initialize_config_dir
 
 from datasets.workloads.anomalies import normalise_prefix
 from datasets.workloads.range import build_workload
 from harness.counts.app import check_counts
-from harness.counts.tally import SCALED, check_sampling, count_run, count_stream
+from harness.counts.tally import SCALED, check_sampling, count_run, count_stream, sample_objects
 from harness.engine.epochs import epoch_bounds
 from harness.engine.simulate import default_context, run_stream, simulate
 from harness.families.workload import WorkloadConfig
@@ -137,6 +138,32 @@ def test_sampled_counts_are_within_their_stated_error(many_objects, name):
                           d_part.loc[d, "object_copies_out_se"])
         assert 0 < se and abs(est - truth) <= 4 * se
         assert d_part.loc[d, "query_copies_out"] == d_full.loc[d, "query_copies_out"]
+
+
+@pytest.mark.parametrize("p", [0.25, 1.0])
+@pytest.mark.parametrize("epochs_by", ["count", "time"])
+def test_a_stream_given_in_chunks_counts_as_the_whole_stream(many_objects, p, epochs_by):
+    """The count mode reads the cached stream as its mapped chunks (harness/run/workload_cache.py):
+    the object sample drawn chunk by chunk is the whole stream's draw, and the tables, the sample
+    and the digest are those of the stream given whole (chunks of 997 events: boundaries inside
+    the warm-up and the epochs)."""
+    from harness.core.events import Events
+
+    events, warmup, anomalies, context = many_objects
+    size = 1500 if epochs_by == "count" else float(events.ts[-1] - events.ts[warmup]) / 3  # three epochs
+    chunks = [events.slice(lo, min(lo + 997, len(events))) for lo in range(0, len(events), 997)]
+    assert len(chunks) > 5 and len(Events.concat(chunks)) == len(events)
+    np.testing.assert_array_equal(sample_objects(chunks, p, 9) if p < 1 else [],
+                                  sample_objects(events, p, 9) if p < 1 else [])
+    read = dict(object_sample=p, sample_seed=9, epochs_by=epochs_by, epoch_size=size, workload_family="range")
+    kw = dict(index_params=INDEX, n_dispatchers=2, anomalies=anomalies, workload_family="range")
+    whole = count_run(registry.get("kdtree"), count_stream(events, warmup, **read), 4, context, **kw)
+    parts = count_run(registry.get("kdtree"), count_stream(chunks, warmup, **read), 4, context, **kw)
+    assert parts.digest == whole.digest and len(whole.epochs) > 2
+    for name in ("workers", "epochs", "dispatchers"):
+        pd.testing.assert_frame_equal(getattr(parts, name), getattr(whole, name))
+    assert {k: v for k, v in parts.meta.items() if k != "loop_s"} == {k: v for k, v in whole.meta.items()
+                                                                     if k != "loop_s"}
 
 
 def composed(*overrides):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from datasets.workloads.range import build_workload, validate_range_workload
+from datasets.workloads.range import build_workload, plan_workload, validate_range_workload
 from harness.core.events import RANGE
 from harness.families.base import Family
 from harness.families.range import formats
@@ -35,6 +35,7 @@ class RangeFamily(Family):
     scale_oracle = staticmethod(tiled_oracle_digest)
     # the STS generator; SSTD's snapshot range queries (SRQ) with protocol srq or mix
     generator = staticmethod(build_workload)
+    planner = staticmethod(plan_workload)  # the same stream, written a chunk at a time
     check_generator = staticmethod(validate_range_workload)
     snapshot_protocols = ("srq", "mix")
     snapshot_type = "srq"

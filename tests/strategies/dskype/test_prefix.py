@@ -88,3 +88,29 @@ def test_the_prefix_shrinks_only_as_theta_rises_above_alpha(s_terms, alpha, t1, 
     p_lo = prefix(s, alpha, alpha + (1.0 - alpha) * lo, idf)
     p_hi = prefix(s, alpha, alpha + (1.0 - alpha) * hi, idf)
     assert set(p_hi) <= set(p_lo) and len(p_hi) >= 1
+
+
+def test_warm_up_thresholds_in_batches_are_those_of_one_index():
+    """warmup_thresholds runs batches of subscriptions through their own top-k indexes over all the
+    warm-up's messages (issue 51: bounded memory): a k-th score is the messages', so every batch
+    size gives the one-index thresholds, a deleted subscription's 0 included."""
+    from harness.core.events import DELETE, INSERT, TOPK
+    from harness.families.base import IndexContext
+    from strategies.dskype.prefix import warmup_thresholds
+
+    objects, df, extent = random_objects(3000, seed=5, vocab=300)
+    cfg = WorkloadConfig(name="t", family="topk", queries=400, window=800, measured_messages=10, k_min=5, k_max=8)
+    wl = families.get("topk").build_workload(objects, df, extent, cfg, 2)
+    sample = wl.events.take(np.arange(wl.warmup))
+    ins = np.flatnonzero((sample.kind == INSERT) & (sample.family == TOPK))
+    gone = sample.take(ins[:3])  # three subscriptions deleted at the warm-up's end: threshold 0
+    gone.cols["kind"] = np.full(3, DELETE, np.int8)
+    gone.cols["seq"] = sample.seq[-1] + 1 + np.arange(3)
+    from harness.core.events import Events
+
+    sample = Events.concat([sample, gone])
+    context = families.get("topk").stream_context(IndexContext(tuple(extent), len(df)), sample)
+    whole = warmup_thresholds(sample, context, batch=10**9)
+    assert (whole[:3] == 0).all() and (whole[3:] > 0).mean() > 0.5
+    for batch in (1, 7, 150):
+        np.testing.assert_array_equal(warmup_thresholds(sample, context, batch=batch), whole)
