@@ -52,6 +52,21 @@ def normalised_weights(offsets: np.ndarray, values: np.ndarray, idf: np.ndarray)
     return out
 
 
+@njit(cache=True)
+def message_norms(offsets: np.ndarray, values: np.ndarray, idf: np.ndarray) -> np.ndarray:
+    """Per CSR row, the L2 norm `normalised_weights` divides by (the same sum, in the same order):
+    a row's weights are idf / norm, so along ascending norms every term's weight falls (the message
+    grid's order, message_index.grid_order)."""
+    out = np.empty(len(offsets) - 1, np.float64)
+    for r in range(len(offsets) - 1):
+        total = 0.0
+        for j in range(offsets[r], offsets[r + 1]):
+            w = idf[values[j]]
+            total += w * w
+        out[r] = math.sqrt(total)
+    return out
+
+
 @njit(cache=True, inline="always")
 def pair_score(sx, sy, alpha, s_val, s_w, s_lo, s_hi, mx, my, m_val, m_w, m_lo, m_hi, max_dist):
     """Eq. 1 for one (subscription, message): both term lists ascending."""
