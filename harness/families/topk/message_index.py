@@ -81,7 +81,7 @@ def grid_blocks(offsets, values, weights, cell, key, n_terms: int, n_cells: int)
     stamp = np.full(n_terms, -1, np.int64)
     pos = np.empty(n_terms, np.int64)
     touched = np.empty(n_terms, np.int64)
-    e_msg, e_w, e_j = np.empty(n, np.int64), np.empty(n), np.empty(n, np.int64)
+    e_msg, e_w = np.empty(n, np.int64), np.empty(n)
     # blocks in (cell, first appearance) order; at most one per entry
     b_term, b_cell, b_start, b_end = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), \
         np.empty(n, np.int64)
@@ -108,11 +108,11 @@ def grid_blocks(offsets, values, weights, cell, key, n_terms: int, n_cells: int)
             m = msgs[v]
             for j in range(offsets[m], offsets[m + 1]):
                 p = pos[values[j]]
-                e_msg[p], e_w[p], e_j[p] = m, weights[j], j
+                e_msg[p], e_w[p] = m, weights[j]
                 pos[values[j]] = p + 1
         for u in range(n_blk, n_blk + n_t):
             if b_end[u] - b_start[u] > 1:
-                _rank_block(e_msg, e_w, e_j, b_start[u], b_end[u])
+                _rank_block(e_msg, e_w, b_start[u], b_end[u])
         n_blk += n_t
     # the blocks by term, each term's by cell (a stable counting sort of the cell-ordered list)
     term_blocks = np.zeros(n_terms + 1, np.int64)
@@ -131,22 +131,23 @@ def grid_blocks(offsets, values, weights, cell, key, n_terms: int, n_cells: int)
 
 
 @njit(cache=True)
-def _rank_block(e_msg, e_w, e_j, start, end):
-    """A block's entries by weight (heaviest first), ties by entry: an insertion sort while the
-    block is nearly ranked (its moves bounded by a few per entry), else a stable sort of it."""
+def _rank_block(e_msg, e_w, start, end):
+    """A block's entries by weight (heaviest first), ties by message (entry order: a message's
+    entries are contiguous, and two of one message in a block are alike): an insertion sort while
+    the block is nearly ranked (its moves bounded by a few per entry), else a stable sort of it."""
     budget = 4 * (end - start) + 64
     for i in range(start + 1, end):
-        m, w, j = e_msg[i], e_w[i], e_j[i]
+        m, w = e_msg[i], e_w[i]
         k = i
-        while k > start and (e_w[k - 1] < w or (e_w[k - 1] == w and e_j[k - 1] > j)):
-            e_msg[k], e_w[k], e_j[k] = e_msg[k - 1], e_w[k - 1], e_j[k - 1]
+        while k > start and (e_w[k - 1] < w or (e_w[k - 1] == w and e_msg[k - 1] > m)):
+            e_msg[k], e_w[k] = e_msg[k - 1], e_w[k - 1]
             k -= 1
             budget -= 1
-        e_msg[k], e_w[k], e_j[k] = m, w, j
+        e_msg[k], e_w[k] = m, w
         if budget < 0:  # far from ranked: sort it outright (a permutation of it, whatever moved so far)
-            by_j = start + np.argsort(e_j[start:end])
-            rank = by_j[np.argsort(-e_w[by_j], kind="mergesort")]
-            e_msg[start:end], e_w[start:end], e_j[start:end] = e_msg[rank], e_w[rank], e_j[rank]
+            by_m = start + np.argsort(e_msg[start:end], kind="mergesort")
+            rank = by_m[np.argsort(-e_w[by_m], kind="mergesort")]
+            e_msg[start:end], e_w[start:end] = e_msg[rank], e_w[rank]
             return
 
 
