@@ -24,6 +24,7 @@ import numpy as np
 from numba import njit
 
 from harness.core.events import OBJECT, TOPK, Events
+from harness.core.kernels import lower_bound
 
 QUANTUM = 2.0 ** 20  # idf values are multiples of 1 / QUANTUM
 
@@ -69,23 +70,47 @@ def message_norms(offsets: np.ndarray, values: np.ndarray, idf: np.ndarray) -> n
 
 @njit(cache=True, inline="always")
 def pair_score(sx, sy, alpha, s_val, s_w, s_lo, s_hi, mx, my, m_val, m_w, m_lo, m_hi, max_dist):
-    """Eq. 1 for one (subscription, message): both term lists ascending."""
+    """Eq. 1 for one (subscription, message): both term lists ascending. The common terms are
+    summed in ascending order whichever way they are found: a walk of both lists, or, when one is
+    several times the other (a subscription's 1-5 keywords against a message's 30-44 on
+    synthetic_long), each term of the shorter one searched in the rest of the longer."""
     dx = mx - sx
     dy = my - sy
     ssim = 1.0 - math.sqrt(dx * dx + dy * dy) / max_dist
     tsim = 0.0
-    i, j = s_lo, m_lo
-    while i < s_hi and j < m_hi:
-        a, b = s_val[i], m_val[j]
-        if a == b:
-            tsim += s_w[i] * m_w[j]
-            i += 1
-            j += 1
-        elif a < b:
-            i += 1
-        else:
-            j += 1
+    n_s, n_m = s_hi - s_lo, m_hi - m_lo
+    if 4 * n_s < n_m:
+        j = m_lo
+        for i in range(s_lo, s_hi):
+            j = lower_bound(m_val, j, m_hi, s_val[i])
+            if j == m_hi:
+                break
+            if m_val[j] == s_val[i]:
+                tsim += s_w[i] * m_w[j]
+                j += 1
+    elif 4 * n_m < n_s:
+        i = s_lo
+        for j in range(m_lo, m_hi):
+            i = lower_bound(s_val, i, s_hi, m_val[j])
+            if i == s_hi:
+                break
+            if s_val[i] == m_val[j]:
+                tsim += s_w[i] * m_w[j]
+                i += 1
+    else:
+        i, j = s_lo, m_lo
+        while i < s_hi and j < m_hi:
+            a, b = s_val[i], m_val[j]
+            if a == b:
+                tsim += s_w[i] * m_w[j]
+                i += 1
+                j += 1
+            elif a < b:
+                i += 1
+            else:
+                j += 1
     return alpha * ssim + (1.0 - alpha) * tsim
+
 
 
 def stream_weights(events: Events) -> tuple[np.ndarray, float]:
