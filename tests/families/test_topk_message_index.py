@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.families.topk.message_index import best_candidates, grid_blocks, message_grid, search_scratch
-from harness.families.topk.scoring import message_norms, normalised_weights
+from harness.families.topk.scoring import message_norms, normalised_weights, weights_and_norms
 from tests.families.topk_streams import plain_scores, random_stream
 
 N_MSG, N_SUB, N_TERMS, WINDOW = 3_000, 60, 40, 1_800
@@ -114,3 +114,5 @@ def test_a_terms_weights_fall_along_the_norms():
     same = values[by][1:] == values[by][:-1]
     assert same.any() and np.all(weights[by][1:][same] <= weights[by][:-1][same])
     assert np.array_equal(weights, idf[values] / norms[owner])
+    both = weights_and_norms(offsets, values, idf)  # the index's one pass gives the same two
+    assert np.array_equal(both[0], weights) and np.array_equal(both[1], norms)

@@ -51,7 +51,7 @@ from harness.families.topk.buffers import HEADER, RESULT_SCHEMA, buffer_oldest, 
 from harness.families.topk.ciq import ciq_index
 from harness.families.topk.epoch import run_events, thresholds
 from harness.families.topk.message_index import message_grid, search_scratch
-from harness.families.topk.scoring import message_norms, normalised_weights
+from harness.families.topk.scoring import normalised_weights, weights_and_norms
 from harness.families.topk.skyband import CSKYBAND, DEPTH, KMAX, PAIR_COST, RATIO
 from harness.families.topk.state import Arena, Buffers, Policy, Stream, Subscriptions, Window
 from harness.families.topk.subscription_index import subscription_blocks
@@ -176,14 +176,13 @@ class TopkIndex(WorkerIndex):
         n_terms = max(len(self.idf), int(msgs.values.max(initial=-1)) + 1, int(subs.values.max(initial=-1)) + 1)
         idf = self.idf if len(self.idf) == n_terms else np.concatenate(
             [self.idf, np.ones(n_terms - len(self.idf))])
-        m_w = normalised_weights(msgs.offsets, msgs.values, idf)
+        m_w, m_norm = weights_and_norms(msgs.offsets, msgs.values, idf)
         s_w = normalised_weights(subs.offsets, subs.values, idf)
         s_k = np.maximum(subs.k.astype(np.int64), 0)
         s_alpha = subs.alpha.astype(np.float64)
         b_off, b_cap, b_len, theta, a_msg, a_score, a_dom = self._arena(subs, s_k, msgs.seq)
         b_old = buffer_oldest(b_off, b_len, a_msg)
-        grid = message_grid(msgs.x, msgs.y, msgs.offsets, msgs.values, m_w, n_terms,
-                            norms=message_norms(msgs.offsets, msgs.values, idf))
+        grid = message_grid(msgs.x, msgs.y, msgs.offsets, msgs.values, m_w, n_terms, norms=m_norm)
         scratch = search_scratch(grid, int(np.diff(subs.offsets).max(initial=0)))
         lam = text_floors(theta, s_alpha)
         s_wsum = suffix_weights(subs.offsets, s_w)

@@ -57,15 +57,25 @@ def normalised_weights(offsets: np.ndarray, values: np.ndarray, idf: np.ndarray)
 def message_norms(offsets: np.ndarray, values: np.ndarray, idf: np.ndarray) -> np.ndarray:
     """Per CSR row, the L2 norm `normalised_weights` divides by (the same sum, in the same order):
     a row's weights are idf / norm, so along ascending norms every term's weight falls (the message
-    grid's order, message_index.grid_order)."""
-    out = np.empty(len(offsets) - 1, np.float64)
+    grid's order, message_index.grid_blocks)."""
+    return weights_and_norms(offsets, values, idf)[1]
+
+
+@njit(cache=True)
+def weights_and_norms(offsets: np.ndarray, values: np.ndarray, idf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`normalised_weights` and each row's norm in one pass (the worker's window takes both)."""
+    out = np.empty(len(values), np.float64)
+    norms = np.empty(len(offsets) - 1, np.float64)
     for r in range(len(offsets) - 1):
         total = 0.0
         for j in range(offsets[r], offsets[r + 1]):
             w = idf[values[j]]
             total += w * w
-        out[r] = math.sqrt(total)
-    return out
+        norm = math.sqrt(total)
+        norms[r] = norm
+        for j in range(offsets[r], offsets[r + 1]):
+            out[j] = idf[values[j]] / norm if norm > 0.0 else 0.0
+    return out, norms
 
 
 @njit(cache=True, inline="always")
