@@ -66,7 +66,7 @@ def grid_blocks(offsets, values, weights, cell, key, n_terms: int, n_cells: int)
     (issue 50)."""
     n_msg = len(offsets) - 1
     n = len(values)
-    by_key = np.argsort(key, kind="mergesort")  # ties in index order
+    by_key = np.argsort(key)  # ties in any order: a block's are put in message order below
     first = np.zeros(n_cells + 1, np.int64)
     for m in range(n_msg):
         first[cell[m] + 1] += 1
