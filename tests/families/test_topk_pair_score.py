@@ -1,5 +1,5 @@
 """scoring.pair_score against a plain walk of both term lists: the same double for every pair,
-whether the lists are alike in length (walked) or one is over four times the other (each term of
+whether the lists are alike in length (walked) or one is far longer than the other (each term of
 the shorter searched in the longer), since the common terms are summed in ascending order either
 way (scoring.py: a score is the same double wherever it is computed)."""
 
