@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.core.events import INSERT, Events
-from harness.families.topk.merge import TopkMerger, pack
+from harness.families.topk.merge import HEADER, TopkMerger, pack, state_members
 
 
 def local_top(msgs: list[tuple[float, int]], k: int) -> set[int]:
@@ -81,3 +81,26 @@ def test_merger_reports_the_global_topk_changes(seed, n_queries, n_replicas, n_m
         assert isinstance(state, pa.Table)
     assert got_entries == want_entries
     assert got_exits == want_exits
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 30), st.integers(0, 200), st.booleans(), st.booleans())
+def test_state_members_are_each_querys_rows(seed, n_queries, n_members, headers_first, sorted_members):
+    """The members' offsets per query slot equal the formula over every member's slot
+    (np.searchsorted(np.searchsorted(qid, member qids), arange)), headers first or mixed in, members
+    by query (as merge writes them) or not, some of unknown queries."""
+    rng = np.random.default_rng(seed)
+    qid = np.unique(rng.integers(0, 60, n_queries))
+    m_qid = rng.integers(0, 64, n_members)
+    if sorted_members:
+        m_qid = np.sort(m_qid)
+    st_qid = np.concatenate((qid, m_qid))
+    st_mseq = np.concatenate((np.full(len(qid), HEADER), rng.integers(0, 1_000, n_members)))
+    if not headers_first:
+        perm = rng.permutation(len(st_qid))
+        st_qid, st_mseq = st_qid[perm], st_mseq[perm]
+    mem, s_off = state_members(st_mseq, st_qid, qid)
+    mask = st_mseq != HEADER
+    assert np.array_equal(np.arange(len(st_qid))[mem], np.flatnonzero(mask))
+    want = np.searchsorted(np.searchsorted(qid, st_qid[mask]), np.arange(len(qid) + 1))
+    assert np.array_equal(s_off, want)

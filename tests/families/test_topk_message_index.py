@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.families.topk.message_index import best_candidates, block_order, message_grid, search_scratch
+from harness.families.topk.message_index import best_candidates, grid_blocks, message_grid, search_scratch
+from harness.families.topk.scoring import message_norms, normalised_weights, weights_and_norms
 from tests.families.topk_streams import plain_scores, random_stream
 
 N_MSG, N_SUB, N_TERMS, WINDOW = 3_000, 60, 40, 1_800
@@ -64,15 +65,54 @@ def test_the_search_finds_every_message_reaching_its_target(stream, per_cell):
         assert scored < 0.5 * eligible_total
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.integers(0, 400), st.integers(1, 6), st.integers(1, 9), st.integers(1, 5), st.integers(0, 2**32 - 1))
-def test_block_order_is_lexsorts_order(n, n_terms, n_cells, n_weights, seed):
-    """By term, cell, weight (heaviest first), ties in entry order; runs long enough for both the
-    insertion sort and the merge sort (few terms and cells, few distinct weights: many ties)."""
+@settings(max_examples=80, deadline=None)
+@given(st.integers(0, 120), st.integers(1, 6), st.integers(1, 9), st.integers(1, 5), st.sampled_from(["norms", "zeros",
+                                                                                                   "random"]),
+       st.integers(0, 2**32 - 1))
+def test_grid_blocks_hold_each_terms_entries_in_lexsorts_order(n_msg, n_terms, n_cells, n_idf, key_kind, seed):
+    """A term's blocks, by cell, hold its entries in np.lexsort((-weights, cell, term))'s order
+    (weight heaviest first, ties in entry order), each block one (term, cell) with its largest
+    weight, whatever the messages' key (their norms: blocks come ranked but for ties of unequal
+    norms; zeros or random: the insertion sort and the outright sort do the work); few terms,
+    cells and idf values: long blocks, many ties."""
     rng = np.random.default_rng(seed)
-    term, cell = rng.integers(0, n_terms, n), rng.integers(0, n_cells, n)
-    weights = rng.choice(np.linspace(0.1, 1.0, n_weights), n)
-    order, o_term, o_cell = block_order(term, cell, weights, n_terms, n_cells)
-    want = np.lexsort((-weights, cell, term))
-    assert np.array_equal(order, want)
-    assert np.array_equal(o_term, term[want]) and np.array_equal(o_cell, cell[want])
+    lens = rng.integers(0, n_terms + 1, n_msg)
+    offsets = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
+    values = np.concatenate([np.sort(rng.choice(n_terms, size=k, replace=False)) for k in lens] + [
+        np.zeros(0, np.int64)]).astype(np.int64)
+    idf = rng.choice(np.linspace(0.5, 2.0, n_idf), n_terms)
+    weights = normalised_weights(offsets, values, idf)
+    cell = rng.integers(0, n_cells, n_msg)
+    key = {"norms": message_norms(offsets, values, idf), "zeros": np.zeros(n_msg),
+           "random": rng.random(n_msg)}[key_kind]
+    term_blocks, blk_cell, blk_start, blk_end, blk_maxw, e_msg, e_w = grid_blocks(offsets, values, weights, cell, key,
+                                                                                  n_terms, n_cells)
+    owner = np.repeat(np.arange(n_msg), lens)
+    want = np.lexsort((-weights, cell[owner], values))
+    got = []
+    for t in range(n_terms):
+        blocks = np.arange(term_blocks[t], term_blocks[t + 1])
+        assert np.all(np.diff(blk_cell[blocks]) > 0)
+        for b in blocks:
+            rows = np.arange(blk_start[b], blk_end[b])
+            assert len(rows) and np.all(cell[e_msg[rows]] == blk_cell[b]) and blk_maxw[b] == e_w[rows].max()
+            got.extend(rows.tolist())
+    assert term_blocks[-1] == len(blk_cell) and sorted(got) == list(range(len(values)))  # each entry once
+    assert np.array_equal(e_msg[got], owner[want]) and np.array_equal(e_w[got], weights[want])
+
+
+def test_a_terms_weights_fall_along_the_norms():
+    """grid_order's premise: idf / norm falls as the norm rises, for every term (ties allowed)."""
+    rng = np.random.default_rng(5)
+    lens = rng.integers(1, 40, 2_000)
+    offsets = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
+    values = np.concatenate([np.sort(rng.choice(300, size=k, replace=False)) for k in lens]).astype(np.int64)
+    idf = rng.uniform(0.1, 9.0, 300)
+    weights, norms = normalised_weights(offsets, values, idf), message_norms(offsets, values, idf)
+    owner = np.repeat(np.arange(len(lens)), lens)
+    by = np.lexsort((norms[owner], values))
+    same = values[by][1:] == values[by][:-1]
+    assert same.any() and np.all(weights[by][1:][same] <= weights[by][:-1][same])
+    assert np.array_equal(weights, idf[values] / norms[owner])
+    both = weights_and_norms(offsets, values, idf)  # the index's one pass gives the same two
+    assert np.array_equal(both[0], weights) and np.array_equal(both[1], norms)

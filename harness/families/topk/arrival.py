@@ -142,8 +142,8 @@ def arrival_candidates(m, t, stamp, m_off, m_val, m_w, m_x, m_y, m_rmax, m_rsum,
 def enter_candidates(m, t, n_cand, cand, mode, kmax, m_seq, m_x, m_y, m_off, m_val, m_w, s_x, s_y, s_alpha, s_k,
                      s_off, s_val, s_w, theta, lam, s_touch, b_off, b_cap, b_len, b_old, o_head, o_next, o_prev,
                      a_msg, a_score, a_dom, a_used, touched, snap_off, snap_msg, snap_score, n_touch, max_dist):
-    """Message m scored against each candidate and entered into the buffers it reaches (module
-    docstring); returns the arena's use, the snapshots taken and the pairs scored. The arena and
+    """Message m scored against each candidate (scoring.pair_score) and entered into the buffers it
+    reaches (module docstring); returns the arena's use, the snapshots taken and the pairs scored. The arena and
     the snapshot arrays already have room for every candidate's worst case (`room_for`), so nothing
     here reallocates: a reallocation in this loop made numba count references on every pass."""
     scored = 0

@@ -196,27 +196,74 @@ def kept_rows(slots, s_id, bufs, arena, m_seq):
     return qid, mseq, score, dom
 
 
-def message_rows(m_seq: np.ndarray, seqs: np.ndarray) -> np.ndarray:
-    """The rows of `seqs` in the ascending m_seq, as np.searchsorted(m_seq, seqs) gives them:
-    through a table over the seq span unless it is far wider than the two arrays, a binary search
-    for any seq the table does not hold. A worker's window holds a share of the stream's messages,
-    so its seqs spread over about the workers' count times its size: under the former bound of 4x
-    its size the buffers' rows were binary searched, a third of the epoch kernel's time (issue 50)."""
-    if len(m_seq) == 0 or len(seqs) == 0:
-        return np.zeros(len(seqs), np.int64)
-    lo, span = int(m_seq[0]), int(m_seq[-1] - m_seq[0]) + 1
-    if span > 64 * (len(m_seq) + len(seqs)) + 65536:
-        return np.searchsorted(m_seq, seqs)
-    table = np.full(span, -1, np.int64)
-    table[m_seq - lo] = np.arange(len(m_seq))
-    at = seqs - lo
-    inside = (at >= 0) & (at < span)
-    out = np.full(len(seqs), -1, np.int64)
-    out[inside] = table[at[inside]]
-    miss = out < 0
-    if miss.any():  # not in the window: where a binary search puts it
-        out[miss] = np.searchsorted(m_seq, seqs[miss])
-    return out
+@njit(cache=True)
+def restored_arena(qid, mseq, score, dom, sub_id, s_k, m_seq, depth):
+    """The buffers table (rows by query: a header row with theta, then the members in rank order)
+    as the epoch's arena (index.TopkIndex._arena): per subscription slot its region's offset and
+    capacity (twice its members, at least 2k; none without members), its length and theta, and
+    the arena's members (message row, score, dominance counter) with room past the regions. A row's
+    query is found once per run of rows (sub_id searched as np.searchsorted over its stable
+    argsort, clamped to the last), a member's message as np.searchsorted(m_seq, seq) gives it.
+    Written out because some twenty numpy passes over the table's rows (48k a worker at 20,000
+    subscriptions) were about a tenth of a keyword-partitioned worker's busy time (issue 50)."""
+    n = len(sub_id)
+    rows = len(qid)
+    if n == 0 and rows:
+        raise IndexError("top-k buffers restored for subscriptions the worker does not hold")
+    b_len = np.zeros(n, np.int64)
+    theta = np.zeros(n)
+    order = np.argsort(sub_id, kind="mergesort")
+    ids = sub_id[order]
+    slot = np.empty(rows, np.int64)
+    for r in range(rows):
+        if r > 0 and qid[r] == qid[r - 1]:
+            slot[r] = slot[r - 1]
+        else:
+            slot[r] = order[min(np.searchsorted(ids, qid[r]), n - 1)]
+    for r in range(rows):
+        if mseq[r] == HEADER:
+            theta[slot[r]] = score[r]
+        else:
+            b_len[slot[r]] += 1
+    b_cap = np.zeros(n, np.int64)
+    b_off = np.zeros(n, np.int64)
+    size = 0
+    empty = 0
+    k_max = 1
+    for s in range(n):
+        if b_len[s] > 0:
+            b_cap[s] = max(2 * b_len[s], 2 * s_k[s])
+        else:
+            empty += 1
+        b_off[s] = size
+        size += b_cap[s]
+        k_max = max(k_max, s_k[s])
+    # room past the regions for the epoch's relocations and new subscriptions: growing a full
+    # arena copies every buffer (at 156k subscriptions, 0.2 s on the first relocation of an epoch)
+    room = size + size // 2 + depth * k_max * max(empty, 16)
+    a_msg, a_score, a_dom = np.empty(room, np.int64), np.empty(room), np.empty(room, np.int64)
+    # a member's message row through a table over the window's seq span unless that is far wider
+    # than the rows (a worker's window is a sparse share of the stream: a binary search of every
+    # row was a third of the epoch kernel's time, ADR-0123), a binary search for a seq it lacks
+    lo = m_seq[0] if len(m_seq) else 0
+    span = m_seq[-1] - lo + 1 if len(m_seq) else 0
+    table = np.full(span if span <= 64 * (len(m_seq) + rows) + 65536 else 0, -1, np.int64)
+    if len(table):
+        for i in range(len(m_seq)):
+            table[m_seq[i] - lo] = i
+    prev = -1
+    rank = 0
+    for r in range(rows):  # members by query, in rank order
+        if mseq[r] == HEADER:
+            continue
+        rank = rank + 1 if slot[r] == prev else 0
+        prev = slot[r]
+        at = b_off[slot[r]] + rank
+        v = mseq[r] - lo
+        row = table[v] if 0 <= v < len(table) else -1
+        a_msg[at] = row if row >= 0 else np.searchsorted(m_seq, mseq[r])
+        a_score[at], a_dom[at] = score[r], dom[r]
+    return b_off, b_cap, b_len, theta, a_msg, a_score, a_dom
 
 
 def top_rows(buffers: pa.Table, subs: Events) -> pa.Table:

@@ -14,6 +14,11 @@ kernels of each step with the arrays themselves. A step run as a kernel of its o
 taking the tuples, passes every array of them on each call (numba hands a tuple argument over as
 one argument per array, and counts a reference to each): on every seq that made the small top-k
 epochs measurably slower (ADR-0078).
+
+Numba's cache checks a kernel's own module only: the loop's cached code keeps the kernels it calls
+from other modules (scoring.pair_score through arrival.py and message_index.py, say) as they were
+compiled. A change to one of them edits this module too (and the modules between), so that a
+checkout holding the old cache compiles the loop again.
 """
 
 from __future__ import annotations

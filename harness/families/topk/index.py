@@ -47,11 +47,11 @@ from harness.core.events import DELETE, INSERT, OBJECT, TOPK, Events
 from harness.families.base import NEVER, IndexContext, StateBundle, WorkerIndex, WorkerOutput, deletion_seqs
 from harness.families.topk.arrival import CIQ, METHODS
 from harness.families.topk.bounds import rest_max, suffix_weights, text_floors
-from harness.families.topk.buffers import HEADER, RESULT_SCHEMA, buffer_oldest, kept_rows, message_rows, top_rows
+from harness.families.topk.buffers import RESULT_SCHEMA, buffer_oldest, kept_rows, restored_arena, top_rows
 from harness.families.topk.ciq import ciq_index
 from harness.families.topk.epoch import run_events, thresholds
 from harness.families.topk.message_index import message_grid, search_scratch
-from harness.families.topk.scoring import normalised_weights
+from harness.families.topk.scoring import normalised_weights, weights_and_norms
 from harness.families.topk.skyband import CSKYBAND, DEPTH, KMAX, PAIR_COST, RATIO
 from harness.families.topk.state import Arena, Buffers, Policy, Stream, Subscriptions, Window
 from harness.families.topk.subscription_index import subscription_blocks
@@ -176,13 +176,13 @@ class TopkIndex(WorkerIndex):
         n_terms = max(len(self.idf), int(msgs.values.max(initial=-1)) + 1, int(subs.values.max(initial=-1)) + 1)
         idf = self.idf if len(self.idf) == n_terms else np.concatenate(
             [self.idf, np.ones(n_terms - len(self.idf))])
-        m_w = normalised_weights(msgs.offsets, msgs.values, idf)
+        m_w, m_norm = weights_and_norms(msgs.offsets, msgs.values, idf)
         s_w = normalised_weights(subs.offsets, subs.values, idf)
         s_k = np.maximum(subs.k.astype(np.int64), 0)
         s_alpha = subs.alpha.astype(np.float64)
         b_off, b_cap, b_len, theta, a_msg, a_score, a_dom = self._arena(subs, s_k, msgs.seq)
         b_old = buffer_oldest(b_off, b_len, a_msg)
-        grid = message_grid(msgs.x, msgs.y, msgs.offsets, msgs.values, m_w, n_terms)
+        grid = message_grid(msgs.x, msgs.y, msgs.offsets, msgs.values, m_w, n_terms, norms=m_norm)
         scratch = search_scratch(grid, int(np.diff(subs.offsets).max(initial=0)))
         lam = text_floors(theta, s_alpha)
         s_wsum = suffix_weights(subs.offsets, s_w)
@@ -227,36 +227,9 @@ class TopkIndex(WorkerIndex):
         """The restored buffers in one arena: each subscription a region of twice its size (at
         least 2k), members in rank order; theta from its header row. New subscriptions get their
         region at their first re-evaluation."""
-        n = len(subs)
-        b_len = np.zeros(n, np.int64)
-        theta = np.zeros(n)
         t = self.buffers
-        qid, mseq = t.column("qid").to_numpy(), t.column("mseq").to_numpy()
-        order = np.argsort(subs.id, kind="stable")
-        # rows come by query: look each query up once, not each row
-        heads = np.flatnonzero(np.concatenate(([True], qid[1:] != qid[:-1]))) if len(qid) else np.zeros(0, np.int64)
-        at = order[np.minimum(np.searchsorted(subs.id[order], qid[heads]), max(n - 1, 0))] if n else qid[heads]
-        slot = np.repeat(at, np.diff(np.concatenate((heads, [len(qid)]))))
-        head = mseq == HEADER
-        theta[slot[head]] = t.column("score").to_numpy()[head]
-        mem = ~head
-        np.add.at(b_len, slot[mem], 1)
-        b_cap = np.where(b_len > 0, np.maximum(2 * b_len, 2 * s_k), 0)
-        b_off = (np.cumsum(b_cap) - b_cap).astype(np.int64)
-        # room past the regions for the epoch's relocations and new subscriptions: growing a full
-        # arena copies every buffer (at 156k subscriptions, 0.2 s on the first relocation of an epoch)
-        size = int(b_cap.sum())
-        room = size + size // 2 + DEPTH * int(s_k.max(initial=1)) * max(n - int((b_len > 0).sum()), 16)
-        a_msg, a_score, a_dom = np.empty(room, np.int64), np.empty(room), np.empty(room, np.int64)
-        if mem.any():  # rows are by query, in rank order
-            q = slot[mem]
-            first = np.concatenate(([0], np.flatnonzero(q[1:] != q[:-1]) + 1))
-            rank = np.arange(len(q)) - np.repeat(first, np.diff(np.concatenate((first, [len(q)]))))
-            where = b_off[q] + rank
-            a_msg[where] = message_rows(m_seq, mseq[mem])
-            a_score[where] = t.column("score").to_numpy()[mem]
-            a_dom[where] = t.column("dom").to_numpy()[mem]
-        return b_off, b_cap, b_len, theta, a_msg, a_score, a_dom
+        return restored_arena(t.column("qid").to_numpy(), t.column("mseq").to_numpy(), t.column("score").to_numpy(),
+                              t.column("dom").to_numpy(), subs.id, s_k, m_seq, DEPTH)
 
     @staticmethod
     def _kept(subs: Events, live: np.ndarray, bufs: Buffers, arena: Arena, m_seq: np.ndarray) -> pa.Table:

@@ -235,6 +235,24 @@ def replay(s_off, s_mseq, s_oid, s_score, s_count, s_top, r_off, r_trig, r_mseq,
             e_trig[:n_e], e_score[:n_e], x_slot[:n_x], x_oid[:n_x], x_trig[:n_x])
 
 
+def state_members(st_mseq: np.ndarray, st_qid: np.ndarray, qid: np.ndarray) -> tuple[slice | np.ndarray, np.ndarray]:
+    """The state's member rows (a slice when the header rows come first, as `merge` writes them; else
+    a mask) and, per query slot of the sorted `qid`, the offsets of its members: those of qid[i]
+    from s_off[i] (the state holds them by query, best first). np.searchsorted(s_q,
+    arange(len(qid) + 1)) over s_q = each member's slot (np.searchsorted(qid, member qids)): that
+    is, s_off[i] = the members whose qid is at most qid[i - 1], found by searching each query in
+    the members rather than each member (800k at 20,000 subscriptions) in the queries when the
+    members' qids ascend, as `merge` writes them."""
+    mem = st_mseq != HEADER
+    h = len(mem) - int(np.count_nonzero(mem))
+    if not mem[:h].any():
+        mem = slice(h, None)
+    m_qid = st_qid[mem]
+    if len(m_qid) < 2 or bool(np.all(m_qid[1:] >= m_qid[:-1])):
+        return mem, np.concatenate(([0], np.searchsorted(m_qid, qid, side="right"))).astype(np.int64)
+    return mem, np.searchsorted(np.searchsorted(qid, m_qid), np.arange(len(qid) + 1))
+
+
 def thresholds(ints: np.ndarray, score: np.ndarray) -> pa.Table | None:
     """The router's feedback from the replicas' threshold rows (delta 0): per query the largest. Each
     replica's value is the k-th best score among messages it holds that stay in the window until
@@ -276,21 +294,24 @@ class TopkMerger(Merger):
         if unknown >= 0:
             raise RuntimeError(f"top-k merge: changes for subscriptions never inserted: qid {unknown}")
         st = self.state
-        mem = st.column("mseq").to_numpy() != HEADER
-        s_q = np.searchsorted(qid, st.column("qid").to_numpy()[mem])  # state rows: by query, best first
-        s_off = np.searchsorted(s_q, np.arange(len(qid) + 1))
+        mem, s_off = state_members(st.column("mseq").to_numpy(), st.column("qid").to_numpy(), qid)
         u_off, u_mseq, u_oid, u_score, u_count, u_top, e_slot, e_oid, e_trig, e_score, x_slot, x_oid, x_trig = replay(
             s_off, st.column("mseq").to_numpy()[mem], st.column("oid").to_numpy()[mem],
             st.column("score").to_numpy()[mem], st.column("count").to_numpy()[mem],
             st.column("top").to_numpy(zero_copy_only=False)[mem],
             r_off, r_trig, r_mseq, r_oid, r_score, r_delta, k, dele)
         live = dele == NEVER
-        u_q = np.repeat(np.arange(len(qid)), np.diff(u_off))
-        keep = live[u_q]
         n = int(live.sum())
+        if n == len(qid):  # no query deleted: every member stays (no gathers through a mask)
+            counts = np.diff(u_off)
+            m_qid, m_k, keep = np.repeat(qid, counts), np.repeat(k, counts), slice(None)
+        else:
+            u_q = np.repeat(np.arange(len(qid)), np.diff(u_off))
+            keep = live[u_q]
+            m_qid, m_k = qid[u_q[keep]], k[u_q[keep]]
         self.state = pa.table({
-            "qid": np.concatenate((qid[live], qid[u_q[keep]])), "k": np.concatenate((k[live], k[u_q[keep]])),
-            "del_seq": np.full(n + int(keep.sum()), NEVER, np.int64),
+            "qid": np.concatenate((qid[live], m_qid)), "k": np.concatenate((k[live], m_k)),
+            "del_seq": np.full(n + len(m_qid), NEVER, np.int64),
             "mseq": np.concatenate((np.full(n, HEADER, np.int64), u_mseq[keep])),
             "oid": np.concatenate((np.full(n, -1, np.int64), u_oid[keep])),
             "score": np.concatenate((np.full(n, np.nan), u_score[keep])),

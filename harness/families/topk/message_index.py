@@ -34,77 +34,121 @@ MAX_SIDE = 256  # cells per side at most
 SLACK = 1e-9  # added to every bound: a rounding error cannot prune a message that reaches the target
 
 
-def message_grid(x, y, offsets, values, weights, n_terms: int, per_cell: float = PER_CELL):
+def message_grid(x, y, offsets, values, weights, n_terms: int, per_cell: float = PER_CELL, norms=None):
     """The epoch's messages as (term, cell) blocks (module docstring). Returns the tuple the search
     takes: (geometry [x0, y0, cell width, cell height, side], term -> blocks offsets, each block's
-    cell, start (one past the last block: the end) and largest weight, the entries' message and
-    weight)."""
-    n = len(offsets) - 1
+    cell, start and end, and largest weight, the entries' message and weight). `norms`: each
+    message's L2 norm (scoring.message_norms), along which every term's weights fall, so that the
+    entries come out of `grid_blocks` nearly ranked; the blocks are the same without it (or with
+    any other values), only slower to build."""
     geometry, cell = uniform_grid(x, y, per_cell, MAX_SIDE)
     side = int(geometry[4])
-    owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
-    e_cell = cell[owner]
-    order, e_term, e_cell = block_order(values.astype(np.int64), e_cell, weights, n_terms, side * side)
-    starts = np.flatnonzero(np.concatenate(([True], (e_term[1:] != e_term[:-1]) | (e_cell[1:] != e_cell[:-1])))) if len(
-        order) else np.zeros(0, np.int64)
-    term_blocks = np.zeros(n_terms + 1, np.int64)
-    np.cumsum(np.bincount(e_term[starts], minlength=n_terms), out=term_blocks[1:])
-    e_w = weights[order]
-    return (geometry, term_blocks, e_cell[starts], np.concatenate((starts, [len(order)])).astype(np.int64), e_w[starts],
-            owner[order], e_w)
+    key = np.zeros(len(offsets) - 1) if norms is None else norms
+    return (geometry, *grid_blocks(offsets, values, weights, cell, key, n_terms, side * side))
 
 
 @njit(cache=True)
-def block_order(term, cell, weights, n_terms: int, n_cells: int):
-    """The entries by term, then cell, then weight (heaviest first), ties in entry order:
-    np.lexsort((-weights, cell, term))'s order, with the terms and cells in that order. Two
-    counting sorts (cell, then term: each is stable) and a sort of each (term, cell) run by weight;
-    two stable numpy argsorts of every entry took about 2.5 s of an epoch's set-up at |W| = 1M (5M
-    entries), this about a third of it."""
-    n = len(term)
-    count = np.zeros(n_cells + 1, np.int64)
-    for i in range(n):
-        count[cell[i] + 1] += 1
+def grid_blocks(offsets, values, weights, cell, key, n_terms: int, n_cells: int):
+    """The CSR entries (message m: entries offsets[m]:offsets[m + 1], terms `values`, weights
+    `weights`, in grid cell cell[m]) as (term, cell) blocks: term -> blocks offsets (its blocks by
+    cell), each block's cell, start, end and largest weight, and the entries' message and weight,
+    each block's in rank order (weight desc, ties in entry order: the order np.lexsort((-weights,
+    cell[owner], values)) gives a term's entries in a cell).
+
+    The entries are laid out cell by cell (a block's entries are contiguous, its term's blocks need
+    not be): a cell's messages are dealt out to their terms' blocks in (key, index) order, so the
+    writes stay inside the cell's region. With key = the norms a term's weights (idf / norm) fall
+    along it, so a block comes out ranked but for equal weights of unequal norms, which an
+    insertion sort puts in entry order in one pass; with any other key the insertion sort, or a
+    stable sort of a block far from ranked, does the work. Sorting every entry by term, cell and
+    weight across the whole window (two counting sorts, then each run) wrote all over it: at |W| =
+    20,000 with 37 terms a message (800k entries) the grid was 60-70% of a worker's busy time
+    (issue 50)."""
+    n_msg = len(offsets) - 1
+    n = len(values)
+    by_key = np.argsort(key)  # ties in any order: a block's are put in message order below
+    first = np.zeros(n_cells + 1, np.int64)
+    for m in range(n_msg):
+        first[cell[m] + 1] += 1
     for c in range(n_cells):
-        count[c + 1] += count[c]
-    by_cell = np.empty(n, np.int64)
-    for i in range(n):
-        by_cell[count[cell[i]]] = i
-        count[cell[i]] += 1
-    count = np.zeros(n_terms + 1, np.int64)
-    for i in range(n):
-        count[term[i] + 1] += 1
+        first[c + 1] += first[c]
+    fill = first[:-1].copy()
+    msgs = np.empty(n_msg, np.int64)  # by cell, then key, then index
+    for v in range(n_msg):
+        m = by_key[v]
+        msgs[fill[cell[m]]] = m
+        fill[cell[m]] += 1
+    stamp = np.full(n_terms, -1, np.int64)
+    pos = np.empty(n_terms, np.int64)
+    touched = np.empty(n_terms, np.int64)
+    e_msg, e_w = np.empty(n, np.int64), np.empty(n)
+    # blocks in (cell, first appearance) order; at most one per entry
+    b_term, b_cell, b_start, b_end = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), \
+        np.empty(n, np.int64)
+    n_blk = 0
+    base = 0
+    for c in range(n_cells):
+        n_t = 0
+        for v in range(first[c], first[c + 1]):  # the cell's terms and their counts
+            m = msgs[v]
+            for j in range(offsets[m], offsets[m + 1]):
+                t = values[j]
+                if stamp[t] != c:
+                    stamp[t], pos[t] = c, 0
+                    touched[n_t] = t
+                    n_t += 1
+                pos[t] += 1
+        for u in range(n_t):  # each term's block: its region of the cell's
+            t = touched[u]
+            b_term[n_blk + u], b_cell[n_blk + u], b_start[n_blk + u] = t, c, base
+            base += pos[t]
+            b_end[n_blk + u] = base
+            pos[t] = b_start[n_blk + u]
+        for v in range(first[c], first[c + 1]):  # the entries dealt out, messages in (key, index) order
+            m = msgs[v]
+            for j in range(offsets[m], offsets[m + 1]):
+                p = pos[values[j]]
+                e_msg[p], e_w[p] = m, weights[j]
+                pos[values[j]] = p + 1
+        for u in range(n_blk, n_blk + n_t):
+            if b_end[u] - b_start[u] > 1:
+                _rank_block(e_msg, e_w, b_start[u], b_end[u])
+        n_blk += n_t
+    # the blocks by term, each term's by cell (a stable counting sort of the cell-ordered list)
+    term_blocks = np.zeros(n_terms + 1, np.int64)
+    for b in range(n_blk):
+        term_blocks[b_term[b] + 1] += 1
     for t in range(n_terms):
-        count[t + 1] += count[t]
-    term_by_cell = np.empty(n, np.int64)  # read in sequence below, not gathered through by_cell
-    for j in range(n):
-        term_by_cell[j] = term[by_cell[j]]
-    order = np.empty(n, np.int64)
-    o_term, o_cell = np.empty(n, np.int64), np.empty(n, np.int64)
-    for j in range(n):
-        t = term_by_cell[j]
-        i = by_cell[j]
-        at = count[t]
-        order[at], o_term[at], o_cell[at] = i, t, cell[i]
-        count[t] += 1
-    start = 0
-    while start < n:
-        end = start + 1
-        while end < n and o_term[end] == o_term[start] and o_cell[end] == o_cell[start]:
-            end += 1
-        if end - start <= 32:  # insertion sort: stable, and the runs are mostly a few entries
-            for j in range(start + 1, end):
-                cur = order[j]
-                k = j
-                while k > start and weights[order[k - 1]] < weights[cur]:
-                    order[k] = order[k - 1]
-                    k -= 1
-                order[k] = cur
-        else:
-            run = order[start:end].copy()
-            order[start:end] = run[np.argsort(-weights[run], kind="mergesort")]
-        start = end
-    return order, o_term, o_cell
+        term_blocks[t + 1] += term_blocks[t]
+    at = term_blocks[:-1].copy()
+    blk_cell, blk_start, blk_end, blk_maxw = np.empty(n_blk, np.int64), np.empty(n_blk, np.int64), \
+        np.empty(n_blk, np.int64), np.empty(n_blk)
+    for b in range(n_blk):
+        q = at[b_term[b]]
+        at[b_term[b]] = q + 1
+        blk_cell[q], blk_start[q], blk_end[q], blk_maxw[q] = b_cell[b], b_start[b], b_end[b], e_w[b_start[b]]
+    return term_blocks, blk_cell, blk_start, blk_end, blk_maxw, e_msg, e_w
+
+
+@njit(cache=True)
+def _rank_block(e_msg, e_w, start, end):
+    """A block's entries by weight (heaviest first), ties by message (entry order: a message's
+    entries are contiguous, and two of one message in a block are alike): an insertion sort while
+    the block is nearly ranked (its moves bounded by a few per entry), else a stable sort of it."""
+    budget = 4 * (end - start) + 64
+    for i in range(start + 1, end):
+        m, w = e_msg[i], e_w[i]
+        k = i
+        while k > start and (e_w[k - 1] < w or (e_w[k - 1] == w and e_msg[k - 1] > m)):
+            e_msg[k], e_w[k] = e_msg[k - 1], e_w[k - 1]
+            k -= 1
+            budget -= 1
+        e_msg[k], e_w[k] = m, w
+        if budget < 0:  # far from ranked: sort it outright (a permutation of it, whatever moved so far)
+            by_m = start + np.argsort(e_msg[start:end], kind="mergesort")
+            rank = by_m[np.argsort(-e_w[by_m], kind="mergesort")]
+            e_msg[start:end], e_w[start:end] = e_msg[rank], e_w[rank]
+            return
 
 
 def uniform_grid(x: np.ndarray, y: np.ndarray, per_cell: float, max_side: int) -> tuple[np.ndarray, np.ndarray]:
@@ -148,7 +192,7 @@ def best_candidates(s, t, inclusive, min_exp, need, frac, c_msg, c_score, m_seen
     `inclusive`; not expired at t, nor before `min_exp`) that can score at least `frac` x the
     `need`-th best score (module docstring). Returns (c_msg, c_score, n, target): every such message
     scoring >= target is among the n scored (target -inf: every candidate was)."""
-    geometry, term_blocks, blk_cell, blk_start, blk_maxw, e_msg, e_w = grid
+    geometry, term_blocks, blk_cell, blk_start, blk_end, blk_maxw, e_msg, e_w = grid
     acc, c_stamp, slot, touched, t_blk, bound, spatial, counter = scratch
     counter[0] += 1
     cs = counter[0]
@@ -161,7 +205,7 @@ def best_candidates(s, t, inclusive, min_exp, need, frac, c_msg, c_score, m_seen
         if term + 1 >= len(term_blocks):
             continue
         for b in range(term_blocks[term], term_blocks[term + 1]):
-            postings += blk_start[b + 1] - blk_start[b]
+            postings += blk_end[b] - blk_start[b]
             c = blk_cell[b]
             if c_stamp[c] != cs:
                 c_stamp[c], acc[c], slot[c], touched[n_touch] = cs, 0.0, n_touch, c
@@ -199,7 +243,7 @@ def best_candidates(s, t, inclusive, min_exp, need, frac, c_msg, c_score, m_seen
                 b = t_blk[u * nt + i]
                 if b < 0:
                     continue
-                p, hi = ptr[i], blk_start[b + 1]
+                p, hi = ptr[i], blk_end[b]
                 while p < hi:
                     m = e_msg[p]
                     p += 1

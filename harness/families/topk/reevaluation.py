@@ -23,8 +23,9 @@ from harness.families.topk.skyband import CSKYBAND, DEPTH, KMAX, choose_theta, g
 def rebuild(s, t, inclusive, k, mode, ratio, kmax, pair_cost, window, b_off, b_cap, b_len, b_old, o_head, o_next, o_prev, theta,
             lam, a_msg, a_score, a_dom, a_used, c_msg, c_score, m_seen, stamp, m_seq, m_exp, m_x, m_y, m_off, m_val, m_w,
             grid, scratch, s_x, s_y, s_alpha, s_off, s_val, s_w, max_dist):
-    """Re-evaluate s against the window at t: theta_s and its buffer (skyband.py). Returns the
-    arena, the candidate scratch and the pairs scored."""
+    """Re-evaluate s against the window at t: theta_s and its buffer (skyband.py), from the message
+    index's search (message_index.best_candidates). Returns the arena, the candidate scratch and the
+    pairs scored."""
     cap = max(kmax, k)  # KMAX: the top-kmax, and the first message left out gives theta
     need, frac = (DEPTH * k, 1.0) if mode == CSKYBAND else ((cap + 1, 1.0) if mode == KMAX else (k, ratio))
     c_msg, c_score, n, target = best_candidates(s, t, inclusive, 0, need, frac, c_msg, c_score, m_seen, stamp, m_seq,

@@ -24,6 +24,7 @@ import numpy as np
 from numba import njit
 
 from harness.core.events import OBJECT, TOPK, Events
+from harness.core.kernels import lower_bound
 
 QUANTUM = 2.0 ** 20  # idf values are multiples of 1 / QUANTUM
 
@@ -52,25 +53,75 @@ def normalised_weights(offsets: np.ndarray, values: np.ndarray, idf: np.ndarray)
     return out
 
 
+@njit(cache=True)
+def message_norms(offsets: np.ndarray, values: np.ndarray, idf: np.ndarray) -> np.ndarray:
+    """Per CSR row, the L2 norm `normalised_weights` divides by (the same sum, in the same order):
+    a row's weights are idf / norm, so along ascending norms every term's weight falls (the message
+    grid's order, message_index.grid_blocks)."""
+    return weights_and_norms(offsets, values, idf)[1]
+
+
+@njit(cache=True)
+def weights_and_norms(offsets: np.ndarray, values: np.ndarray, idf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`normalised_weights` and each row's norm in one pass (the worker's window takes both)."""
+    out = np.empty(len(values), np.float64)
+    norms = np.empty(len(offsets) - 1, np.float64)
+    for r in range(len(offsets) - 1):
+        total = 0.0
+        for j in range(offsets[r], offsets[r + 1]):
+            w = idf[values[j]]
+            total += w * w
+        norm = math.sqrt(total)
+        norms[r] = norm
+        for j in range(offsets[r], offsets[r + 1]):
+            out[j] = idf[values[j]] / norm if norm > 0.0 else 0.0
+    return out, norms
+
+
 @njit(cache=True, inline="always")
 def pair_score(sx, sy, alpha, s_val, s_w, s_lo, s_hi, mx, my, m_val, m_w, m_lo, m_hi, max_dist):
-    """Eq. 1 for one (subscription, message): both term lists ascending."""
+    """Eq. 1 for one (subscription, message): both term lists ascending. The common terms are
+    summed in ascending order whichever way they are found: a walk of both lists, or, when one is
+    over four times the other and eight more (a subscription's 1-5 keywords against a message's 30-44 on
+    synthetic_long; not a synthetic message's few, where the walk is as quick), each term of the
+    shorter one searched in the rest of the longer."""
     dx = mx - sx
     dy = my - sy
     ssim = 1.0 - math.sqrt(dx * dx + dy * dy) / max_dist
     tsim = 0.0
-    i, j = s_lo, m_lo
-    while i < s_hi and j < m_hi:
-        a, b = s_val[i], m_val[j]
-        if a == b:
-            tsim += s_w[i] * m_w[j]
-            i += 1
-            j += 1
-        elif a < b:
-            i += 1
-        else:
-            j += 1
+    n_s, n_m = s_hi - s_lo, m_hi - m_lo
+    if n_m > 4 * n_s + 8:
+        j = m_lo
+        for i in range(s_lo, s_hi):
+            j = lower_bound(m_val, j, m_hi, s_val[i])
+            if j == m_hi:
+                break
+            if m_val[j] == s_val[i]:
+                tsim += s_w[i] * m_w[j]
+                j += 1
+    elif n_s > 4 * n_m + 8:
+        i = s_lo
+        for j in range(m_lo, m_hi):
+            i = lower_bound(s_val, i, s_hi, m_val[j])
+            if i == s_hi:
+                break
+            if s_val[i] == m_val[j]:
+                tsim += s_w[i] * m_w[j]
+                i += 1
+    else:
+        i, j = s_lo, m_lo
+        while i < s_hi and j < m_hi:
+            a, b = s_val[i], m_val[j]
+            if a == b:
+                tsim += s_w[i] * m_w[j]
+                i += 1
+                j += 1
+            elif a < b:
+                i += 1
+            else:
+                j += 1
     return alpha * ssim + (1.0 - alpha) * tsim
+
 
 
 def stream_weights(events: Events) -> tuple[np.ndarray, float]:
