@@ -140,12 +140,11 @@ def run_counts(cfg) -> list[Path]:
                            label=spec.label, spark=lane)
         return counts, time.perf_counter() - t0
 
-    if on_spark:
-        counted = _count_on_spark(cfg, spark.session(), stream, folder, root, runs, count)
-    else:
-        counted = [count(spec) for spec in runs]
     out = []
-    for spec, (counts, wall_s) in zip(runs, counted):
+
+    def finish(spec, counts, wall_s: float) -> None:
+        """One strategy's tables and meta.json, written as soon as it is counted (a long invocation
+        keeps what it finished)."""
         for part in counts.meta["adaptive"]:
             if p < 1:
                 progress.warn(f"{spec.label}: {part} decides from the sampled objects: its decisions may differ "
@@ -175,6 +174,14 @@ def run_counts(cfg) -> list[Path]:
         progress.step(f"{spec.label}: counted in {meta['wall_s']:.1f} s, peak {meta['peak_rss_bytes'] / 2**30:.2f} "
                       f"GiB -> {dest}")
         out.append(dest)
+
+    if on_spark:  # the strategies are lanes of the same epoch jobs: they end together
+        for spec, (counts, wall_s) in zip(runs, _count_on_spark(cfg, spark.session(), stream, folder, root, runs,
+                                                                count)):
+            finish(spec, counts, wall_s)
+    else:
+        for spec in runs:
+            finish(spec, *count(spec))
     progress.done()
     for dest in out:
         print(f"counts: {dest}")

@@ -218,3 +218,27 @@ def test_the_tables_carry_their_config(tiny, tmp_path):
         frame = table.to_pandas()
         assert (frame["object_sample"] == 0.5).all() and (frame["queries"] == 300).all() and len(frame)
     assert json.loads((tmp_path / "meta.json").read_text())["label"] == "grid"
+
+
+def test_an_invocation_keeps_the_strategies_it_finished_when_a_later_one_fails(tmp_path, monkeypatch):
+    """In process each strategy's tables are written as soon as it is counted: a count of several
+    strategies at a paper's size runs for an hour, and a failure (or a stop) in the last must not
+    lose the others."""
+    from harness.counts import app
+
+    real = app.count_run
+
+    def failing_second(cls, *args, **kwargs):
+        if kwargs.get("label") == "kdtree":
+            raise RuntimeError("the second strategy failed")
+        return real(cls, *args, **kwargs)
+
+    monkeypatch.setattr(app, "count_run", failing_second)
+    cfg = composed("workload=tiny", "dataset.size=4000", "strategy=all", "strategy.include=[grid,kdtree]",
+                   "workers=3", "progress=false", f"results_dir={tmp_path / 'results'}",
+                   f"counts.out={tmp_path / 'out'}")
+    with pytest.raises(RuntimeError, match="the second strategy failed"):
+        app.run_counts(cfg)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["grid"]
+    assert (tmp_path / "out" / "grid" / "meta.json").exists()
+    assert len(pd.read_parquet(tmp_path / "out" / "grid" / "counts_workers.parquet"))
