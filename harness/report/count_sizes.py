@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from harness.report import results
+
 SIZE_KEYS = ("queries", "preload_objects", "window", "updates")
 
 
@@ -78,12 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("folder", help="a folder of count-mode runs (each a folder with meta.json, at any depth)")
     parser.add_argument("--out", default=None, help="write the Markdown here (default: print it)")
     args = parser.parse_args(argv)
-    text = "\n".join(markdown(reached(Path(args.folder)))) + "\n"
-    if args.out:
-        Path(args.out).write_text(text)
-        print(f"written: {args.out}")
-    else:
-        print(text)
+    results.write_or_print("\n".join(markdown(reached(Path(args.folder)))) + "\n", args.out)
     return 0
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -136,11 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     presets = args.presets.split(",") if args.presets else None
     verdicts = compare(table, args.repeat - args.discard, presets)
     text = "\n".join(markdown(verdicts, work_saved(table, args.repeat, presets), args.repeat, args.discard)) + "\n"
-    if args.out:
-        Path(args.out).write_text(text)
-        print(f"written: {args.out}")
-    else:
-        print(text)
+    results.write_or_print(text, args.out)
     return 0
 
 

@@ -70,6 +70,15 @@ def code_version() -> str:
     return (commit + ("-dirty" if dirty else "")) if commit else "unknown"
 
 
+def write_or_print(text: str, out: str | None, note: str = "") -> None:
+    """A report command's Markdown: written to `out` (and the path said, with `note`), or printed."""
+    if out:
+        Path(out).write_text(text)
+        print(f"written: {out}{f' ({note})' if note else ''}")
+    else:
+        print(text)
+
+
 def results_root(configured: str | None = None) -> Path:
     root = Path(configured or os.environ.get("STPS_RESULTS") or PROJECT_ROOT / "results")
     return root.resolve()

@@ -79,6 +79,23 @@ def weights_and_norms(offsets: np.ndarray, values: np.ndarray, idf: np.ndarray) 
 
 
 @njit(cache=True, inline="always")
+def searched_dot(short_val, short_w, a_lo, a_hi, long_val, long_w, b_lo, b_hi):
+    """The sum of the weight products of the terms two ascending lists share, each term of the short
+    one searched in the rest of the long one: the common terms in ascending order, as a walk of both
+    sums them (a product's two factors commute exactly), so the same double (`pair_score`)."""
+    total = 0.0
+    j = b_lo
+    for i in range(a_lo, a_hi):
+        j = lower_bound(long_val, j, b_hi, short_val[i])
+        if j == b_hi:
+            break
+        if long_val[j] == short_val[i]:
+            total += short_w[i] * long_w[j]
+            j += 1
+    return total
+
+
+@njit(cache=True, inline="always")
 def pair_score(sx, sy, alpha, s_val, s_w, s_lo, s_hi, mx, my, m_val, m_w, m_lo, m_hi, max_dist):
     """Eq. 1 for one (subscription, message): both term lists ascending. The common terms are
     summed in ascending order whichever way they are found: a walk of both lists, or, when one is
@@ -91,23 +108,9 @@ def pair_score(sx, sy, alpha, s_val, s_w, s_lo, s_hi, mx, my, m_val, m_w, m_lo, 
     tsim = 0.0
     n_s, n_m = s_hi - s_lo, m_hi - m_lo
     if n_m > 4 * n_s + 8:
-        j = m_lo
-        for i in range(s_lo, s_hi):
-            j = lower_bound(m_val, j, m_hi, s_val[i])
-            if j == m_hi:
-                break
-            if m_val[j] == s_val[i]:
-                tsim += s_w[i] * m_w[j]
-                j += 1
+        tsim = searched_dot(s_val, s_w, s_lo, s_hi, m_val, m_w, m_lo, m_hi)
     elif n_s > 4 * n_m + 8:
-        i = s_lo
-        for j in range(m_lo, m_hi):
-            i = lower_bound(s_val, i, s_hi, m_val[j])
-            if i == s_hi:
-                break
-            if s_val[i] == m_val[j]:
-                tsim += s_w[i] * m_w[j]
-                i += 1
+        tsim = searched_dot(m_val, m_w, m_lo, m_hi, s_val, s_w, s_lo, s_hi)
     else:
         i, j = s_lo, m_lo
         while i < s_hi and j < m_hi:

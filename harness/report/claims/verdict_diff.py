@@ -179,12 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     before = read_record(Path(args.before))
     table = results.read_runs_table(results.results_root(args.results))
     frame = diff(before, table, presets=args.presets.split(",") if args.presets else None)
-    text = "\n".join(markdown(frame)) + "\n"
-    if args.out:
-        Path(args.out).write_text(text)
-        print(f"written: {args.out} ({len(frame)} claims, {int((frame['moved'] != '').sum()) if len(frame) else 0} moved)")
-    else:
-        print(text)
+    moved = int((frame["moved"] != "").sum()) if len(frame) else 0
+    results.write_or_print("\n".join(markdown(frame)) + "\n", args.out, f"{len(frame)} claims, {moved} moved")
     return 0
 
 
