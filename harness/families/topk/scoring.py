@@ -41,16 +41,7 @@ def term_idf(df: np.ndarray, n_docs: int) -> np.ndarray:
 @njit(cache=True)
 def normalised_weights(offsets: np.ndarray, values: np.ndarray, idf: np.ndarray) -> np.ndarray:
     """Per CSR entry, its term's idf divided by the L2 norm of its set."""
-    out = np.empty(len(values), np.float64)
-    for r in range(len(offsets) - 1):
-        total = 0.0
-        for j in range(offsets[r], offsets[r + 1]):
-            w = idf[values[j]]
-            total += w * w
-        norm = math.sqrt(total)
-        for j in range(offsets[r], offsets[r + 1]):
-            out[j] = idf[values[j]] / norm if norm > 0.0 else 0.0
-    return out
+    return weights_and_norms(offsets, values, idf)[0]
 
 
 @njit(cache=True)
