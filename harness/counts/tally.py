@@ -110,20 +110,6 @@ class CountStream:
         return self.fit_prefix is not None
 
 
-def count_stream(events, warmup: int, *, epochs_by: str = "count", epoch_size: float = 0,
-                 object_sample: float = 1.0, sample_seed: int = 0, workload_family: str | None = None) -> CountStream:
-    """A normalised stream prepared for counting (module docstring: Sampling): `events` the whole
-    stream (it may be the memory-mapped cached one) or its consecutive chunks (a list, or the
-    cache's StreamChunks); with a sample, only the kept events and the warm-up are copied
-    (`read_stream`)."""
-    p = float(object_sample)
-    if workload_family:  # before reading anything
-        check_sampling(p, [workload_family])
-    read = read_stream(events, warmup, p, sample_seed, epochs_by, epoch_size, workload_family)
-    return CountStream(read.events, warmup, read.bounds, sampled_bounds(read.bounds, read.keep), read.full_objects,
-                       read.names, p, int(sample_seed), read.fit_prefix)
-
-
 def _draw(rng, chunk: Events, p: float) -> np.ndarray:
     """The positions a chunk keeps (the next Bernoulli(p) draws for its objects)."""
     objects = np.flatnonzero(chunk.kind == OBJECT)
@@ -165,26 +151,19 @@ class _Length:
         return self.n
 
 
-@dataclass
-class ReadStream:
-    """What a count run takes from the whole stream (`read_stream`)."""
-
-    names: list[str]  # its families (run_families)
-    bounds: list[tuple[int, int, int]]  # its epochs
-    full_objects: dict[int, int]  # objects per epoch
-    keep: np.ndarray | None  # the sample's positions (None: every event)
-    events: Events  # the events that run: the sample's, or the whole stream
-    fit_prefix: Events | None  # the whole warm-up, with a sample
-
-
-def read_stream(events, warmup: int, p: float, seed: int, epochs_by: str, epoch_size: float,
-                workload_family: str | None) -> ReadStream:
-    """The stream's facts, sample and warm-up, in two passes over its chunks: the first counts the
+def count_stream(events, warmup: int, *, epochs_by: str = "count", epoch_size: float = 0,
+                 object_sample: float = 1.0, sample_seed: int = 0, workload_family: str | None = None) -> CountStream:
+    """A normalised stream prepared for counting (module docstring: Sampling): `events` the whole
+    stream (it may be the memory-mapped cached one) or its consecutive chunks (a list, or the
+    cache's StreamChunks). Its facts, sample and warm-up come in two passes over its chunks: the first counts the
     events and draws the sample (and gathers times for epochs by time), the second counts each
     epoch's objects and copies the kept rows and the warm-up. With a sample, nothing but the
     current chunk and the copied rows is in memory at a time (the cache's StreamChunks reads one
     batch at a time: a mapped stream's pages would count in the resident set as touched, 8 GB
     at PS2Stream's mu = 5M); without one, the chunks are joined (every event runs)."""
+    p, seed = float(object_sample), int(sample_seed)
+    if workload_family:  # before reading anything
+        check_sampling(p, [workload_family])
     chunks = _chunks(events)
     if isinstance(events, Events):
         names = run_families(events, workload_family)
@@ -221,10 +200,10 @@ def read_stream(events, warmup: int, p: float, seed: int, epochs_by: str, epoch_
         base += m
     full_objects = {e: int(c) for (e, _, _), c in zip(bounds, counts)}
     if isinstance(events, Events) and keep is None:
-        return ReadStream(names, bounds, full_objects, None, events, None)
+        return CountStream(events, warmup, bounds, bounds, full_objects, names, p, seed)
     joined = run[0] if len(run) == 1 else Events.concat(run)
     fit_prefix = None if keep is None else (prefix[0] if len(prefix) == 1 else Events.concat(prefix))
-    return ReadStream(names, bounds, full_objects, keep, joined, fit_prefix)
+    return CountStream(joined, warmup, bounds, sampled_bounds(bounds, keep), full_objects, names, p, seed, fit_prefix)
 
 
 def sampled_bounds(bounds: list[tuple[int, int, int]], keep: np.ndarray | None) -> list[tuple[int, int, int]]:
