@@ -119,7 +119,7 @@ def run_counts(cfg) -> list[Path]:
     progress.step(f"workload {cfg.workload.name}")
     # the stream as its mapped chunks: a sample copies only its kept events, chunk by chunk
     events, warmup, folder, wl_meta = load_or_build_workload(ds, cfg, root / "cache", chunks=True)
-    n_events = sum(len(c) for c in events)
+    n_events = events.rows
     # the cached stream was normalised when it was built (normalise_workload); what that fixed is in
     # its meta, as the Spark runner reads it (normalising again costs a copy-sized sort at scale)
     anomalies = record.input_metrics(ds, wl_meta)

@@ -166,6 +166,11 @@ class StreamChunks:
     def __len__(self) -> int:
         return len(self.lengths)
 
+    @property
+    def rows(self) -> int:
+        """The stream's events, from the batches' headers (no batch read)."""
+        return sum(self.lengths)
+
     def __iter__(self):
         with pa.OSFile(str(self.path)) as source, pa.ipc.open_file(source) as reader:
             for i in range(reader.num_record_batches):

@@ -130,6 +130,7 @@ def test_the_cache_writes_a_planned_stream_by_chunks_and_maps_it_back(data, tmp_
     monkeypatch.setattr(workload_cache, "CHUNK_ROWS", 1000)
     chunks, warmup, folder, meta = load_or_build_workload(_Dataset(objects, df, extent), cfg, tmp_path, chunks=True)
     assert len(chunks) == -(-len(whole.events) // 1000) and all(len(c) <= 1000 for c in chunks)
+    assert chunks.rows == len(whole.events)  # from the batches' headers
     assert_same_stream(Events.concat(chunks), whole.events)
     assert_same_stream(mapped_events(folder), whole.events)
     import pyarrow.parquet as pq
